@@ -1,0 +1,20 @@
+// swift-tools-version: 6.0
+// NoteKit: SwiftData's programming model on Linux, persisted as append-only JSON segments.
+// The toolchain only: no package dependencies, by design.
+import PackageDescription
+
+let package = Package(
+    name: "NoteKit",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "NoteKit", targets: ["NoteKit"]),
+        .library(name: "NoteKitFileStore", targets: ["NoteKitFileStore"]),
+    ],
+    targets: [
+        .target(name: "NoteKit"),
+        .target(name: "NoteKitFileStore", dependencies: ["NoteKit"]),
+        .testTarget(name: "NoteKitTests", dependencies: ["NoteKit"]),
+        .testTarget(name: "FileStoreTests", dependencies: ["NoteKit", "NoteKitFileStore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,95 @@
+import FoundationEssentials
+
+/// The schema and the store of an application's models (SwiftData's `ModelContainer`).
+///
+/// ```swift
+/// let container = try ModelContainer(for: Note.self,
+///                                    configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+/// let context = ModelContext(container)
+/// ```
+///
+/// A container is `Sendable`: share one between actors and give each actor its own ``ModelContext``.
+public final class ModelContainer: Sendable {
+    /// The schema: the registered types and every type reachable from them.
+    public let schema: Schema
+    /// The store's configuration.
+    public let configuration: any DataStoreConfiguration
+    /// The store every context of this container reads and writes.
+    public let store: any DataStore
+    /// What a save does with an inserted duplicate of a unique key.
+    public let uniquenessPolicy: UniquenessPolicy
+
+    let runtime: SchemaRuntime
+    private let mainContextBox = MainContextBox()
+
+    /// A container for `types` (and every type they reach).
+    ///
+    /// - Parameters:
+    ///   - types: the model types.
+    ///   - uniquenessPolicy: upsert (SwiftData's behaviour, the default) or reject duplicates of unique keys.
+    ///   - configurations: exactly one store configuration.
+    /// - Throws: ``SchemaError`` for an invalid model declaration, ``ModelContainerError`` for a configuration
+    ///   NoteKit cannot use, or the store's own errors when it cannot be opened.
+    public convenience init(for types: any PersistentModel.Type..., uniquenessPolicy: UniquenessPolicy = .upsert,
+                            configurations: any DataStoreConfiguration...) throws {
+        try self.init(for: Schema(types), uniquenessPolicy: uniquenessPolicy, configurations: configurations)
+    }
+
+    /// A container for `schema`.
+    ///
+    /// - Throws: as ``init(for:uniquenessPolicy:configurations:)-(any PersistentModel.Type...,_,_)``.
+    public init(for schema: Schema, uniquenessPolicy: UniquenessPolicy = .upsert,
+                configurations: [any DataStoreConfiguration]) throws {
+        guard let runtime = schema.runtime else { throw ModelContainerError.schemaWithoutModelTypes }
+        guard let configuration = configurations.first else { throw ModelContainerError.noConfiguration }
+        guard configurations.count == 1 else {
+            throw ModelContainerError.multipleConfigurations(configurations.map(\.name))
+        }
+        self.schema = schema
+        self.runtime = runtime
+        self.configuration = configuration
+        self.uniquenessPolicy = uniquenessPolicy
+        store = try configuration.makeStore(schema: schema)
+    }
+
+    /// The context of the main actor, created on first use.
+    @MainActor public var mainContext: ModelContext {
+        if let context = mainContextBox.context { return context }
+        let context = ModelContext(self)
+        mainContextBox.context = context
+        return context
+    }
+}
+
+/// Holds the main actor's context inside a `Sendable` container.
+@MainActor private final class MainContextBox {
+    var context: ModelContext?
+    nonisolated init() {}
+}
+
+/// A container NoteKit cannot create as asked.
+public enum ModelContainerError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// No configuration was given.
+    case noConfiguration
+    /// More than one configuration was given; NoteKit stores a schema in one store.
+    case multipleConfigurations([String])
+    /// A persistent store was asked of the core library.
+    case noPersistentStore(name: String)
+    /// The schema was decoded from a store and has no model types to create objects from.
+    case schemaWithoutModelTypes
+
+    public var description: String {
+        switch self {
+        case .noConfiguration:
+            "no store configuration: pass ModelConfiguration(isStoredInMemoryOnly: true), or NoteKitFileStore's "
+                + "FileStoreConfiguration(url:) for a store on disk"
+        case .multipleConfigurations(let names):
+            "\(names.count) configurations given (\(names.joined(separator: ", "))); a container has one store"
+        case .noPersistentStore(let name):
+            "configuration \(name) asks for a persistent store; import NoteKitFileStore and use "
+                + "FileStoreConfiguration(url:)"
+        case .schemaWithoutModelTypes:
+            "the schema has no model types (it was decoded from a store); build it from the model types"
+        }
+    }
+}

@@ -1,0 +1,255 @@
+import FoundationEssentials
+
+extension ModelContext {
+    /// Saves every pending insert, change and delete as one transaction of the store.
+    ///
+    /// Before anything is sent, inserted objects are checked against unique constraints: by default a duplicate
+    /// key updates the existing object (SwiftData's upsert), or, with ``UniquenessPolicy/reject``, the save throws.
+    /// Relationship count bounds are checked too. Only the properties that changed are sent, so another context's
+    /// save of other properties of the same object is kept.
+    ///
+    /// - Throws: ``SaveError`` or the store's own errors. When `save()` throws, the store is unchanged and every
+    ///   change stays pending in the context, so the save can be retried.
+    /// - Complexity: O(changed objects × their properties), plus the store's cost of making the transaction durable.
+    public func save() throws {
+        guard hasChanges else { return }
+        try resolveUniqueInserts()
+        let inserted = insertedObjects, changed = changedObjects, deleted = deletedObjects
+        var changes = ChangeSet(author: author)
+        changes.inserted.reserveCapacity(inserted.count)
+        for object in inserted {
+            try checkRelationships(of: object, added: nil)
+            changes.inserted.append(object._snapshot)
+        }
+        var updatedObjects: [ModelObject] = []
+        for object in changed {
+            guard let update = try update(for: object) else { continue }
+            changes.updated.append(update)
+            updatedObjects.append(object)
+        }
+        for object in deleted {
+            var tombstone: [String: StoredValue] = [:]
+            for (slot, attribute) in object._metadata.attributes.enumerated() where attribute.preservesValueOnDeletion {
+                tombstone[attribute.name] = object._committed?.attributes[slot] ?? object._attributes[slot]
+            }
+            changes.deleted.append(ModelDeletion(id: object._id, tombstone: tombstone))
+        }
+
+        let generation = changes.isEmpty ? store.generation : try store.save(changes).generation
+
+        for object in inserted {
+            object._state = .registered
+            object._committed = ModelSnapshot(id: object._id, attributes: object._attributes,
+                                              relationships: object._relationships, version: generation)
+        }
+        for object in changed { object._isChanged = false }
+        // The store merged only what changed; read back what it now holds for objects it updated.
+        let stored = store.snapshots(for: updatedObjects.map(\._id))
+        for (object, snapshot) in zip(updatedObjects, stored) {
+            guard let snapshot else { continue }
+            object._load(snapshot, notify: true)
+            object._committed = snapshot
+        }
+        for object in changed where object._committed != nil && !updatedObjects.contains(where: { $0 === object }) {
+            object._load(object._committed!, notify: false)
+        }
+        for object in deleted {
+            registry[object._id] = nil
+            object._context = nil
+        }
+        insertedOrder.removeAll()
+        changedOrder.removeAll()
+        deletedOrder.removeAll()
+    }
+
+    /// The changed properties of `object` since it was last read or saved; nil when nothing differs.
+    private func update(for object: ModelObject) throws -> ModelUpdate? {
+        guard let committed = object._committed else { return nil }
+        var attributes: [AttributeChange] = []
+        for slot in object._attributes.indices where object._attributes[slot] != committed.attributes[slot] {
+            attributes.append(AttributeChange(index: slot, value: object._attributes[slot]))
+        }
+        var relationships: [RelationshipChange] = []
+        var added: [PersistentIdentifier] = []
+        for slot in object._relationships.indices where object._relationships[slot] != committed.relationships[slot] {
+            switch (object._relationships[slot], committed.relationships[slot]) {
+            case let (.toMany(now), .toMany(before)):
+                let nowSet = Set(now), beforeSet = Set(before)
+                let gained = now.filter { !beforeSet.contains($0) }
+                let lost = before.filter { !nowSet.contains($0) }
+                added += gained
+                if gained.isEmpty && lost.isEmpty {
+                    // Only the order changed: send the whole list so the store keeps the new order.
+                    relationships.append(RelationshipChange(index: slot, kind: .toMany(added: now, removed: before)))
+                } else {
+                    relationships.append(RelationshipChange(index: slot, kind: .toMany(added: gained, removed: lost)))
+                }
+            case let (.toOne(now), _):
+                if let now { added.append(now) }
+                relationships.append(RelationshipChange(index: slot, kind: .toOne(now)))
+            default:
+                relationships.append(RelationshipChange(index: slot, kind: object._relationships[slot] == .toOne(nil)
+                                                        ? .toOne(nil) : .toMany(added: [], removed: [])))
+            }
+        }
+        try checkRelationships(of: object, added: Set(added))
+        if attributes.isEmpty && relationships.isEmpty { return nil }
+        return ModelUpdate(id: object._id, attributes: attributes, relationships: relationships)
+    }
+
+    /// Count bounds hold, and no relationship gained a target that was deleted.
+    ///
+    /// - Parameter added: the targets gained since the last save (nil: every target, for a new object).
+    private func checkRelationships(of object: ModelObject, added: Set<PersistentIdentifier>?) throws {
+        for (slot, relationship) in object._metadata.relationships.enumerated() {
+            let targets = object._relationships[slot]
+            let count = targets.count
+            let minimum = relationship.minimumModelCount ?? 0
+            if count < minimum || relationship.maximumModelCount.map({ count > $0 }) == true {
+                throw SaveError.relationshipCountOutOfRange(model: object._id, property: relationship.name,
+                                                            count: count, minimum: minimum,
+                                                            maximum: relationship.maximumModelCount)
+            }
+            for target in targets.identifiers where added?.contains(target) ?? true {
+                if registry[target]?._state == .deleted || (registry[target] == nil && store.snapshots(for: [target]).first! == nil) {
+                    throw SaveError.relationshipToMissingModel(model: object._id, property: relationship.name,
+                                                               target: target)
+                }
+            }
+        }
+    }
+}
+
+// MARK: - Uniqueness
+
+/// What a save does when an inserted object has the same unique key as another object.
+public enum UniquenessPolicy: Sendable, Hashable {
+    /// SwiftData's behaviour: the inserted object's values update the existing object, which keeps its identity.
+    /// If the context had not loaded the existing object, the inserted object takes over its identity and stays
+    /// usable; otherwise the inserted object's values and relationships are merged into the loaded one and the
+    /// inserted object leaves the context.
+    case upsert
+    /// The save throws ``SaveError/uniqueConstraintViolation(entity:properties:values:existing:)``.
+    case reject
+}
+
+extension ModelContext {
+    /// Who holds a unique key an inserted object wants.
+    private enum KeyHolder {
+        /// An object this context has (loaded, changed, or inserted earlier in this save).
+        case object(ModelObject)
+        /// A saved object this context has not loaded.
+        case stored(ModelSnapshot)
+
+        var id: PersistentIdentifier {
+            switch self {
+            case .object(let object): object._id
+            case .stored(let snapshot): snapshot.id
+            }
+        }
+    }
+
+    /// Applies the uniqueness policy to inserted objects whose unique key another object already has.
+    func resolveUniqueInserts() throws {
+        var claimed: [String: [[StoredValue]: ModelObject]] = [:]
+        for object in insertedObjects {
+            let metadata = object._metadata!
+            for (number, names) in metadata.uniqueConstraints.enumerated() {
+                let slots = names.compactMap { metadata.attributeIndexByName[$0] }
+                let key = slots.map { object._attributes[$0] }
+                guard EntityTable.isConstraining(key) else { continue }
+                let claimKey = "\(metadata.entityName)#\(number)"
+                let holder = claimed[claimKey]?[key].map(KeyHolder.object)
+                    ?? existingHolder(of: key, constraint: number, slots: slots, excluding: object)
+                guard let holder else {
+                    claimed[claimKey, default: [:]][key] = object
+                    continue
+                }
+                guard container.uniquenessPolicy == .upsert else {
+                    throw SaveError.uniqueConstraintViolation(entity: metadata.entityName, properties: names,
+                                                              values: key, existing: holder.id)
+                }
+                switch holder {
+                case .object(let existing):
+                    merge(object, into: existing)
+                    claimed[claimKey, default: [:]][key] = existing
+                case .stored(let snapshot):
+                    adopt(snapshot, by: object)
+                    claimed[claimKey, default: [:]][key] = object
+                }
+                // The object has a new identity or left the context; its other constraints were checked with it.
+                break
+            }
+        }
+    }
+
+    /// The object that holds `key` now: one changed in this context, or a saved one (unless deleted here or
+    /// changed here to another key).
+    private func existingHolder(of key: [StoredValue], constraint: Int, slots: [Int],
+                                excluding object: ModelObject) -> KeyHolder? {
+        let entity = object._metadata.entityName
+        for candidate in changedObjects where candidate._metadata.entityName == entity && candidate !== object
+            && slots.map({ candidate._attributes[$0] }) == key {
+            return .object(candidate)
+        }
+        guard let id = store.identifier(entity: entity, uniqueConstraint: constraint, key: key), id != object._id else {
+            return nil
+        }
+        if let registered = registry[id] {
+            guard registered._state == .registered, slots.map({ registered._attributes[$0] }) == key else { return nil }
+            return .object(registered)
+        }
+        return store.snapshots(for: [id]).first?.map(KeyHolder.stored)
+    }
+
+    /// Merges inserted `object` into `holder`, which this context already has: the holder gets the inserted values
+    /// and relationships, and the inserted object leaves the context, keeping the holder's identifier.
+    private func merge(_ object: ModelObject, into holder: ModelObject) {
+        for slot in object._attributes.indices { holder._writeAttributeNotifying(slot, object._attributes[slot]) }
+        for (slot, relationship) in object._metadata.relationships.enumerated() {
+            let targets = object._relationshipModels(at: slot)
+            guard !targets.isEmpty else { continue }
+            object._setRelationship(at: slot, to: [])
+            holder._setRelationship(at: slot, to: relationship.isToMany
+                                    ? holder._relationshipModels(at: slot) + targets : targets)
+        }
+        registry[object._id] = nil
+        object._state = .unmanaged
+        object._context = nil
+        object._id = holder._id
+    }
+
+    /// Gives inserted `object` the identity of the saved object `stored` (which this context never loaded), so
+    /// the save updates that object and the caller's reference stays the live one.
+    private func adopt(_ stored: ModelSnapshot, by object: ModelObject) {
+        let oldID = object._id, newID = stored.id
+        for (slot, relationship) in object._metadata.relationships.enumerated() {
+            let inverse = object._metadata.inverse(ofRelationship: slot)
+            // Targets the inserted object brought point back at its old identifier: rename it there.
+            if let inverse {
+                for target in object._relationshipModels(at: slot) {
+                    target._replaceTarget(oldID, with: newID, in: inverse.slot)
+                }
+            }
+            // Stored targets the inserted object does not replace stay.
+            switch (object._relationships[slot], stored.relationships[slot]) {
+            case let (.toMany(mine), .toMany(theirs)):
+                let mineSet = Set(mine)
+                object._relationships[slot] = .toMany(theirs.filter { !mineSet.contains($0) } + mine)
+            case (.toOne(nil), .toOne(let theirs)):
+                object._relationships[slot] = .toOne(theirs)
+            case let (.toOne(mine?), .toOne(theirs?)) where mine != theirs && !relationship.isToMany:
+                // The stored target loses the object it pointed back at.
+                if let inverse, let previous = _object(for: theirs) { previous._removeTarget(newID, from: inverse.slot) }
+            default:
+                break
+            }
+        }
+        registry[oldID] = nil
+        registry[newID] = object
+        object._id = newID
+        object._committed = stored
+        object._state = .registered
+        _willChange(object)
+    }
+}

@@ -1,0 +1,327 @@
+import FoundationEssentials
+
+/// A unit of work over a ``ModelContainer``: it inserts, deletes and fetches model objects, tracks what changed,
+/// and saves it all in one transaction.
+///
+/// ```swift
+/// let context = ModelContext(container)
+/// let work = Folder(name: "Work")
+/// context.insert(work)
+/// try context.save()
+/// let roots = try context.fetch(FetchDescriptor<Folder>(predicate: #Predicate { $0.parent == nil }))
+/// ```
+///
+/// A context and its objects belong to one isolation domain (one actor or thread); it is not `Sendable`. Pass
+/// ``PersistentIdentifier``s to other actors and give each its own context. Each object is loaded into a
+/// context at most once: every fetch and relationship returns the same instance for the same identifier.
+///
+/// Changes are tracked as they are made, not found by comparing objects at save: a property setter marks its
+/// object changed, and ``save()`` sends the changed properties of changed objects only.
+///
+/// ## Topics
+/// - ``insert(_:)``
+/// - ``delete(_:)``
+/// - ``delete(model:where:)``
+/// - ``save()``
+/// - ``rollback()``
+/// - ``transaction(block:)``
+/// - ``fetch(_:)``
+/// - ``fetchCount(_:)``
+/// - ``fetchIdentifiers(_:)``
+/// - ``model(for:)``
+/// - ``explain(_:)``
+public final class ModelContext {
+    /// The container whose store this context reads and writes.
+    public let container: ModelContainer
+    /// Recorded with each save in the store's history.
+    public var author: String?
+    /// Accepted for SwiftData compatibility. Linux has no run loop to save on, so NoteKit never saves by itself:
+    /// call ``save()``.
+    public var autosaveEnabled = false
+
+    /// Stored values that could not be decoded when read (a missing external blob, a `Codable` type that no
+    /// longer decodes its stored form). Such a property reads as its declared default.
+    public private(set) var readFailures: [ReadFailure] = []
+
+    /// Every object this context knows, by identifier.
+    var registry: [PersistentIdentifier: ModelObject] = [:]
+    /// Objects in the order they were inserted, changed or deleted; entries whose state has moved on are skipped.
+    var insertedOrder: [ModelObject] = []
+    var changedOrder: [ModelObject] = []
+    var deletedOrder: [ModelObject] = []
+    /// The state of each object before the current ``transaction(block:)`` first touched it.
+    var journal: [ObjectIdentifier: JournalEntry]?
+
+    var store: any DataStore { container.store }
+    var runtime: SchemaRuntime { container.runtime }
+
+    /// A new, empty context over `container`.
+    public init(_ container: ModelContainer) {
+        self.container = container
+    }
+
+    // MARK: State
+
+    /// Whether the context has inserted, changed or deleted objects it has not saved.
+    public var hasChanges: Bool {
+        insertedOrder.contains { $0._state == .inserted && $0._context === self }
+            || changedOrder.contains { $0._isChanged && $0._state == .registered && $0._context === self }
+            || deletedOrder.contains { $0._state == .deleted && $0._context === self }
+    }
+
+    /// The objects inserted and not saved yet, in insertion order.
+    public var insertedModelsArray: [any PersistentModel] {
+        insertedObjects.map { $0 as! any PersistentModel }
+    }
+
+    /// The saved objects changed and not saved yet.
+    public var changedModelsArray: [any PersistentModel] {
+        changedObjects.map { $0 as! any PersistentModel }
+    }
+
+    /// The saved objects deleted and not saved yet (objects inserted and deleted before a save are forgotten).
+    public var deletedModelsArray: [any PersistentModel] {
+        deletedObjects.map { $0 as! any PersistentModel }
+    }
+
+    var insertedObjects: [ModelObject] {
+        unique(insertedOrder.filter { $0._state == .inserted && $0._context === self })
+    }
+
+    var changedObjects: [ModelObject] {
+        unique(changedOrder.filter { $0._isChanged && $0._state == .registered && $0._context === self })
+    }
+
+    var deletedObjects: [ModelObject] {
+        unique(deletedOrder.filter { $0._state == .deleted && $0._context === self })
+    }
+
+    private func unique(_ objects: [ModelObject]) -> [ModelObject] {
+        var seen = Set<ObjectIdentifier>()
+        return objects.filter { seen.insert(ObjectIdentifier($0)).inserted }
+    }
+
+    // MARK: Inserting
+
+    /// Inserts `model`, and every object it reaches through relationships that is not in a context yet.
+    ///
+    /// Inserting an object that is already in this context does nothing; inserting one deleted in this context
+    /// (and not saved) brings it back. Whether a duplicate of a unique key updates the existing object or is
+    /// refused is decided at ``save()`` (see ``UniquenessPolicy``).
+    ///
+    /// - Precondition: `model` does not belong to another context.
+    public func insert<T: PersistentModel>(_ model: T) {
+        _insertGraph(model)
+    }
+
+    /// Inserts `object` and the unmanaged objects its relationships reach.
+    func _insertGraph(_ object: ModelObject) {
+        var pending = [object]
+        while let next = pending.popLast() {
+            switch next._state {
+            case .unmanaged:
+                precondition(next._context == nil || next._context === self,
+                             "\(next) belongs to another context")
+                record(next)
+                next._context = self
+                next._state = .inserted
+                registry[next._id] = next
+                insertedOrder.append(next)
+                // Only objects still related are inserted; one set and later replaced stays out.
+                let related = Set(next._relationships.flatMap(\.identifiers))
+                pending.append(contentsOf: next._unmanagedTargets.values.filter { related.contains($0._id) })
+                next._unmanagedTargets = [:]
+            case .deleted where next._context === self:
+                record(next)
+                next._state = next._committed == nil ? .inserted : .registered
+                registry[next._id] = next
+                if next._state == .inserted { insertedOrder.append(next) }
+            case .deleted:
+                // Deleted and saved elsewhere: insert it again as a new object with the same identity.
+                record(next)
+                next._context = self
+                next._state = .inserted
+                next._committed = nil
+                registry[next._id] = next
+                insertedOrder.append(next)
+            case .inserted, .registered:
+                precondition(next._context === self, "\(next) belongs to another context")
+            }
+        }
+    }
+
+    // MARK: Looking objects up
+
+    /// The object with identifier `id`: the one this context already has, or one loaded from the store.
+    /// Nil when the store does not have it.
+    ///
+    /// - Complexity: O(1).
+    public func model(for id: PersistentIdentifier) -> (any PersistentModel)? {
+        _object(for: id, refresh: true).map { $0 as! any PersistentModel }
+    }
+
+    /// The object with identifier `id`, as a `T`; nil when the store does not have it or it is not a `T`.
+    public subscript<T: PersistentModel>(id: PersistentIdentifier, as type: T.Type = T.self) -> T? {
+        _object(for: id, refresh: true) as? T
+    }
+
+    /// The object this context has registered for `id`, without loading anything.
+    public func registeredModel<T: PersistentModel>(for id: PersistentIdentifier) -> T? {
+        registry[id] as? T
+    }
+
+    /// The object for `id`, loading it from the store if the context does not have it.
+    ///
+    /// - Parameter refresh: whether to reload a registered object without changes when the store has newer values.
+    func _object(for id: PersistentIdentifier, refresh: Bool = false) -> ModelObject? {
+        if let known = registry[id] {
+            if refresh, known._state == .registered, !known._isChanged,
+               let stored = store.snapshots(for: [id]).first ?? nil {
+                _refresh(known, from: stored)
+            }
+            return known
+        }
+        guard let stored = store.snapshots(for: [id]).first ?? nil else { return nil }
+        return _materialize(stored)
+    }
+
+    /// The registered object for a snapshot the store returned, loading or refreshing it as needed.
+    func _object(for snapshot: ModelSnapshot) -> ModelObject {
+        if let known = registry[snapshot.id] {
+            if known._state == .registered, !known._isChanged { _refresh(known, from: snapshot) }
+            return known
+        }
+        return _materialize(snapshot)
+    }
+
+    /// Loads a newer saved version of an unchanged object, telling observers what changed.
+    private func _refresh(_ object: ModelObject, from snapshot: ModelSnapshot) {
+        guard let committed = object._committed, snapshot.version > committed.version else { return }
+        object._load(snapshot, notify: true)
+        object._committed = snapshot
+    }
+
+    /// Creates the object for a stored row without evaluating its declared defaults.
+    func _materialize(_ snapshot: ModelSnapshot) -> ModelObject {
+        guard let metadata = runtime.metadataByName[snapshot.id.entityName] else {
+            preconditionFailure("the store returned \(snapshot.id), whose entity the container's schema lacks")
+        }
+        let stack = ConstructionStack.current
+        stack.materialization = .init(type: ObjectIdentifier(metadata.type),
+                                      attributeFrame: stack.attributeValues.count,
+                                      relationshipFrame: stack.relationshipValues.count)
+        let object = metadata.type.init()
+        stack.materialization = nil
+        object._isMaterializing = false
+        object._id = snapshot.id
+        object._load(snapshot, notify: false)
+        object._committed = snapshot
+        object._context = self
+        object._state = .registered
+        registry[snapshot.id] = object
+        return object
+    }
+
+    // MARK: Change tracking
+
+    /// Called before any change to `object`'s values.
+    func _willChange(_ object: ModelObject) {
+        record(object)
+        if object._state == .registered && !object._isChanged {
+            object._isChanged = true
+            changedOrder.append(object)
+        }
+    }
+
+    func _recordReadFailure(_ failure: ReadFailure) {
+        readFailures.append(failure)
+    }
+
+    // MARK: Rollback and transactions
+
+    /// Discards every unsaved change: inserted objects leave the context, changed and deleted ones get their
+    /// saved values back (observers are told).
+    public func rollback() {
+        for object in insertedObjects {
+            registry[object._id] = nil
+            object._context = nil
+            object._state = .unmanaged
+        }
+        for object in changedObjects + deletedObjects {
+            if let committed = object._committed { object._load(committed, notify: true) }
+            object._isChanged = false
+            object._state = .registered
+            registry[object._id] = object
+        }
+        insertedOrder.removeAll()
+        changedOrder.removeAll()
+        deletedOrder.removeAll()
+        journal = journal.map { _ in [:] }
+    }
+
+    /// Runs `block`, then saves. If `block` throws, the changes it made are undone (changes made before the
+    /// transaction stay pending) and the error is rethrown; nothing is saved.
+    ///
+    /// - Throws: what `block` throws, or what ``save()`` throws.
+    public func transaction(block: () throws -> Void) throws {
+        guard journal == nil else {
+            // Nested: the outer transaction owns the savepoint and the save.
+            try block()
+            return
+        }
+        journal = [:]
+        do {
+            try block()
+        } catch {
+            restoreJournal()
+            journal = nil
+            throw error
+        }
+        journal = nil
+        try save()
+    }
+
+    /// What an object looked like before the current transaction first touched it.
+    struct JournalEntry {
+        let object: ModelObject
+        let attributes: [StoredValue]
+        let relationships: [RelationshipTargets]
+        let state: ModelObject.State
+        let isChanged: Bool
+        let context: ModelContext?
+        let unmanagedTargets: [PersistentIdentifier: ModelObject]
+    }
+
+    private func record(_ object: ModelObject) {
+        guard journal != nil, journal![ObjectIdentifier(object)] == nil else { return }
+        journal![ObjectIdentifier(object)] = JournalEntry(
+            object: object, attributes: object._attributes, relationships: object._relationships,
+            state: object._state, isChanged: object._isChanged, context: object._context,
+            unmanagedTargets: object._unmanagedTargets)
+    }
+
+    private func restoreJournal() {
+        for entry in (journal ?? [:]).values {
+            let object = entry.object
+            object._load(ModelSnapshot(id: object._id, attributes: entry.attributes,
+                                       relationships: entry.relationships), notify: true)
+            object._state = entry.state
+            object._isChanged = entry.isChanged
+            object._context = entry.context
+            object._unmanagedTargets = entry.unmanagedTargets
+            registry[object._id] = entry.context === self && entry.state != .unmanaged ? object : nil
+        }
+    }
+}
+
+/// A stored value that could not be decoded when a property read it.
+public struct ReadFailure: Sendable, Hashable, CustomStringConvertible {
+    /// The object whose property was read.
+    public let model: PersistentIdentifier
+    /// The property's name.
+    public let property: String
+    /// Why the value could not be decoded.
+    public let reason: String
+
+    public var description: String { "\(model).\(property) could not be read: \(reason)" }
+}

@@ -1,0 +1,277 @@
+import FoundationEssentials
+
+/// A predicate compiled to a form a store evaluates on snapshots and answers from indexes.
+///
+/// ``ModelContext`` compiles a Foundation `Predicate` into a `FetchFilter` when every part of it maps to a
+/// stored property or a constant (see ``FetchDescriptor``); a predicate that does not compile is evaluated on the
+/// model objects instead. Semantics follow Swift's: `==` on strings is Unicode canonical equivalence, `contains`
+/// and `starts(with:)` compare characters, comparisons of numbers of different widths compare values.
+public indirect enum FetchFilter: Sendable, Hashable {
+    case constant(Bool)
+    case and([FetchFilter])
+    case or([FetchFilter])
+    case not(FetchFilter)
+    case compare(FetchOperand, ComparisonOperator, FetchOperand)
+    case text(FetchOperand, TextOperator, FetchOperand)
+    /// The operand's value is one of the listed values (`[a, b].contains($0.x)`).
+    case isIn(FetchOperand, [StoredValue])
+    /// The operand (an array attribute or a to-many relationship) contains the element.
+    case contains(FetchOperand, element: FetchOperand)
+
+    /// A comparison operator.
+    public enum ComparisonOperator: String, Sendable, Hashable {
+        case equal, notEqual, less, lessOrEqual, greater, greaterOrEqual
+    }
+
+    /// A string operator.
+    public enum TextOperator: String, Sendable, Hashable {
+        /// `String.contains(_:)`: a run of characters.
+        case contains
+        /// `starts(with:)`.
+        case startsWith
+        /// Case- and diacritic-insensitive containment, the `localizedStandardContains` substitute.
+        case searchContains
+    }
+}
+
+/// A value a filter reads: a property of the row, the row's identifier, or a constant.
+public indirect enum FetchOperand: Sendable, Hashable {
+    /// Attribute at this position.
+    case attribute(Int)
+    /// The target of the to-one relationship at this position, as `.uuid(primary key)`, or `.null`.
+    case toOne(Int)
+    /// The targets of the to-many relationship at this position, as an array of `.uuid(primary key)`.
+    case toMany(Int)
+    /// The number of targets of the relationship at this position.
+    case relationshipCount(Int)
+    /// The row's own identifier, as `.uuid(primary key)`.
+    case identifier
+    /// A constant.
+    case value(StoredValue)
+    /// The first operand, or the second when the first is `.null` (`??`).
+    case coalesce(FetchOperand, FetchOperand)
+    /// The operand, which must not be `.null` (`!`); evaluating it on null throws.
+    case unwrap(FetchOperand)
+    /// The number of elements of an array attribute or characters of a string.
+    case count(FetchOperand)
+}
+
+/// A fetch whose predicate cannot be evaluated.
+public enum FetchError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A forced unwrap in a predicate met `nil`.
+    case unwrappedNil(entity: String, model: PersistentIdentifier)
+    /// The descriptor names an entity the container's schema does not have.
+    case unknownEntity(String)
+    /// Evaluating the predicate threw (for predicates evaluated on model objects).
+    case predicateFailed(entity: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case let .unwrappedNil(entity, model):
+            "a forced unwrap in a predicate on \(entity) met nil (at \(model))"
+        case let .unknownEntity(entity): "the container's schema has no entity \(entity)"
+        case let .predicateFailed(entity, reason): "evaluating a predicate on \(entity) failed: \(reason)"
+        }
+    }
+}
+
+/// Signals a forced unwrap of null while evaluating; the caller knows which row.
+struct UnwrappedNil: Error {}
+
+extension FetchFilter {
+    /// Whether `row` satisfies the filter.
+    ///
+    /// - Throws: ``UnwrappedNil`` when a forced unwrap meets null.
+    func matches(_ row: ModelSnapshot) throws -> Bool {
+        switch self {
+        case .constant(let value):
+            return value
+        case .and(let parts):
+            for part in parts where try !part.matches(row) { return false }
+            return true
+        case .or(let parts):
+            for part in parts where try part.matches(row) { return true }
+            return false
+        case .not(let inner):
+            return try !inner.matches(row)
+        case let .compare(lhs, op, rhs):
+            return Self.compare(try lhs.evaluate(row), op, try rhs.evaluate(row))
+        case let .text(lhs, op, rhs):
+            guard case .string(let text) = try lhs.evaluate(row), case .string(let other) = try rhs.evaluate(row) else {
+                return false
+            }
+            switch op {
+            case .contains: return text.contains(other)
+            case .startsWith: return text.starts(with: other)
+            case .searchContains: return TextSearch.contains(text, other)
+            }
+        case let .isIn(operand, values):
+            let value = try operand.evaluate(row)
+            return values.contains { Self.compare(value, .equal, $0) }
+        case let .contains(collection, element):
+            let value = try element.evaluate(row)
+            switch try collection.evaluate(row) {
+            case .array(let items): return items.contains { Self.compare($0, .equal, value) }
+            case .string(let text):
+                if case .string(let other) = value { return text.contains(other) }
+                return false
+            default: return false
+            }
+        }
+    }
+
+    /// Swift's semantics for `==`, `!=`, `<`… on stored values. Ordering comparisons with null are false (Swift
+    /// cannot even express them without an unwrap); NaN equals nothing.
+    static func compare(_ lhs: StoredValue, _ op: ComparisonOperator, _ rhs: StoredValue) -> Bool {
+        if case .double(let x) = lhs, x.isNaN { return op == .notEqual }
+        if case .double(let y) = rhs, y.isNaN { return op == .notEqual }
+        switch op {
+        case .equal: return StoredValue.compare(lhs, rhs) == 0
+        case .notEqual: return StoredValue.compare(lhs, rhs) != 0
+        default:
+            if lhs.isNull || rhs.isNull { return false }
+            let order = StoredValue.compare(lhs, rhs)
+            switch op {
+            case .less: return order < 0
+            case .lessOrEqual: return order <= 0
+            case .greater: return order > 0
+            default: return order >= 0
+            }
+        }
+    }
+
+    /// The conjuncts of a filter (itself when it is not an `and`), flattened.
+    var conjuncts: [FetchFilter] {
+        if case .and(let parts) = self { return parts.flatMap(\.conjuncts) }
+        return [self]
+    }
+}
+
+extension FetchOperand {
+    /// The operand's value on `row`.
+    func evaluate(_ row: ModelSnapshot) throws -> StoredValue {
+        switch self {
+        case .attribute(let index):
+            return row.attributes[index]
+        case .toOne(let index):
+            if case .toOne(let id?) = row.relationships[index] { return .uuid(id.primaryKey) }
+            return .null
+        case .toMany(let index):
+            return .array(row.relationships[index].identifiers.map { .uuid($0.primaryKey) })
+        case .relationshipCount(let index):
+            return .int(Int64(row.relationships[index].count))
+        case .identifier:
+            return .uuid(row.id.primaryKey)
+        case .value(let value):
+            return value
+        case let .coalesce(first, second):
+            let value = try first.evaluate(row)
+            return value.isNull ? try second.evaluate(row) : value
+        case .unwrap(let inner):
+            let value = try inner.evaluate(row)
+            if value.isNull { throw UnwrappedNil() }
+            return value
+        case .count(let inner):
+            switch try inner.evaluate(row) {
+            case .array(let items): return .int(Int64(items.count))
+            case .string(let text): return .int(Int64(text.count))
+            case .dictionary(let items): return .int(Int64(items.count))
+            case .data(let data): return .int(Int64(data.count))
+            default: return .null
+            }
+        }
+    }
+}
+
+/// A sort key a store can apply: an operand and a direction.
+public struct FetchSortKey: Sendable, Hashable {
+    public var operand: FetchOperand
+    public var ascending: Bool
+    public init(_ operand: FetchOperand, ascending: Bool) {
+        self.operand = operand
+        self.ascending = ascending
+    }
+}
+
+/// A fetch as a store runs it.
+public struct StoreFetchRequest: Sendable {
+    /// What the caller needs back.
+    public enum ResultType: Sendable {
+        case snapshots, identifiers, count
+    }
+
+    public var entity: String
+    public var filter: FetchFilter?
+    public var sort: [FetchSortKey]
+    public var offset: Int
+    public var limit: Int?
+    public var resultType: ResultType
+    /// Rows to leave out (the caller has newer values for them).
+    public var excluding: Set<PersistentIdentifier>
+
+    public init(entity: String, filter: FetchFilter? = nil, sort: [FetchSortKey] = [], offset: Int = 0,
+                limit: Int? = nil, resultType: ResultType = .snapshots, excluding: Set<PersistentIdentifier> = []) {
+        self.entity = entity
+        self.filter = filter
+        self.sort = sort
+        self.offset = offset
+        self.limit = limit
+        self.resultType = resultType
+        self.excluding = excluding
+    }
+}
+
+/// What a store fetch returned, and how it found it.
+public struct StoreFetchResult: Sendable {
+    public var snapshots: [ModelSnapshot] = []
+    public var identifiers: [PersistentIdentifier] = []
+    public var count = 0
+    public var plan: FetchPlan
+
+    public init(plan: FetchPlan) { self.plan = plan }
+}
+
+/// How a fetch was answered: which index it used and how many stored records it examined.
+///
+/// ```swift
+/// let plan = try context.explain(descriptor)
+/// plan.index               // ["isPinned", "createdAt"]
+/// plan.recordsExamined     // 20
+/// ```
+public struct FetchPlan: Sendable, Hashable, CustomStringConvertible {
+    /// The entity fetched.
+    public var entity: String
+    /// The attributes of the index used, or nil for a scan of every record.
+    public var index: [String]?
+    /// How many leading index attributes were matched by equality.
+    public var indexEqualityPrefix: Int
+    /// Whether a range on the next index attribute bounded the scan.
+    public var indexRange: Bool
+    /// Whether the index delivered the records in the requested order (no sort was needed).
+    public var sortedByIndex: Bool
+    /// How many stored records were read to answer.
+    public var recordsExamined: Int
+    /// How many records the fetch returned (before pending changes were merged).
+    public var recordsReturned: Int
+    /// Whether the predicate or sort could not be compiled and was evaluated on model objects instead.
+    public var evaluatedInMemory: Bool
+
+    public init(entity: String, index: [String]? = nil, indexEqualityPrefix: Int = 0, indexRange: Bool = false,
+                sortedByIndex: Bool = false, recordsExamined: Int = 0, recordsReturned: Int = 0,
+                evaluatedInMemory: Bool = false) {
+        self.entity = entity
+        self.index = index
+        self.indexEqualityPrefix = indexEqualityPrefix
+        self.indexRange = indexRange
+        self.sortedByIndex = sortedByIndex
+        self.recordsExamined = recordsExamined
+        self.recordsReturned = recordsReturned
+        self.evaluatedInMemory = evaluatedInMemory
+    }
+
+    public var description: String {
+        let access = index.map { "index (\($0.joined(separator: ", ")))" + (sortedByIndex ? " in order" : "") }
+            ?? (evaluatedInMemory ? "objects in memory" : "full scan")
+        return "\(entity): \(access), examined \(recordsExamined), returned \(recordsReturned)"
+    }
+}

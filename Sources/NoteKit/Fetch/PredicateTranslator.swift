@@ -1,0 +1,242 @@
+import FoundationEssentials
+
+/// Compiles a Foundation `Predicate` into a ``FetchFilter`` by walking its expression tree.
+///
+/// Each supported expression type conforms to ``FilterTranslatable`` (it yields a Boolean filter) or
+/// ``OperandTranslatable`` (it yields a value). A key path maps to a persisted property through the model's
+/// metadata, so a predicate on `\.createdAt` reaches the same attribute an index was declared on. Anything else
+/// (arithmetic, conditionals, multi-step key paths, methods NoteKit does not know) raises ``Untranslatable``,
+/// and the context falls back to evaluating the predicate on model objects.
+struct PredicateTranslator {
+    let metadata: ModelMetadata
+    let variable: PredicateExpressions.VariableID
+
+    struct Untranslatable: Error {
+        let reason: String
+    }
+
+    /// The filter for a Boolean expression.
+    func filter(_ expression: any PredicateExpression) throws -> FetchFilter {
+        if let translatable = expression as? any FilterTranslatable {
+            return try translatable.fetchFilter(self)
+        }
+        if let value = expression as? any OperandTranslatable, Self.isBoolean(expression) {
+            // A bare Boolean property (`$0.isPinned`) or constant.
+            return .compare(try value.fetchOperand(self), .equal, .value(.bool(true)))
+        }
+        throw Untranslatable(reason: "\(type(of: expression)) is not supported by the store")
+    }
+
+    /// The operand for a value expression.
+    func operand(_ expression: any PredicateExpression) throws -> FetchOperand {
+        guard let translatable = expression as? any OperandTranslatable else {
+            throw Untranslatable(reason: "\(type(of: expression)) is not supported by the store")
+        }
+        return try translatable.fetchOperand(self)
+    }
+
+    private static func isBoolean<E: PredicateExpression>(_ expression: E) -> Bool { E.Output.self == Bool.self }
+
+    /// The operand a key path of `metadata`'s type reads: an attribute, a relationship, or the identifier.
+    static func operand(for keyPath: AnyKeyPath, in metadata: ModelMetadata) -> FetchOperand? {
+        switch metadata.property(for: keyPath) {
+        case .attribute(let slot)?:
+            return .attribute(slot)
+        case .relationship(let slot)?:
+            return metadata.relationships[slot].isToMany ? .toMany(slot) : .toOne(slot)
+        case nil:
+            return keyPath == identifierKeyPath(metadata.type) ? .identifier : nil
+        }
+    }
+
+    private static func identifierKeyPath<M: PersistentModel>(_ type: M.Type) -> AnyKeyPath { \M.persistentModelID }
+
+    /// The stored form of a constant captured by a predicate.
+    static func constant<V>(_ value: V) throws -> StoredValue {
+        if let object = value as? ModelObject { return .uuid(object._id.primaryKey) }
+        if let id = value as? PersistentIdentifier { return .uuid(id.primaryKey) }
+        if let optional = value as? any OptionalMarker {
+            guard let wrapped = optional.wrappedAny else { return .null }
+            if let object = wrapped as? ModelObject { return .uuid(object._id.primaryKey) }
+            if let id = wrapped as? PersistentIdentifier { return .uuid(id.primaryKey) }
+        }
+        if let objects = value as? [ModelObject] { return .array(objects.map { .uuid($0._id.primaryKey) }) }
+        guard let codec = AttributeCodecFactory.make(V.self) else {
+            throw Untranslatable(reason: "a constant of type \(V.self) has no stored form")
+        }
+        return try codec.encode(value)
+    }
+}
+
+/// An expression that compiles to a Boolean filter.
+protocol FilterTranslatable {
+    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter
+}
+
+/// An expression that compiles to a value operand.
+protocol OperandTranslatable {
+    func fetchOperand(_ translator: PredicateTranslator) throws -> FetchOperand
+}
+
+// MARK: - Boolean expressions
+
+extension PredicateExpressions.Conjunction: FilterTranslatable {
+    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
+        .and([try translator.filter(lhs), try translator.filter(rhs)])
+    }
+}
+
+extension PredicateExpressions.Disjunction: FilterTranslatable {
+    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
+        .or([try translator.filter(lhs), try translator.filter(rhs)])
+    }
+}
+
+extension PredicateExpressions.Negation: FilterTranslatable {
+    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
+        .not(try translator.filter(wrapped))
+    }
+}
+
+extension PredicateExpressions.Equal: FilterTranslatable {
+    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
+        .compare(try translator.operand(lhs), .equal, try translator.operand(rhs))
+    }
+}
+
+extension PredicateExpressions.NotEqual: FilterTranslatable {
+    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
+        .compare(try translator.operand(lhs), .notEqual, try translator.operand(rhs))
+    }
+}
+
+extension PredicateExpressions.Comparison: FilterTranslatable {
+    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
+        let comparison: FetchFilter.ComparisonOperator = switch op {
+        case .lessThan: .less
+        case .lessThanOrEqual: .lessOrEqual
+        case .greaterThan: .greater
+        case .greaterThanOrEqual: .greaterOrEqual
+        @unknown default: throw PredicateTranslator.Untranslatable(reason: "comparison \(op) is not supported")
+        }
+        return .compare(try translator.operand(lhs), comparison, try translator.operand(rhs))
+    }
+}
+
+extension PredicateExpressions.CollectionContainsCollection: FilterTranslatable {
+    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
+        guard Base.Output.self == String.self else {
+            throw PredicateTranslator.Untranslatable(reason: "contains(_:) is compiled for strings only")
+        }
+        return .text(try translator.operand(base), .contains, try translator.operand(other))
+    }
+}
+
+extension PredicateExpressions.SequenceStartsWith: FilterTranslatable {
+    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
+        guard Base.Output.self == String.self else {
+            throw PredicateTranslator.Untranslatable(reason: "starts(with:) is compiled for strings only")
+        }
+        return .text(try translator.operand(base), .startsWith, try translator.operand(prefix))
+    }
+}
+
+extension PredicateExpressions.SequenceContains: FilterTranslatable {
+    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
+        let collection = try translator.operand(sequence)
+        let member = try translator.operand(element)
+        if case .value(.array(let values)) = collection { return .isIn(member, values) }
+        return .contains(collection, element: member)
+    }
+}
+
+extension PredicateExpressions.SearchContains: FilterTranslatable {
+    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
+        .text(try translator.operand(base), .searchContains, try translator.operand(other))
+    }
+}
+
+// MARK: - Values
+
+extension PredicateExpressions.Value: OperandTranslatable {
+    func fetchOperand(_ translator: PredicateTranslator) throws -> FetchOperand {
+        .value(try PredicateTranslator.constant(value))
+    }
+}
+
+extension PredicateExpressions.NilLiteral: OperandTranslatable {
+    func fetchOperand(_ translator: PredicateTranslator) throws -> FetchOperand { .value(.null) }
+}
+
+extension PredicateExpressions.Variable: OperandTranslatable {
+    func fetchOperand(_ translator: PredicateTranslator) throws -> FetchOperand {
+        guard key == translator.variable else {
+            throw PredicateTranslator.Untranslatable(reason: "a nested variable is not supported by the store")
+        }
+        return .identifier
+    }
+}
+
+extension PredicateExpressions.KeyPath: OperandTranslatable {
+    func fetchOperand(_ translator: PredicateTranslator) throws -> FetchOperand {
+        guard let variable = root as? any VariableReading, variable.variableKey == translator.variable else {
+            throw PredicateTranslator.Untranslatable(reason: "only key paths on the fetched model are compiled")
+        }
+        guard let operand = PredicateTranslator.operand(for: keyPath, in: translator.metadata) else {
+            throw PredicateTranslator.Untranslatable(
+                reason: "\(keyPath) is not a persisted property of \(translator.metadata.entityName)")
+        }
+        return operand
+    }
+}
+
+extension PredicateExpressions.OptionalFlatMap: OperandTranslatable {
+    func fetchOperand(_ translator: PredicateTranslator) throws -> FetchOperand {
+        // `$0.folder?.persistentModelID` is the to-one relationship's target identifier.
+        let wrappedOperand = try translator.operand(wrapped)
+        guard case .toOne = wrappedOperand, let keyPath = transform as? any KeyPathReading,
+              keyPath.isIdentifierKeyPath(on: variable.key) else {
+            throw PredicateTranslator.Untranslatable(reason: "optional chaining is compiled for persistentModelID only")
+        }
+        return wrappedOperand
+    }
+}
+
+extension PredicateExpressions.NilCoalesce: OperandTranslatable {
+    func fetchOperand(_ translator: PredicateTranslator) throws -> FetchOperand {
+        .coalesce(try translator.operand(lhs), try translator.operand(rhs))
+    }
+}
+
+extension PredicateExpressions.ForcedUnwrap: OperandTranslatable {
+    func fetchOperand(_ translator: PredicateTranslator) throws -> FetchOperand {
+        .unwrap(try translator.operand(inner))
+    }
+}
+
+/// Reads a predicate variable's key through an existential.
+protocol VariableReading {
+    var variableKey: PredicateExpressions.VariableID { get }
+}
+
+extension PredicateExpressions.Variable: VariableReading {
+    var variableKey: PredicateExpressions.VariableID { key }
+}
+
+/// Recognises `variable.persistentModelID` inside an optional chain.
+protocol KeyPathReading {
+    func isIdentifierKeyPath(on variable: PredicateExpressions.VariableID) -> Bool
+}
+
+extension PredicateExpressions.KeyPath: KeyPathReading {
+    func isIdentifierKeyPath(on variable: PredicateExpressions.VariableID) -> Bool {
+        guard let root = root as? any VariableReading, root.variableKey == variable else { return false }
+        return isPersistentModelIDKeyPath(keyPath)
+    }
+
+    private func isPersistentModelIDKeyPath(_ keyPath: AnyKeyPath) -> Bool {
+        guard let model = type(of: keyPath).rootType as? any PersistentModel.Type else { return false }
+        func identifierKeyPath<M: PersistentModel>(_: M.Type) -> AnyKeyPath { \M.persistentModelID }
+        return keyPath == identifierKeyPath(model)
+    }
+}

@@ -1,0 +1,106 @@
+import FoundationEssentials
+
+/// Declares a persisted attribute of a ``PersistentModel``, with SwiftData's options.
+///
+/// ```swift
+/// @Attribute(.unique) var slug = ""
+/// @Attribute(.externalStorage) var data = Data()
+/// @Attribute(.preserveValueOnDeletion) var id = UUID()
+/// @Attribute(originalName: "body") var content = ""
+/// @Attribute var eventDate: Date?
+/// ```
+///
+/// Supported types: `Bool`, `Int` and the fixed-width integers, `Double`, `Float`, `String`, `Date`, `Data`,
+/// `UUID`, `URL`, `Decimal`; optionals of these; arrays and string-keyed dictionaries of these; `RawRepresentable`
+/// types whose raw value is one of these (stored as the raw value, so they can be indexed and compared); and any
+/// other `Codable` value type (stored through its encoding). Any other type is refused when the schema is built
+/// (``SchemaError/unsupportedAttributeType(entity:property:type:)``).
+///
+/// The initial value is the attribute's default: a migration that adds the attribute gives it to existing
+/// objects. It is an autoclosure, so objects loaded from a store never evaluate it.
+@propertyWrapper
+public struct Attribute<Value> {
+    /// Where this wrapper's initial value was pushed; its slot is `stamp - object's attribute frame`.
+    @usableFromInline let stamp: Int32
+
+    /// Declares an attribute whose default is `wrappedValue`.
+    ///
+    /// - Parameters:
+    ///   - wrappedValue: the default value.
+    ///   - options: ``Schema/Attribute/Option/unique``, ``Schema/Attribute/Option/externalStorage``,
+    ///     ``Schema/Attribute/Option/preserveValueOnDeletion``.
+    ///   - originalName: the attribute's name in an earlier schema, when it was renamed.
+    public init(wrappedValue: @autoclosure () -> Value, _ options: Schema.Attribute.Option...,
+                originalName: String? = nil) {
+        stamp = Self.push(wrappedValue, options: options, originalName: originalName)
+    }
+
+    /// Declares an optional attribute without options, whose default is `nil` (`@Attribute var eventDate: Date?`).
+    public init() where Value: ExpressibleByNilLiteral {
+        stamp = Self.push({ nil }, options: [], originalName: nil)
+    }
+
+    /// Declares an optional attribute whose default is `nil`.
+    public init(_ options: Schema.Attribute.Option..., originalName: String? = nil) where Value: ExpressibleByNilLiteral {
+        stamp = Self.push({ nil }, options: options, originalName: originalName)
+    }
+
+    private static func push(_ initial: () -> Value, options: [Schema.Attribute.Option], originalName: String?) -> Int32 {
+        let stack = ConstructionStack.current
+        let stamp = Int32(truncatingIfNeeded: stack.attributeValues.count)
+        stack.attributeValues.append(stack.isMaterializing ? MaterializationPlaceholder() : initial())
+        if stack.recordingDepth > 0 {
+            stack.attributeDeclarations.append(AttributeDeclaration(
+                valueType: Value.self, codec: AttributeCodecFactory.make(Value.self),
+                options: options, originalName: originalName))
+        }
+        return stamp
+    }
+
+    @available(*, unavailable, message: "@Attribute is only available on PersistentModel classes")
+    public var wrappedValue: Value {
+        get { fatalError("unavailable") }
+        set { fatalError("unavailable") } // swiftlint:disable:this unused_setter_value
+    }
+
+    /// The property's value, read from and written to the object's storage, with Observation and change tracking.
+    public static subscript<Model: ModelObject>(
+        _enclosingInstance model: Model,
+        wrapped wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>,
+        storage storageKeyPath: ReferenceWritableKeyPath<Model, Self>
+    ) -> Value {
+        get {
+            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._attributeFrame)
+            model._observationRegistrar.access(model, keyPath: wrappedKeyPath)
+            model._metadata.attributeNotifiers[slot].register(wrappedKeyPath)
+            if model._isPrototype { model._probeLog.append(.init(property: .attribute(slot), keyPath: wrappedKeyPath)) }
+            return model._attributeValue(at: slot, as: Value.self)
+        }
+        set {
+            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._attributeFrame)
+            let codec = model._metadata.codec(at: slot, as: Value.self)
+            let stored: StoredValue
+            do { stored = try codec.encode(newValue) } catch {
+                // Encoding a value held in memory fails only when a Codable type's own encode(to:) throws.
+                preconditionFailure("\(Model.self).\(model._metadata.attributes[slot].name) cannot be encoded: \(error)")
+            }
+            guard model._attributeNeedsWrite(slot, stored) else { return }
+            model._observationRegistrar.withMutation(of: model, keyPath: wrappedKeyPath) {
+                model._writeAttribute(slot, stored)
+            }
+        }
+    }
+}
+
+/// Marks a stored property of a model as never persisted (SwiftData's `@Transient`).
+///
+/// A plain stored property without ``Attribute`` or ``Relationship`` is transient already; this wrapper only
+/// says so explicitly. The value resets to its initial value whenever the object is loaded anew.
+@propertyWrapper
+public struct Transient<Value> {
+    public var wrappedValue: Value
+    public init(wrappedValue: Value) { self.wrappedValue = wrappedValue }
+}
+
+/// What a wrapper pushes instead of its default while the engine materializes a stored row.
+struct MaterializationPlaceholder {}

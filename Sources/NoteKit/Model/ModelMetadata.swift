@@ -1,0 +1,419 @@
+import FoundationEssentials
+import Observation
+import Synchronization
+
+/// Everything NoteKit knows about one model type, derived once per process from two instances made by `init()`.
+///
+/// The wrappers' declarations (types, options, delete rules, inverse key paths) are recorded while the
+/// prototype is constructed; `Mirror` on the prototype gives the property names, in the same declaration order.
+/// A second instance tells constant defaults (`""`) from generated ones (`UUID()`). Key paths used later by
+/// predicates, sorts, indexes and inverses are mapped to properties by reading them on the prototype, which
+/// records the property its getter served (see ``property(for:)``).
+final class ModelMetadata: @unchecked Sendable {
+    let type: any PersistentModel.Type
+    let entityName: String
+    let originalEntityName: String?
+    let attributes: [AttributeMetadata]
+    let relationships: [RelationshipMetadata]
+    let attributeIndexByName: [String: Int]
+    let relationshipIndexByName: [String: Int]
+    /// Per property, the key path Observation needs to announce a change made by the engine (inverse
+    /// maintenance, rollback, refresh). Filled by the property's first getter or setter call.
+    let attributeNotifiers: [MutationNotifierSlot]
+    let relationshipNotifiers: [MutationNotifierSlot]
+    /// Unique constraints as attribute names (single `.unique` attributes included), and indexes.
+    private(set) var uniqueConstraints: [[String]] = []
+    private(set) var indexes: [[String]] = []
+    /// Declaration problems found while building; the schema reports them (``SchemaError``).
+    private(set) var problems: [SchemaError] = []
+
+    /// The prototype, used only under this lock, to map key paths to properties.
+    private let prototype: Locked<ModelObject>
+    private let keyPathCache = Locked<[AnyKeyPath: PropertyReference?]>([:])
+    private let inverseTable = AtomicLazyReference<InverseTable>()
+
+    // MARK: Registry
+
+    private static let registry = Mutex<[ObjectIdentifier: ModelMetadata]>([:])
+
+    /// The metadata of `type`, built on first use.
+    ///
+    /// - Complexity: O(1) after the first call for a type (a lock and a dictionary lookup).
+    static func of(_ type: any PersistentModel.Type) -> ModelMetadata {
+        let key = ObjectIdentifier(type)
+        if let known = registry.withLock({ $0[key] }) { return known }
+        // Built outside the lock: building a type may build the types its defaults construct.
+        let built = ModelMetadata(building: type)
+        return registry.withLock { registry in
+            if let raced = registry[key] { return raced }
+            registry[key] = built
+            return built
+        }
+    }
+
+    // MARK: Building
+
+    private init(building type: any PersistentModel.Type) {
+        self.type = type
+        entityName = type.entityName
+        originalEntityName = type.originalEntityName
+        let (first, recorded) = Self.record(type)
+        let (_, again) = Self.record(type)
+
+        var problems: [SchemaError] = []
+        if let superMirror = Mirror(reflecting: first).superclassMirror, superMirror.subjectType != ModelObject.self {
+            problems.append(.inheritanceNotSupported(entity: type.entityName,
+                                                     superclass: String(describing: superMirror.subjectType)))
+        }
+        var attributeNames: [String] = [], relationshipNames: [String] = []
+        for child in Mirror(reflecting: first).children {
+            guard let label = child.label, label.hasPrefix("_") else { continue }
+            if child.value is any AttributeWrapperMarker { attributeNames.append(String(label.dropFirst())) }
+            if child.value is any RelationshipWrapperMarker { relationshipNames.append(String(label.dropFirst())) }
+        }
+        precondition(attributeNames.count == recorded.attributeDeclarations.count
+                     && relationshipNames.count == recorded.relationshipDeclarations.count,
+                     "\(type): the declared properties and the properties found by reflection differ")
+
+        var attributes: [AttributeMetadata] = []
+        for (index, declaration) in recorded.attributeDeclarations.enumerated() {
+            let name = attributeNames[index]
+            let initial = recorded.attributeValues[index]
+            var defaultValue: StoredValue?
+            var generated = false
+            if let codec = declaration.codec {
+                defaultValue = try? codec.encodeAny(initial)
+                let secondValue = try? codec.encodeAny(again.attributeValues[index])
+                if defaultValue != secondValue {
+                    generated = true
+                    defaultValue = nil
+                }
+            } else {
+                problems.append(.unsupportedAttributeType(entity: type.entityName, property: name,
+                                                          type: String(describing: declaration.valueType)))
+            }
+            attributes.append(AttributeMetadata(
+                name: name, originalName: declaration.originalName, codec: declaration.codec,
+                options: declaration.options, defaultValue: defaultValue, hasGeneratedDefault: generated,
+                fallbackValue: initial, valueTypeName: String(describing: declaration.valueType)))
+        }
+        self.attributes = attributes
+        relationships = recorded.relationshipDeclarations.enumerated().map { index, declaration in
+            RelationshipMetadata(name: relationshipNames[index], declaration: declaration)
+        }
+        attributeIndexByName = Dictionary(uniqueKeysWithValues: attributes.enumerated().map { ($1.name, $0) })
+        relationshipIndexByName = Dictionary(uniqueKeysWithValues: relationships.enumerated().map { ($1.name, $0) })
+        attributeNotifiers = attributes.map { _ in MutationNotifierSlot() }
+        relationshipNotifiers = relationships.map { _ in MutationNotifierSlot() }
+        // The prototype's own base init handed its values over instead of storing them; store them now.
+        first._attributes = zip(attributes, recorded.attributeValues).map { attribute, initial in
+            attribute.codec.flatMap { try? $0.encodeAny(initial) } ?? .null
+        }
+        first._relationships = relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
+        prototype = Locked(first)
+        self.problems = problems
+        first._metadata = self
+        resolveDeclaredConstraints(type)
+    }
+
+    /// Creates an instance of `type` while recording what its wrappers declare.
+    private static func record(_ type: any PersistentModel.Type) -> (ModelObject, ConstructionStack.Recorded) {
+        let stack = ConstructionStack.current
+        let saved = (stack.recording, stack.recorded)
+        stack.recordingDepth += 1
+        stack.recording = .init(type: ObjectIdentifier(type), attributeMark: stack.attributeValues.count,
+                                relationshipMark: stack.relationshipValues.count)
+        let object = type.init()
+        let recorded = stack.recorded
+        stack.recordingDepth -= 1
+        (stack.recording, stack.recorded) = saved
+        guard let recorded else {
+            preconditionFailure("\(type).init() did not reach ModelObject.init()")
+        }
+        return (object, recorded)
+    }
+
+    /// Maps the type's declared unique constraints and indexes from key paths to attribute names.
+    private func resolveDeclaredConstraints(_ type: any PersistentModel.Type) {
+        func names(_ keyPaths: [AnyKeyPath], kind: SchemaError.ConstraintKind) -> [String]? {
+            var names: [String] = []
+            for (position, keyPath) in keyPaths.enumerated() {
+                switch property(for: keyPath) {
+                case .attribute(let slot)?:
+                    names.append(attributes[slot].name)
+                case .relationship(let slot)?:
+                    let relationship = relationships[slot]
+                    problems.append(relationship.isToMany && kind == .unique
+                        ? .uniqueOnToMany(entity: entityName, property: relationship.name)
+                        : .constraintOnRelationship(entity: entityName, kind: kind, property: relationship.name))
+                    return nil
+                case nil:
+                    problems.append(kind == .index
+                        ? .indexOnMissingProperty(entity: entityName, position: position,
+                                                  keyPath: String(describing: keyPath))
+                        : .constraintOnMissingProperty(entity: entityName, position: position,
+                                                       keyPath: String(describing: keyPath)))
+                    return nil
+                }
+            }
+            if names.isEmpty { problems.append(.emptyConstraint(entity: entityName, kind: kind)) }
+            return names.isEmpty ? nil : names
+        }
+        func keyPaths<T: PersistentModelProtocol>(_: T.Type) -> ([[AnyKeyPath]], [[AnyKeyPath]]) {
+            (T.uniqueConstraints.map { $0 as [AnyKeyPath] }, T.indexes.map { $0 as [AnyKeyPath] })
+        }
+        let (unique, index) = keyPaths(type)
+        var uniqueNames = attributes.filter { $0.options.contains(.unique) }.map { [$0.name] }
+        for constraint in unique {
+            if let names = names(constraint, kind: .unique), !uniqueNames.contains(names) { uniqueNames.append(names) }
+        }
+        uniqueConstraints = uniqueNames
+        indexes = index.compactMap { names($0, kind: .index) }
+    }
+
+    // MARK: Lookups
+
+    /// The typed codec of attribute `slot`.
+    @inline(__always)
+    func codec<Value>(at slot: Int, as type: Value.Type) -> AttributeCodec<Value> {
+        // The codec was made for this very property's `Value` when the metadata was built.
+        unsafeDowncast(attributes[slot].codec!, to: AttributeCodec<Value>.self)
+    }
+
+    /// The persisted property a key path reads, or nil when it is not exactly one persisted property of this type
+    /// (a computed property, a multi-step path, a transient property).
+    ///
+    /// - Complexity: a dictionary lookup once a key path has been seen; the first time, one property read on the
+    ///   prototype.
+    func property(for keyPath: AnyKeyPath) -> PropertyReference? {
+        if let known = keyPathCache.withLock({ $0[keyPath] }) { return known }
+        let found: PropertyReference? = prototype.withLock { prototype in
+            prototype._isPrototype = true
+            prototype._probeLog.removeAll()
+            _ = prototype[keyPath: keyPath]
+            let log = prototype._probeLog
+            prototype._isPrototype = false
+            prototype._probeLog.removeAll()
+            guard log.count == 1, log[0].keyPath == keyPath else { return nil }
+            return log[0].property
+        }
+        keyPathCache.withLock { $0[keyPath] = .some(found) }
+        return found
+    }
+
+    /// The attribute slot a key path reads, if it reads exactly one attribute.
+    func attributeSlot(for keyPath: AnyKeyPath) -> Int? {
+        if case .attribute(let slot)? = property(for: keyPath) { return slot }
+        return nil
+    }
+
+    // MARK: Inverses
+
+    /// The relationship on the destination that mirrors relationship `slot`, if it has one.
+    func inverse(ofRelationship slot: Int) -> InverseReference? {
+        inverses.references[slot]
+    }
+
+    var inverses: InverseTable {
+        if let table = inverseTable.load() { return table }
+        return inverseTable.storeIfNil(InverseTable(resolving: self))
+    }
+
+    /// Whether an object of this type is an instance of `type`.
+    func describes(_ other: any PersistentModel.Type) -> Bool { ObjectIdentifier(type) == ObjectIdentifier(other) }
+}
+
+/// One attribute of a model type.
+struct AttributeMetadata: @unchecked Sendable {
+    let name: String
+    let originalName: String?
+    /// Nil when the declared type cannot be stored (the schema reports it).
+    let codec: (any AnyAttributeCodec)?
+    let options: [Schema.Attribute.Option]
+    let defaultValue: StoredValue?
+    let hasGeneratedDefault: Bool
+    /// The prototype's initial value, read back when a stored value cannot be decoded.
+    let fallbackValue: Any
+    let valueTypeName: String
+
+    var isExternal: Bool { options.contains(.externalStorage) }
+    var preservesValueOnDeletion: Bool { options.contains(.preserveValueOnDeletion) }
+
+    /// The stored form of a wrapper's initial value.
+    func initialStoredValue(from initial: Any, entity: String) -> StoredValue {
+        if initial is MaterializationPlaceholder { return defaultValue ?? .null }
+        guard let codec else { return .null }
+        do { return try codec.encodeAny(initial) } catch {
+            preconditionFailure("\(entity).\(name): the initial value cannot be encoded: \(error)")
+        }
+    }
+
+    func description(in entity: String) -> Schema.Attribute {
+        Schema.Attribute(name: name, originalName: originalName, type: codec?.type ?? .codable(typeName: valueTypeName),
+                         defaultValue: defaultValue, hasGeneratedDefault: hasGeneratedDefault, options: options)
+    }
+}
+
+/// One relationship of a model type.
+struct RelationshipMetadata: @unchecked Sendable {
+    let name: String
+    let originalName: String?
+    let destination: any PersistentModel.Type
+    let isToMany: Bool
+    let deleteRule: DeleteRule
+    let minimumModelCount: Int?
+    let maximumModelCount: Int?
+    let declaredInverse: AnyKeyPath?
+
+    init(name: String, declaration: RelationshipDeclaration) {
+        self.name = name
+        originalName = declaration.originalName
+        destination = declaration.destination
+        isToMany = declaration.isToMany
+        deleteRule = declaration.deleteRule
+        minimumModelCount = declaration.minimumModelCount
+        maximumModelCount = declaration.maximumModelCount
+        declaredInverse = declaration.inverse
+    }
+
+    var destinationMetadata: ModelMetadata { ModelMetadata.of(destination) }
+}
+
+/// The relationship that mirrors another: where it lives and which one it is.
+struct InverseReference: @unchecked Sendable {
+    let metadata: ModelMetadata
+    let slot: Int
+    var relationship: RelationshipMetadata { metadata.relationships[slot] }
+}
+
+/// The inverse of each relationship of one type, resolved once, with the problems found on the way.
+final class InverseTable: @unchecked Sendable {
+    let references: [InverseReference?]
+    let problems: [SchemaError]
+
+    init(resolving metadata: ModelMetadata) {
+        var references: [InverseReference?] = []
+        var problems: [SchemaError] = []
+        let entity = metadata.entityName
+        /// The relationships of `owner` that some relationship on their destination names as its inverse.
+        func isClaimed(_ owner: ModelMetadata, _ slot: Int) -> Bool {
+            let destination = owner.relationships[slot].destinationMetadata
+            return destination.relationships.contains { other in
+                guard other.describes(owner.type), let keyPath = other.declaredInverse else { return false }
+                return owner.property(for: keyPath) == .relationship(slot)
+            }
+        }
+        for (slot, relationship) in metadata.relationships.enumerated() {
+            let destination = relationship.destinationMetadata
+            if let keyPath = relationship.declaredInverse {
+                guard case .relationship(let back)? = destination.property(for: keyPath) else {
+                    problems.append(.inverseNotARelationship(entity: entity, property: relationship.name,
+                                                             destination: destination.entityName,
+                                                             keyPath: String(describing: keyPath)))
+                    references.append(nil)
+                    continue
+                }
+                let mirror = destination.relationships[back]
+                guard mirror.describes(metadata.type) else {
+                    problems.append(.inverseTypeMismatch(
+                        entity: entity, property: relationship.name,
+                        inverse: "\(destination.entityName).\(mirror.name)", expected: entity,
+                        found: mirror.destinationMetadata.entityName))
+                    references.append(nil)
+                    continue
+                }
+                if let backKeyPath = mirror.declaredInverse, metadata.property(for: backKeyPath) != .relationship(slot) {
+                    problems.append(.inverseDoesNotPointBack(
+                        entity: entity, property: relationship.name,
+                        inverse: "\(destination.entityName).\(mirror.name)"))
+                    references.append(nil)
+                    continue
+                }
+                references.append(InverseReference(metadata: destination, slot: back))
+                continue
+            }
+            let claims = destination.relationships.indices.filter { back in
+                let other = destination.relationships[back]
+                guard other.describes(metadata.type), let keyPath = other.declaredInverse else { return false }
+                return metadata.property(for: keyPath) == .relationship(slot)
+            }
+            if claims.count == 1 {
+                references.append(InverseReference(metadata: destination, slot: claims[0]))
+                continue
+            }
+            if claims.count > 1 {
+                problems.append(.ambiguousInverse(entity: entity, property: relationship.name,
+                                                  candidates: claims.map { "\(destination.entityName).\(destination.relationships[$0].name)" }))
+                references.append(nil)
+                continue
+            }
+            // Inference: exactly one undeclared relationship on each side pointing at the other.
+            let onDestination = destination.relationships.indices.filter { back in
+                let other = destination.relationships[back]
+                return other.describes(metadata.type) && other.declaredInverse == nil
+                    && !(destination === metadata && back == slot) && !isClaimed(destination, back)
+            }
+            let onSource = metadata.relationships.indices.filter { mine in
+                let other = metadata.relationships[mine]
+                return other.describes(destination.type) && other.declaredInverse == nil && !isClaimed(metadata, mine)
+            }
+            if onDestination.count == 1 && onSource.count == 1 && !(destination === metadata && onDestination[0] == slot) {
+                references.append(InverseReference(metadata: destination, slot: onDestination[0]))
+            } else {
+                if !onDestination.isEmpty && (onDestination.count > 1 || onSource.count > 1) {
+                    problems.append(.ambiguousInverse(
+                        entity: entity, property: relationship.name,
+                        candidates: onDestination.map { "\(destination.entityName).\(destination.relationships[$0].name)" }))
+                }
+                references.append(nil)
+            }
+        }
+        self.references = references
+        self.problems = problems
+    }
+}
+
+extension RelationshipMetadata {
+    func describes(_ type: any PersistentModel.Type) -> Bool {
+        ObjectIdentifier(destination) == ObjectIdentifier(type)
+    }
+}
+
+extension ModelMetadata {
+    func describes(_ other: ModelMetadata) -> Bool { self === other }
+}
+
+/// The key path Observation needs to announce a change of one property, recorded on the property's first use.
+final class MutationNotifierSlot: Sendable {
+    private let notifier = AtomicLazyReference<MutationNotifier>()
+
+    /// Records the property's key path if it is not known yet. Costs one atomic load afterwards.
+    @inline(__always)
+    func register<Model: ModelObject, Value>(_ keyPath: ReferenceWritableKeyPath<Model, Value>) {
+        if notifier.load() == nil { _ = notifier.storeIfNil(MutationNotifier(keyPath)) }
+    }
+
+    /// Performs `mutation`, announced to observers of the property when anyone could be observing it.
+    ///
+    /// Nobody can observe a property whose getter never ran, so an unknown key path needs no announcement.
+    func withMutation(of object: ModelObject, _ mutation: () -> Void) {
+        if let notifier = notifier.load() { notifier.perform(object, mutation) } else { mutation() }
+    }
+}
+
+final class MutationNotifier: @unchecked Sendable {
+    let perform: (ModelObject, () -> Void) -> Void
+
+    init<Model: ModelObject, Value>(_ keyPath: ReferenceWritableKeyPath<Model, Value>) {
+        perform = { object, mutation in
+            let model = unsafeDowncast(object, to: Model.self)
+            model._observationRegistrar.withMutation(of: model, keyPath: keyPath, mutation)
+        }
+    }
+}
+
+/// Lets reflection tell persisted properties' wrappers from other stored properties.
+protocol AttributeWrapperMarker {}
+protocol RelationshipWrapperMarker {}
+extension Attribute: AttributeWrapperMarker {}
+extension Relationship: RelationshipWrapperMarker {}

@@ -1,0 +1,88 @@
+import FoundationEssentials
+
+/// Declares a relationship of a ``PersistentModel``: an optional model (to-one) or an array of models (to-many).
+///
+/// ```swift
+/// @Relationship(deleteRule: .cascade, inverse: \NoteRevision.note) var revisions: [NoteRevision] = []
+/// @Relationship var folder: Folder?
+/// @Relationship(minimumModelCount: 1) var owners: [Person] = []
+/// ```
+///
+/// Setting one side updates the inverse at once, before any save: `note.folder = work` puts the note in
+/// `work.notes` and removes it from its previous folder's. The inverse is the key path given as `inverse`, or
+/// the one relationship of the destination that declares this one as its inverse, or, when exactly one
+/// relationship on each side points at the other, that one (otherwise the schema reports the ambiguity).
+///
+/// To-many relationships keep the order in which targets were added. Relating a model to one that belongs to a
+/// context inserts it into that context, with everything it reaches.
+@propertyWrapper
+public struct Relationship<Value: RelationshipValue> {
+    @usableFromInline let stamp: Int32
+
+    /// Declares a relationship whose initial targets are `wrappedValue` (usually `[]`).
+    ///
+    /// - Parameters:
+    ///   - deleteRule: what deleting this object does to its targets (default `.nullify`).
+    ///   - minimumModelCount: the fewest targets a saved object may have.
+    ///   - maximumModelCount: the most targets a saved object may have.
+    ///   - originalName: the relationship's name in an earlier schema, when it was renamed.
+    ///   - inverse: the destination's property that mirrors this one.
+    public init(wrappedValue: @autoclosure () -> Value, deleteRule: DeleteRule = .nullify,
+                minimumModelCount: Int? = nil, maximumModelCount: Int? = nil, originalName: String? = nil,
+                inverse: PartialKeyPath<Value.Destination>? = nil) {
+        stamp = Self.push(wrappedValue, deleteRule: deleteRule, minimumModelCount: minimumModelCount,
+                          maximumModelCount: maximumModelCount, originalName: originalName, inverse: inverse)
+    }
+
+    /// Declares a relationship that starts with no targets.
+    public init(deleteRule: DeleteRule = .nullify, minimumModelCount: Int? = nil, maximumModelCount: Int? = nil,
+                originalName: String? = nil, inverse: PartialKeyPath<Value.Destination>? = nil) {
+        stamp = Self.push({ Value.empty }, deleteRule: deleteRule, minimumModelCount: minimumModelCount,
+                          maximumModelCount: maximumModelCount, originalName: originalName, inverse: inverse)
+    }
+
+    private static func push(_ initial: () -> Value, deleteRule: DeleteRule, minimumModelCount: Int?,
+                             maximumModelCount: Int?, originalName: String?,
+                             inverse: PartialKeyPath<Value.Destination>?) -> Int32 {
+        let stack = ConstructionStack.current
+        let stamp = Int32(truncatingIfNeeded: stack.relationshipValues.count)
+        stack.relationshipValues.append(stack.isMaterializing ? [ModelObject]() : initial().models as [ModelObject])
+        if stack.recordingDepth > 0 {
+            stack.relationshipDeclarations.append(RelationshipDeclaration(
+                destination: Value.Destination.self, isToMany: Value.isToMany, deleteRule: deleteRule,
+                minimumModelCount: minimumModelCount, maximumModelCount: maximumModelCount,
+                originalName: originalName, inverse: inverse))
+        }
+        return stamp
+    }
+
+    @available(*, unavailable, message: "@Relationship is only available on PersistentModel classes")
+    public var wrappedValue: Value {
+        get { fatalError("unavailable") }
+        set { fatalError("unavailable") } // swiftlint:disable:this unused_setter_value
+    }
+
+    /// The targets, resolved through the object's context, with Observation and inverse maintenance.
+    public static subscript<Model: ModelObject>(
+        _enclosingInstance model: Model,
+        wrapped wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>,
+        storage storageKeyPath: ReferenceWritableKeyPath<Model, Self>
+    ) -> Value {
+        get {
+            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._relationshipFrame)
+            model._observationRegistrar.access(model, keyPath: wrappedKeyPath)
+            model._metadata.relationshipNotifiers[slot].register(wrappedKeyPath)
+            if model._isPrototype {
+                model._probeLog.append(.init(property: .relationship(slot), keyPath: wrappedKeyPath))
+            }
+            return Value(models: model._relationshipModels(at: slot).map {
+                unsafeDowncast($0, to: Value.Destination.self)
+            })
+        }
+        set {
+            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._relationshipFrame)
+            model._metadata.relationshipNotifiers[slot].register(wrappedKeyPath)
+            model._setRelationship(at: slot, to: newValue.models)
+        }
+    }
+}

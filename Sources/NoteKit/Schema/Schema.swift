@@ -1,0 +1,313 @@
+import FoundationEssentials
+
+/// The shape of a store: its entities, their attributes and relationships, and a version.
+///
+/// A schema is derived from model types and closed over relationships: naming `Note` alone registers every
+/// entity reachable from it, so naming fewer models never produces an older schema.
+///
+/// ```swift
+/// let schema = try Schema([Note.self], version: Schema.Version(4, 0, 0))
+/// schema.entities.map(\.name)   // ["Note", "Folder", "NoteDrawing", "NoteRevision", "NoteAttachment"]
+/// ```
+///
+/// Building a schema validates it; every error names the entity and property concerned (``SchemaError``).
+/// The schema is `Codable`: a store records the schemas it was written with, and migration compares a stored
+/// schema with today's. Two schemas with the same entities have the same ``contentHash``, whatever their order of
+/// declaration of entities.
+///
+/// ## Topics
+/// - ``init(_:version:)``
+/// - ``init(versionedSchema:)``
+/// - ``Entity``
+/// - ``Attribute``
+/// - ``Relationship``
+/// - ``AttributeType``
+/// - ``Version``
+public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The schema's version, as its author numbered it.
+    public var version: Version
+    /// The entities, sorted by name.
+    public var entities: [Entity]
+
+    /// The model types this schema was built from; nil for a schema decoded from a store.
+    let runtime: SchemaRuntime?
+
+    /// Builds the schema of `types` and of every type reachable from them through relationships.
+    ///
+    /// - Parameters:
+    ///   - types: the model types to register.
+    ///   - version: the schema's version (default 1.0.0).
+    /// - Throws: ``SchemaError`` when a declaration is invalid: an inverse that does not point back, mismatched
+    ///   inverse types, a duplicate name, an unsupported attribute type, a uniqueness constraint on a to-many
+    ///   relationship, an index or constraint on a property that does not exist.
+    /// - Complexity: builds each type's metadata once per process (two instances are created by `init()`).
+    public init(_ types: [any PersistentModel.Type], version: Version = Version(1, 0, 0)) throws {
+        let runtime = try SchemaRuntime(types: types)
+        self.version = version
+        self.entities = runtime.entities
+        self.runtime = runtime
+        try SchemaValidator.validate(entities, runtime: runtime)
+    }
+
+    /// Builds the schema of a versioned schema's models, with its version.
+    ///
+    /// - Throws: ``SchemaError`` as ``init(_:version:)`` does.
+    public init(versionedSchema: any VersionedSchema.Type) throws {
+        try self.init(versionedSchema.models, version: versionedSchema.versionIdentifier)
+    }
+
+    /// A schema from its description alone (a stored schema), validated.
+    ///
+    /// - Throws: ``SchemaError`` when the description is inconsistent.
+    public init(version: Version, entities: [Entity]) throws {
+        self.version = version
+        self.entities = entities.sorted { $0.name < $1.name }
+        self.runtime = nil
+        try SchemaValidator.validate(self.entities, runtime: nil)
+    }
+
+    /// The entity named `name`, if the schema has it.
+    public func entity(named name: String) -> Entity? {
+        entities.first { $0.name == name }
+    }
+
+    /// A stable hash of the entities (not of the version): lowercase hex SHA-256 of their canonical JSON.
+    public var contentHash: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        // Encoding plain value types with String keys cannot fail.
+        let data = (try? encoder.encode(entities)) ?? Data()
+        return SHA256Digest.hexString(data)
+    }
+
+    public var description: String {
+        var lines = ["Schema \(version) (\(contentHash.prefix(12)))"]
+        for entity in entities { lines.append(entity.description) }
+        return lines.joined(separator: "\n")
+    }
+
+    private enum CodingKeys: String, CodingKey { case version, entities }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        version = try container.decode(Version.self, forKey: .version)
+        entities = try container.decode([Entity].self, forKey: .entities).sorted { $0.name < $1.name }
+        runtime = nil
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(version, forKey: .version)
+        try container.encode(entities, forKey: .entities)
+    }
+
+    public static func == (lhs: Schema, rhs: Schema) -> Bool {
+        lhs.version == rhs.version && lhs.entities == rhs.entities
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(version)
+        hasher.combine(entities)
+    }
+}
+
+extension Schema {
+    /// A schema version: major, minor and patch numbers, ordered numerically.
+    public struct Version: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
+        public var major: Int
+        public var minor: Int
+        public var patch: Int
+
+        public init(_ major: Int, _ minor: Int, _ patch: Int) {
+            self.major = major
+            self.minor = minor
+            self.patch = patch
+        }
+
+        public static func < (lhs: Version, rhs: Version) -> Bool {
+            (lhs.major, lhs.minor, lhs.patch) < (rhs.major, rhs.minor, rhs.patch)
+        }
+
+        public var description: String { "\(major).\(minor).\(patch)" }
+
+        public init(from decoder: any Decoder) throws {
+            let text = try decoder.singleValueContainer().decode(String.self)
+            let parts = text.split(separator: ".").compactMap { Int($0) }
+            guard parts.count == 3 else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                                                        debugDescription: "invalid schema version \(text)"))
+            }
+            self.init(parts[0], parts[1], parts[2])
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(description)
+        }
+    }
+
+    /// One entity: a model type's name, attributes, relationships, unique constraints and indexes.
+    public struct Entity: Sendable, Hashable, Codable, CustomStringConvertible {
+        /// The entity's name (the model type's name unless it declares ``PersistentModelProtocol/entityName``).
+        public var name: String
+        /// The name the entity had in an earlier schema, for a rename migration.
+        public var originalName: String?
+        /// The attributes, in declaration order (the order of values in a stored row).
+        public var attributes: [Attribute]
+        /// The relationships, in declaration order.
+        public var relationships: [Relationship]
+        /// Compound unique constraints, each a list of attribute names. A single `.unique` attribute appears
+        /// here as a one-name constraint too.
+        public var uniqueConstraints: [[String]]
+        /// Compound indexes, each a list of attribute names.
+        public var indexes: [[String]]
+
+        public init(name: String, originalName: String? = nil, attributes: [Attribute],
+                    relationships: [Relationship], uniqueConstraints: [[String]] = [], indexes: [[String]] = []) {
+            self.name = name
+            self.originalName = originalName
+            self.attributes = attributes
+            self.relationships = relationships
+            self.uniqueConstraints = uniqueConstraints
+            self.indexes = indexes
+        }
+
+        /// The attribute named `name`.
+        public func attribute(named name: String) -> Attribute? { attributes.first { $0.name == name } }
+        /// The relationship named `name`.
+        public func relationship(named name: String) -> Relationship? { relationships.first { $0.name == name } }
+        /// The position of attribute `name` in a stored row.
+        public func attributeIndex(named name: String) -> Int? { attributes.firstIndex { $0.name == name } }
+        /// The position of relationship `name` in a stored row.
+        public func relationshipIndex(named name: String) -> Int? { relationships.firstIndex { $0.name == name } }
+
+        public var description: String {
+            var lines = ["  entity \(name)" + (originalName.map { " (was \($0))" } ?? "")]
+            for attribute in attributes { lines.append("    " + attribute.description) }
+            for relationship in relationships { lines.append("    " + relationship.description) }
+            for constraint in uniqueConstraints { lines.append("    unique(\(constraint.joined(separator: ", ")))") }
+            for index in indexes { lines.append("    index(\(index.joined(separator: ", ")))") }
+            return lines.joined(separator: "\n")
+        }
+    }
+
+    /// One persisted attribute.
+    public struct Attribute: Sendable, Hashable, Codable, CustomStringConvertible {
+        /// An attribute option, as SwiftData spells them.
+        public struct Option: Sendable, Hashable, Codable, CustomStringConvertible {
+            let name: String
+            /// No two objects of the entity may have the same value (inserting a duplicate updates the existing
+            /// object by default; see ``UniquenessPolicy``).
+            public static let unique = Option(name: "unique")
+            /// The bytes are kept outside the store's main files and read only when the property is read.
+            public static let externalStorage = Option(name: "externalStorage")
+            /// The value is kept in the history tombstone when the object is deleted.
+            public static let preserveValueOnDeletion = Option(name: "preserveValueOnDeletion")
+
+            public var description: String { name }
+            public init(from decoder: any Decoder) throws {
+                name = try decoder.singleValueContainer().decode(String.self)
+            }
+            public func encode(to encoder: any Encoder) throws {
+                var container = encoder.singleValueContainer()
+                try container.encode(name)
+            }
+            init(name: String) { self.name = name }
+        }
+
+        /// The property's name.
+        public var name: String
+        /// The name the attribute had in an earlier schema, for a rename migration.
+        public var originalName: String?
+        /// The attribute's type.
+        public var type: AttributeType
+        /// The declared default value, when it is the same for every new object (nil for a generated default
+        /// such as `UUID()`, see ``hasGeneratedDefault``).
+        public var defaultValue: StoredValue?
+        /// Whether the default value is computed anew for each object (`UUID()`, `Date.now`).
+        public var hasGeneratedDefault: Bool
+        /// The options, sorted by name.
+        public var options: [Option]
+
+        public init(name: String, originalName: String? = nil, type: AttributeType, defaultValue: StoredValue?,
+                    hasGeneratedDefault: Bool = false, options: [Option] = []) {
+            self.name = name
+            self.originalName = originalName
+            self.type = type
+            self.defaultValue = defaultValue
+            self.hasGeneratedDefault = hasGeneratedDefault
+            self.options = options.sorted { $0.name < $1.name }
+        }
+
+        /// Whether the attribute has `option`.
+        public func has(_ option: Option) -> Bool { options.contains(option) }
+        /// Whether `nil` is a valid value.
+        public var isOptional: Bool { type.isOptional }
+
+        public var description: String {
+            var text = "\(name): \(type)"
+            if let defaultValue { text += " = \(defaultValue)" } else if hasGeneratedDefault { text += " = <generated>" }
+            if !options.isEmpty { text += " [" + options.map(\.name).joined(separator: ", ") + "]" }
+            if let originalName { text += " (was \(originalName))" }
+            return text
+        }
+    }
+
+    /// One relationship from an entity to another (or to itself).
+    public struct Relationship: Sendable, Hashable, Codable, CustomStringConvertible {
+        /// What deleting an object does to the objects this relationship points at.
+        public enum DeleteRule: String, Sendable, Hashable, Codable {
+            /// The targets stay; their inverse no longer points at the deleted object (the default).
+            case nullify
+            /// The targets are deleted too, and their own delete rules apply in turn.
+            case cascade
+            /// The delete is refused while the relationship has any target.
+            case deny
+            /// Nothing is done to the targets: their inverse keeps pointing at the deleted object.
+            case noAction
+        }
+
+        /// The property's name.
+        public var name: String
+        /// The name the relationship had in an earlier schema, for a rename migration.
+        public var originalName: String?
+        /// The entity the relationship points at.
+        public var destination: String
+        /// Whether the property is an array (to-many) rather than an optional (to-one).
+        public var isToMany: Bool
+        /// The relationship on the destination that mirrors this one, if any.
+        public var inverse: String?
+        /// What deleting the source does to the targets.
+        public var deleteRule: DeleteRule
+        /// The fewest targets a saved object may have (0 when unconstrained).
+        public var minimumModelCount: Int
+        /// The most targets a saved object may have (nil when unbounded).
+        public var maximumModelCount: Int?
+
+        public init(name: String, originalName: String? = nil, destination: String, isToMany: Bool,
+                    inverse: String?, deleteRule: DeleteRule = .nullify, minimumModelCount: Int = 0,
+                    maximumModelCount: Int? = nil) {
+            self.name = name
+            self.originalName = originalName
+            self.destination = destination
+            self.isToMany = isToMany
+            self.inverse = inverse
+            self.deleteRule = deleteRule
+            self.minimumModelCount = minimumModelCount
+            self.maximumModelCount = maximumModelCount
+        }
+
+        public var description: String {
+            var text = "\(name): " + (isToMany ? "[\(destination)]" : "\(destination)?") + " \(deleteRule)"
+            if let inverse { text += " inverse \(destination).\(inverse)" }
+            if minimumModelCount > 0 || maximumModelCount != nil {
+                text += " count \(minimumModelCount)...\(maximumModelCount.map(String.init) ?? "")"
+            }
+            if let originalName { text += " (was \(originalName))" }
+            return text
+        }
+    }
+}
+
+/// The delete rule of a relationship (SwiftData spells it `Schema.Relationship.DeleteRule`).
+public typealias DeleteRule = Schema.Relationship.DeleteRule

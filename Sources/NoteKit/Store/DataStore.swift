@@ -1,0 +1,178 @@
+import FoundationEssentials
+
+/// The seam between contexts and storage, shaped like SwiftData's `DataStore`: stores exchange plain `Sendable`
+/// snapshots, never model objects.
+///
+/// NoteKit ships two implementations: ``InMemoryStore`` and the file store (`NoteKitFileStore`). A context's
+/// behaviour (delete rules, inverse maintenance, uniqueness, validation) is the same on both, because it lives
+/// in ``ModelContext``; a store answers fetches, enforces unique constraints and applies saves atomically.
+///
+/// Every method may be called from any thread.
+public protocol DataStore: AnyObject, Sendable {
+    /// The schema the store's rows follow.
+    var schema: Schema { get }
+
+    /// The snapshots of `ids`, in order; nil for an identifier the store does not have.
+    func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?]
+
+    /// Runs a fetch over the saved rows.
+    ///
+    /// - Throws: ``FetchError`` when the filter cannot be evaluated (a forced unwrap of nil).
+    func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult
+
+    /// The identifier of the saved object whose unique constraint `constraint` has `key`, if there is one.
+    func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) -> PersistentIdentifier?
+
+    /// The identifiers of saved objects of `entity` whose relationship `relationship` points at `target`.
+    ///
+    /// - Complexity: O(objects of `entity`); used only for relationships without an inverse.
+    func identifiers(entity: String, relationship: Int, referencing target: PersistentIdentifier) -> [PersistentIdentifier]
+
+    /// Applies `changes` atomically: all of them or, when it throws, none.
+    ///
+    /// - Throws: ``SaveError`` (a unique constraint violated by another context's save, an object that no
+    ///   longer exists), or the store's own I/O errors. A store never reports success for changes it did not
+    ///   make durable by its own standard.
+    /// - Returns: the transaction's token.
+    func save(_ changes: ChangeSet) throws -> SaveResult
+
+    /// A number that changes whenever a save changes the store; contexts use it to skip work.
+    var generation: UInt64 { get }
+}
+
+/// One object's values as a store holds them: attribute values and relationship targets, in declaration order.
+public struct ModelSnapshot: Sendable, Hashable {
+    /// The object's identifier (which names its entity).
+    public var id: PersistentIdentifier
+    /// Attribute values, in the entity's attribute order.
+    public var attributes: [StoredValue]
+    /// Relationship targets, in the entity's relationship order.
+    public var relationships: [RelationshipTargets]
+    /// The store generation that last wrote this row (0 for a row not yet saved).
+    public var version: UInt64
+
+    public init(id: PersistentIdentifier, attributes: [StoredValue], relationships: [RelationshipTargets],
+                version: UInt64 = 0) {
+        self.id = id
+        self.attributes = attributes
+        self.relationships = relationships
+        self.version = version
+    }
+}
+
+/// The changes of one save: whole new rows, per-property updates, and deletions with their tombstones.
+public struct ChangeSet: Sendable, Hashable {
+    public var inserted: [ModelSnapshot]
+    public var updated: [ModelUpdate]
+    public var deleted: [ModelDeletion]
+    /// Who made the change (``ModelContext/author``), recorded in history.
+    public var author: String?
+
+    public init(inserted: [ModelSnapshot] = [], updated: [ModelUpdate] = [], deleted: [ModelDeletion] = [],
+                author: String? = nil) {
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+        self.author = author
+    }
+
+    /// Whether the change set changes nothing.
+    public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+}
+
+/// The changed properties of one saved object. Only what changed is sent, so two contexts editing different
+/// properties of the same object both keep their edit.
+public struct ModelUpdate: Sendable, Hashable {
+    public var id: PersistentIdentifier
+    /// New values of changed attributes, by attribute position.
+    public var attributes: [AttributeChange]
+    /// Changed relationships, by relationship position.
+    public var relationships: [RelationshipChange]
+
+    public init(id: PersistentIdentifier, attributes: [AttributeChange], relationships: [RelationshipChange]) {
+        self.id = id
+        self.attributes = attributes
+        self.relationships = relationships
+    }
+}
+
+/// A changed attribute's position and new value.
+public struct AttributeChange: Sendable, Hashable {
+    public var index: Int
+    public var value: StoredValue
+    public init(index: Int, value: StoredValue) {
+        self.index = index
+        self.value = value
+    }
+}
+
+/// A changed relationship: the new target of a to-one, or what was added to and removed from a to-many.
+///
+/// A to-many change is a delta rather than the whole list, so a note added to a folder by one context and
+/// another note added by a second context both stay.
+public struct RelationshipChange: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        case toOne(PersistentIdentifier?)
+        /// Targets removed, then targets appended (in order).
+        case toMany(added: [PersistentIdentifier], removed: [PersistentIdentifier])
+    }
+
+    public var index: Int
+    public var kind: Kind
+    public init(index: Int, kind: Kind) {
+        self.index = index
+        self.kind = kind
+    }
+}
+
+/// A deleted object and the values of its attributes marked ``Schema/Attribute/Option/preserveValueOnDeletion``.
+public struct ModelDeletion: Sendable, Hashable {
+    public var id: PersistentIdentifier
+    /// Preserved attribute values, by attribute name.
+    public var tombstone: [String: StoredValue]
+    public init(id: PersistentIdentifier, tombstone: [String: StoredValue] = [:]) {
+        self.id = id
+        self.tombstone = tombstone
+    }
+}
+
+/// What a store returns for a save.
+public struct SaveResult: Sendable, Hashable {
+    /// The store generation the save produced (the rows it wrote carry it as their version).
+    public var generation: UInt64
+    public init(generation: UInt64) { self.generation = generation }
+}
+
+/// A save that the store refused; nothing was changed.
+public enum SaveError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Another object of `entity` already has `values` for the unique `properties`.
+    case uniqueConstraintViolation(entity: String, properties: [String], values: [StoredValue],
+                                   existing: PersistentIdentifier)
+    /// An update or delete names an object the store does not have (deleted by another context).
+    case objectNotFound(PersistentIdentifier)
+    /// An insert names an object the store already has.
+    case duplicateIdentifier(PersistentIdentifier)
+    /// A relationship of a saved object would have fewer or more targets than its bounds allow.
+    case relationshipCountOutOfRange(model: PersistentIdentifier, property: String, count: Int, minimum: Int,
+                                     maximum: Int?)
+    /// A relationship was given a target that was deleted (or never saved) before the save.
+    case relationshipToMissingModel(model: PersistentIdentifier, property: String, target: PersistentIdentifier)
+    /// The store accepts no writes (opened read-only, or stopped after an I/O failure).
+    case readOnly(reason: String)
+
+    public var description: String {
+        switch self {
+        case let .uniqueConstraintViolation(entity, properties, values, existing):
+            "another \(entity) (\(existing)) already has \(zip(properties, values).map { "\($0) = \($1)" }.joined(separator: ", "))"
+        case let .objectNotFound(id): "\(id) no longer exists in the store"
+        case let .duplicateIdentifier(id): "\(id) is already in the store"
+        case let .relationshipCountOutOfRange(model, property, count, minimum, maximum):
+            "\(model).\(property) has \(count) targets; it must have between \(minimum) and "
+                + (maximum.map(String.init) ?? "any number")
+        case let .relationshipToMissingModel(model, property, target):
+            "\(model).\(property) points at \(target), which was deleted; set the relationship after deciding "
+                + "whether to keep that object"
+        case let .readOnly(reason): "the store accepts no writes: \(reason)"
+        }
+    }
+}

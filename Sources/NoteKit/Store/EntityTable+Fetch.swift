@@ -1,0 +1,182 @@
+import FoundationEssentials
+
+/// Choosing an access path and running a fetch over one entity's rows.
+///
+/// An index answers a fetch when the filter's conjuncts give equalities on its leading attributes, optionally a
+/// range on the next one, or when the requested order is the index's own order after those equalities. The best
+/// index is the one that constrains the most attributes; ties go to one that also delivers the order. Every
+/// candidate a scan reaches is still checked against the whole filter, so an index only ever narrows the work.
+extension EntityTable {
+    struct AccessPath {
+        let index: Int
+        let lower: IndexBound?
+        let upper: IndexBound?
+        let equalityPrefix: Int
+        let hasRange: Bool
+        /// Whether scanning the index yields the requested sort order (descending when `reverse`).
+        let deliversOrder: Bool
+        let reverse: Bool
+    }
+
+    /// The best index for `filter` and `sort`, or nil for a full scan.
+    func accessPath(filter: FetchFilter?, sort: [FetchSortKey]) -> AccessPath? {
+        var equalities: [Int: StoredValue] = [:]
+        var lowers: [Int: (StoredValue, Bool)] = [:]
+        var uppers: [Int: (StoredValue, Bool)] = [:]
+        for conjunct in filter?.conjuncts ?? [] {
+            guard case let .compare(lhs, op, rhs) = conjunct else { continue }
+            let slot: Int, value: StoredValue, op2: FetchFilter.ComparisonOperator
+            switch (lhs, rhs) {
+            case let (.attribute(s), .value(v)): (slot, value, op2) = (s, v, op)
+            case let (.value(v), .attribute(s)): (slot, value, op2) = (s, v, op.mirrored)
+            default: continue
+            }
+            switch op2 {
+            case .equal: equalities[slot] = value
+            case .greater: lowers[slot] = tighter(lowers[slot], (value, false), lower: true)
+            case .greaterOrEqual: lowers[slot] = tighter(lowers[slot], (value, true), lower: true)
+            case .less: uppers[slot] = tighter(uppers[slot], (value, false), lower: false)
+            case .lessOrEqual: uppers[slot] = tighter(uppers[slot], (value, true), lower: false)
+            case .notEqual: continue
+            }
+        }
+        let sortSlots: [Int]? = sort.allSatisfy({ if case .attribute = $0.operand { true } else { false } })
+            ? sort.map { if case .attribute(let s) = $0.operand { s } else { -1 } } : nil
+        let sortDirections = Set(sort.map(\.ascending))
+
+        var best: (score: Int, path: AccessPath)?
+        for (number, slots) in indexSlots.enumerated() {
+            var prefix = 0
+            while prefix < slots.count, equalities[slots[prefix]] != nil { prefix += 1 }
+            let next = prefix < slots.count ? slots[prefix] : nil
+            let lowerRange = next.flatMap { lowers[$0] }
+            let upperRange = next.flatMap { uppers[$0] }
+            let hasRange = lowerRange != nil || upperRange != nil
+            var deliversOrder = false
+            if let sortSlots, !sortSlots.isEmpty, sortDirections.count == 1 {
+                let rest = Array(slots[prefix...])
+                // Only an exact match: extra index attributes would order ties differently from a sort.
+                deliversOrder = rest == sortSlots
+            }
+            guard prefix > 0 || hasRange || deliversOrder else { continue }
+            let score = prefix * 4 + (hasRange ? 2 : 0) + (deliversOrder ? 1 : 0)
+            if let current = best, current.score >= score { continue }
+            let equalValues = slots.prefix(prefix).map { equalities[$0]! }
+            let lower = lowerRange.map { IndexBound(values: equalValues + [$0.0], isInclusive: $0.1) }
+                ?? (prefix > 0 ? IndexBound(values: equalValues, isInclusive: true) : nil)
+            let upper = upperRange.map { IndexBound(values: equalValues + [$0.0], isInclusive: $0.1) }
+                ?? (prefix > 0 ? IndexBound(values: equalValues, isInclusive: true) : nil)
+            best = (score, AccessPath(index: number, lower: lower, upper: upper, equalityPrefix: prefix,
+                                      hasRange: hasRange, deliversOrder: deliversOrder,
+                                      reverse: deliversOrder && sortDirections.first == false))
+        }
+        return best?.path
+    }
+
+    private func tighter(_ current: (StoredValue, Bool)?, _ candidate: (StoredValue, Bool), lower: Bool)
+        -> (StoredValue, Bool) {
+        guard let current else { return candidate }
+        let order = StoredValue.compare(candidate.0, current.0)
+        if order == 0 { return (current.0, current.1 && candidate.1) }
+        return (order > 0) == lower ? candidate : current
+    }
+
+    func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult {
+        var plan = FetchPlan(entity: entity.name)
+        let path = accessPath(filter: request.filter, sort: request.sort)
+        let limit = request.limit.map { request.offset + $0 }
+        var matched: [ModelSnapshot] = []
+        var examined = 0
+
+        func consider(_ row: ModelSnapshot) throws {
+            examined += 1
+            if !request.excluding.isEmpty && request.excluding.contains(row.id) { return }
+            if let filter = request.filter {
+                do {
+                    guard try filter.matches(row) else { return }
+                } catch is UnwrappedNil {
+                    throw FetchError.unwrappedNil(entity: entity.name, model: row.id)
+                }
+            }
+            matched.append(row)
+        }
+
+        if let path {
+            plan.index = indexSlots[path.index].map { entity.attributes[$0].name }
+            plan.indexEqualityPrefix = path.equalityPrefix
+            plan.indexRange = path.hasRange
+            plan.sortedByIndex = path.deliversOrder
+            // Stop early only when the index order is the answer's order and no count is wanted.
+            let canStop = path.deliversOrder && limit != nil && request.resultType != .count
+            var failure: Error?
+            indexes[path.index].scan(from: path.lower, to: path.upper, reverse: path.reverse) { entry in
+                guard let row = row(entry.id) else { return true }
+                do { try consider(row) } catch {
+                    failure = error
+                    return false
+                }
+                return !(canStop && matched.count >= limit!)
+            }
+            if let failure { throw failure }
+            if !path.deliversOrder {
+                if request.sort.isEmpty { matched.sort { positions[$0.id]! < positions[$1.id]! } }
+                else { try Self.sortRows(&matched, by: request.sort, entity: entity.name) }
+            }
+        } else {
+            let canStop = request.sort.isEmpty && limit != nil && request.resultType != .count
+            for row in rows {
+                guard let row else { continue }
+                try consider(row)
+                if canStop && matched.count >= limit! { break }
+            }
+            if !request.sort.isEmpty { try Self.sortRows(&matched, by: request.sort, entity: entity.name) }
+        }
+
+        plan.recordsExamined = examined
+        var result = StoreFetchResult(plan: plan)
+        result.count = max(0, min(matched.count - request.offset, request.limit ?? .max))
+        let window = request.offset < matched.count
+            ? matched[request.offset..<min(matched.count, limit ?? matched.count)] : []
+        switch request.resultType {
+        case .snapshots: result.snapshots = Array(window)
+        case .identifiers: result.identifiers = window.map(\.id)
+        case .count: break
+        }
+        result.plan.recordsReturned = request.resultType == .count ? result.count : window.count
+        return result
+    }
+
+    /// Sorts rows by the keys, then by identifier so equal keys come back in a deterministic order, the same one
+    /// an index scan gives.
+    static func sortRows(_ rows: inout [ModelSnapshot], by keys: [FetchSortKey], entity: String) throws {
+        var keyed: [(values: [StoredValue], row: ModelSnapshot)] = []
+        keyed.reserveCapacity(rows.count)
+        for row in rows {
+            do { keyed.append((try keys.map { try $0.operand.evaluate(row) }, row)) } catch is UnwrappedNil {
+                throw FetchError.unwrappedNil(entity: entity, model: row.id)
+            }
+        }
+        keyed.sort { a, b in
+            for (position, key) in keys.enumerated() {
+                let order = StoredValue.compare(a.values[position], b.values[position])
+                if order != 0 { return key.ascending ? order < 0 : order > 0 }
+            }
+            // Ties follow the identifier, in the direction of the last key, as a descending index scan does.
+            return keys.last!.ascending ? a.row.id < b.row.id : b.row.id < a.row.id
+        }
+        rows = keyed.map(\.row)
+    }
+}
+
+extension FetchFilter.ComparisonOperator {
+    /// The operator with its operands swapped (`5 < x` is `x > 5`).
+    var mirrored: Self {
+        switch self {
+        case .less: .greater
+        case .lessOrEqual: .greaterOrEqual
+        case .greater: .less
+        case .greaterOrEqual: .lessOrEqual
+        default: self
+        }
+    }
+}

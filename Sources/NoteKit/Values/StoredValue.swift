@@ -1,0 +1,186 @@
+import FoundationEssentials
+
+/// The value of one attribute as the engine and every store see it.
+///
+/// Model properties are typed Swift values; stores, indexes, predicates and snapshots work with `StoredValue`,
+/// a closed set of cases that every store can persist and compare. Each attribute's ``Schema/AttributeType``
+/// says which case it uses, and the attribute's codec converts between the Swift type and this value.
+///
+/// Integers of every width up to 64 bits are `.int`, except `UInt` and `UInt64` which are `.uint` so that no
+/// value is lost. `Float` widens to `.double` exactly. `URL` is `.string` (its `absoluteString`).
+///
+/// Values have a total order (``StoredValue/compare(_:_:)``) used by sorting and indexes: `.null` sorts first,
+/// numbers compare numerically across `.int`, `.uint` and `.double`, strings compare as Swift's `<` does,
+/// and values of unrelated kinds order by kind.
+public enum StoredValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case uint(UInt64)
+    case double(Double)
+    case string(String)
+    case date(Date)
+    case data(Data)
+    case uuid(UUID)
+    case decimal(Decimal)
+    case array([StoredValue])
+    case dictionary([String: StoredValue])
+    /// Bytes kept outside the store's main files and loaded only when read (``Schema/Attribute/Option/externalStorage``).
+    case external(ExternalData)
+
+    /// Whether this is `.null`.
+    @inlinable public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+
+    /// A short name of the case, used in error messages ("string", "int", …).
+    public var kindName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "bool"
+        case .int: "int"
+        case .uint: "uint"
+        case .double: "double"
+        case .string: "string"
+        case .date: "date"
+        case .data: "data"
+        case .uuid: "uuid"
+        case .decimal: "decimal"
+        case .array: "array"
+        case .dictionary: "dictionary"
+        case .external: "external data"
+        }
+    }
+}
+
+// MARK: - Ordering
+
+extension StoredValue {
+    /// The rank of a value's kind, used to order values of unrelated kinds deterministically.
+    private var kindRank: Int {
+        switch self {
+        case .null: 0
+        case .bool: 1
+        case .int, .uint, .double, .decimal: 2
+        case .string: 3
+        case .date: 4
+        case .data, .external: 5
+        case .uuid: 6
+        case .array: 7
+        case .dictionary: 8
+        }
+    }
+
+    /// Compares two values in the total order used by sorts and indexes.
+    ///
+    /// - Returns: a negative number when `lhs` sorts first, zero when they are equal in this order, a positive
+    ///   number when `rhs` sorts first.
+    /// - Complexity: O(1) for scalars; O(n) for strings, data, arrays and dictionaries.
+    public static func compare(_ lhs: StoredValue, _ rhs: StoredValue) -> Int {
+        switch (lhs, rhs) {
+        case (.null, .null): return 0
+        case let (.bool(a), .bool(b)): return a == b ? 0 : (a ? 1 : -1)
+        case let (.int(a), .int(b)): return a < b ? -1 : (a == b ? 0 : 1)
+        case let (.uint(a), .uint(b)): return a < b ? -1 : (a == b ? 0 : 1)
+        case let (.double(a), .double(b)): return compareDoubles(a, b)
+        case let (.string(a), .string(b)): return a < b ? -1 : (a == b ? 0 : 1)
+        case let (.date(a), .date(b)): return a < b ? -1 : (a == b ? 0 : 1)
+        case let (.uuid(a), .uuid(b)): return compareUUIDs(a, b)
+        case let (.data(a), .data(b)): return compareBytes(a, b)
+        case let (.decimal(a), .decimal(b)): return a < b ? -1 : (a == b ? 0 : 1)
+        case let (.array(a), .array(b)):
+            for (x, y) in zip(a, b) {
+                let c = compare(x, y)
+                if c != 0 { return c }
+            }
+            return a.count < b.count ? -1 : (a.count == b.count ? 0 : 1)
+        case let (.dictionary(a), .dictionary(b)):
+            return compare(.array(a.sorted { $0.key < $1.key }.flatMap { [.string($0.key), $0.value] }),
+                           .array(b.sorted { $0.key < $1.key }.flatMap { [.string($0.key), $0.value] }))
+        case let (.external(a), .external(b)):
+            return a.name < b.name ? -1 : (a.name == b.name ? 0 : 1)
+        default:
+            if lhs.kindRank == 2 && rhs.kindRank == 2 { return compareNumbers(lhs, rhs) }
+            return lhs.kindRank < rhs.kindRank ? -1 : (lhs.kindRank == rhs.kindRank ? 0 : 1)
+        }
+    }
+
+    private static func compareDoubles(_ a: Double, _ b: Double) -> Int {
+        if a < b { return -1 }
+        if a > b { return 1 }
+        if a == b { return 0 }
+        // NaN sorts after every number and equal to itself, so the order stays total.
+        if a.isNaN { return b.isNaN ? 0 : 1 }
+        return -1
+    }
+
+    private static func compareUUIDs(_ a: UUID, _ b: UUID) -> Int {
+        let x = a.uuid, y = b.uuid
+        return withUnsafeBytes(of: x) { xb in
+            withUnsafeBytes(of: y) { yb in
+                for i in 0..<16 where xb[i] != yb[i] { return xb[i] < yb[i] ? -1 : 1 }
+                return 0
+            }
+        }
+    }
+
+    private static func compareBytes(_ a: Data, _ b: Data) -> Int {
+        for (x, y) in zip(a, b) where x != y { return x < y ? -1 : 1 }
+        return a.count < b.count ? -1 : (a.count == b.count ? 0 : 1)
+    }
+
+    /// Numbers of different representations compare by value; exact for integers, IEEE for doubles.
+    private static func compareNumbers(_ lhs: StoredValue, _ rhs: StoredValue) -> Int {
+        switch (lhs, rhs) {
+        case let (.int(a), .uint(b)): return a < 0 ? -1 : compare(.uint(UInt64(a)), .uint(b))
+        case let (.uint(a), .int(b)): return b < 0 ? 1 : compare(.uint(a), .uint(UInt64(b)))
+        case let (.decimal(a), _): return compare(.decimal(a), .decimal(rhs.decimalValue ?? 0))
+        case let (_, .decimal(b)): return compare(.decimal(lhs.decimalValue ?? 0), .decimal(b))
+        default: return compareDoubles(lhs.doubleValue ?? .nan, rhs.doubleValue ?? .nan)
+        }
+    }
+
+    /// The value as a `Double` when it is a number, for cross-kind comparison.
+    var doubleValue: Double? {
+        switch self {
+        case .int(let v): Double(v)
+        case .uint(let v): Double(v)
+        case .double(let v): v
+        case .decimal(let v): Double(v.description)
+        default: nil
+        }
+    }
+
+    var decimalValue: Decimal? {
+        switch self {
+        case .int(let v): Decimal(v)
+        case .uint(let v): Decimal(v)
+        case .double(let v): Decimal(v)
+        case .decimal(let v): v
+        default: nil
+        }
+    }
+}
+
+extension StoredValue: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .null: "null"
+        case .bool(let v): String(v)
+        case .int(let v): String(v)
+        case .uint(let v): String(v)
+        case .double(let v): String(v)
+        case .string(let v): String(reflecting: v)
+        case .date(let v): "date(\(v.timeIntervalSinceReferenceDate))"
+        case .data(let v): "data(\(v.count) bytes)"
+        case .uuid(let v): v.uuidString
+        case .decimal(let v): "decimal(\(v))"
+        case .array(let v): "[" + v.map(\.description).joined(separator: ", ") + "]"
+        case .dictionary(let v):
+            "[" + v.sorted { $0.key < $1.key }.map { "\(String(reflecting: $0.key)): \($0.value)" }
+                .joined(separator: ", ") + "]"
+        case .external(let v): "external(\(v.name), \(v.size) bytes)"
+        }
+    }
+}
