@@ -18,7 +18,15 @@ extension ModelObject {
     /// The object with identifier `id` as this object sees it: a remembered unmanaged object, or the context's.
     final func _resolve(_ id: PersistentIdentifier) -> ModelObject? {
         if !_unmanagedTargets.isEmpty, let target = _unmanagedTargets[id] { return target }
-        return _context?._object(for: id)
+        guard let context = _context else {
+            // A context holds its objects, not the other way round (as in SwiftData): an object whose context is
+            // gone cannot reach the objects it relates to. Failing loudly beats returning an empty relationship.
+            precondition(_state == .unmanaged || _state == .deleted,
+                         "\(self) belongs to a ModelContext that no longer exists; keep the context while you use "
+                         + "its objects")
+            return nil
+        }
+        return context._object(for: id)
     }
 
     /// Sets relationship `slot` to `models` and updates the inverse of every target gained or lost.
