@@ -44,45 +44,45 @@ extension ModelContext {
         // 1. Everything the delete reaches through cascades, each object once (cycles end here).
         var doomed: [ModelObject] = []
         var isDoomed = Set<ObjectIdentifier>()
-        var pending = roots.filter { $0._state != .deleted && $0._state != .unmanaged }
-        for root in pending { precondition(root._context === self, "\(root) belongs to another context") }
+        var pending = roots.filter { $0._$state != .deleted && $0._$state != .unmanaged }
+        for root in pending { precondition(root._$context === self, "\(root) belongs to another context") }
         while let object = pending.popLast() {
             guard isDoomed.insert(ObjectIdentifier(object)).inserted else { continue }
             doomed.append(object)
-            for (slot, relationship) in object._metadata.relationships.enumerated() where relationship.deleteRule == .cascade {
-                pending.append(contentsOf: object._relationshipModels(at: slot).filter { $0._state != .deleted })
+            for (slot, relationship) in object._$metadata.relationships.enumerated() where relationship.deleteRule == .cascade {
+                pending.append(contentsOf: object._$relationshipModels(at: slot).filter { $0._$state != .deleted })
             }
         }
         // 2. A deny rule with a surviving target refuses the whole delete before anything changes.
         for object in doomed {
-            for (slot, relationship) in object._metadata.relationships.enumerated() where relationship.deleteRule == .deny {
-                let surviving = object._relationshipModels(at: slot).filter { !isDoomed.contains(ObjectIdentifier($0)) }
+            for (slot, relationship) in object._$metadata.relationships.enumerated() where relationship.deleteRule == .deny {
+                let surviving = object._$relationshipModels(at: slot).filter { !isDoomed.contains(ObjectIdentifier($0)) }
                 if !surviving.isEmpty {
-                    throw DeleteError.denied(entity: object._metadata.entityName, relationship: relationship.name,
-                                             model: object._id, targetCount: surviving.count)
+                    throw DeleteError.denied(entity: object._$metadata.entityName, relationship: relationship.name,
+                                             model: object._$id, targetCount: surviving.count)
                 }
             }
         }
         // 3. Unlink the survivors, then mark the doomed deleted.
         for object in doomed {
-            for (slot, relationship) in object._metadata.relationships.enumerated() where relationship.deleteRule != .noAction {
-                guard let inverse = object._metadata.inverse(ofRelationship: slot) else { continue }
-                for target in object._relationshipModels(at: slot) where !isDoomed.contains(ObjectIdentifier(target)) {
-                    target._removeTarget(object._id, from: inverse.slot)
+            for (slot, relationship) in object._$metadata.relationships.enumerated() where relationship.deleteRule != .noAction {
+                guard let inverse = object._$metadata.inverse(ofRelationship: slot) else { continue }
+                for target in object._$relationshipModels(at: slot) where !isDoomed.contains(ObjectIdentifier(target)) {
+                    target._$removeTarget(object._$id, from: inverse.slot)
                 }
             }
             unlinkOneWayReferences(to: object, sparing: isDoomed)
         }
         for object in doomed {
-            switch object._state {
+            switch object._$state {
             case .inserted:
                 // Never saved: the object simply leaves the context.
-                registry[object._id] = nil
-                object._state = .deleted
-                object._context = nil
+                registry[object._$id] = nil
+                object._$state = .deleted
+                object._$context = nil
             case .registered:
                 _willChange(object)
-                object._state = .deleted
+                object._$state = .deleted
                 deletedOrder.append(object)
             case .deleted, .unmanaged:
                 break
@@ -95,16 +95,16 @@ extension ModelContext {
     private func unlinkOneWayReferences(to object: ModelObject, sparing doomed: Set<ObjectIdentifier>) {
         for source in runtime.metadata {
             for (slot, relationship) in source.relationships.enumerated()
-            where relationship.describes(object._metadata.type) && source.inverse(ofRelationship: slot) == nil {
+            where relationship.describes(object._$metadata.type) && source.inverse(ofRelationship: slot) == nil {
                 var holders = Set(store.identifiers(entity: source.entityName, relationship: slot,
-                                                    referencing: object._id))
+                                                    referencing: object._$id))
                 for (id, registered) in registry where id.entityName == source.entityName
-                    && registered._relationships[slot].contains(object._id) {
+                    && registered._$relationships[slot].contains(object._$id) {
                     holders.insert(id)
                 }
                 for id in holders.sorted() {
                     guard let holder = _object(for: id), !doomed.contains(ObjectIdentifier(holder)) else { continue }
-                    holder._removeTarget(object._id, from: slot)
+                    holder._$removeTarget(object._$id, from: slot)
                 }
             }
         }

@@ -75,14 +75,14 @@ extension ModelContext {
         let result = try store.fetch(StoreFetchRequest(
             entity: metadata.entityName, filter: compiled.filter, sort: sort, resultType: .snapshots))
         var pendingByID: [PersistentIdentifier: ModelObject] = [:]
-        for object in pending { pendingByID[object._id] = object }
+        for object in pending { pendingByID[object._$id] = object }
         func current(_ object: ModelObject) throws -> ModelSnapshot? {
-            guard object._state != .deleted else { return nil }
-            let snapshot = object._snapshot
+            guard object._$state != .deleted else { return nil }
+            let snapshot = object._$snapshot
             do {
                 return try compiled.filter?.matches(snapshot) ?? true ? snapshot : nil
             } catch is UnwrappedNil {
-                throw FetchError.unwrappedNil(entity: metadata.entityName, model: object._id)
+                throw FetchError.unwrappedNil(entity: metadata.entityName, model: object._$id)
             }
         }
         var merged: [ModelSnapshot] = []
@@ -93,7 +93,7 @@ extension ModelContext {
             }
             if let now = try current(object) { merged.append(now) }
         }
-        for object in pending where pendingByID[object._id] != nil {
+        for object in pending where pendingByID[object._$id] != nil {
             if let now = try current(object) { merged.append(now) }
         }
         if !sort.isEmpty { try EntityTable.sortRows(&merged, by: sort, entity: metadata.entityName) }
@@ -111,7 +111,7 @@ extension ModelContext {
     /// The objects of `metadata`'s entity that this context inserted, changed or deleted and has not saved.
     private func pendingObjects(of metadata: ModelMetadata) -> [ModelObject] {
         let entity = metadata.entityName
-        return (insertedObjects + changedObjects + deletedObjects).filter { $0._metadata.entityName == entity }
+        return (insertedObjects + changedObjects + deletedObjects).filter { $0._$metadata.entityName == entity }
     }
 
     /// Evaluates a predicate or sort the store cannot run, on model objects.
@@ -121,8 +121,8 @@ extension ModelContext {
         let stored = try store.fetch(StoreFetchRequest(entity: metadata.entityName))
         var objects = stored.snapshots.map(_object(for:))
         if descriptor.includePendingChanges {
-            objects = objects.filter { $0._state != .deleted }
-                + insertedObjects.filter { $0._metadata.entityName == metadata.entityName }
+            objects = objects.filter { $0._$state != .deleted }
+                + insertedObjects.filter { $0._$metadata.entityName == metadata.entityName }
         }
         var models = objects.map { unsafeDowncast($0, to: T.self) }
         if let predicate = descriptor.predicate {
@@ -141,7 +141,7 @@ extension ModelContext {
                     case .orderedSame: continue
                     }
                 }
-                return a._id < b._id
+                return a._$id < b._$id
             }
         }
         let offset = max(0, descriptor.fetchOffset ?? 0)
@@ -152,7 +152,7 @@ extension ModelContext {
         var outcome = FetchOutcome(count: slice.count, plan: plan)
         switch resultType {
         case .snapshots: outcome.objects = slice
-        case .identifiers: outcome.identifiers = slice.map(\._id)
+        case .identifiers: outcome.identifiers = slice.map(\._$id)
         case .count: break
         }
         return outcome

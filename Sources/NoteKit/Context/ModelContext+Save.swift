@@ -19,7 +19,7 @@ extension ModelContext {
         changes.inserted.reserveCapacity(inserted.count)
         for object in inserted {
             try checkRelationships(of: object, added: nil)
-            changes.inserted.append(object._snapshot)
+            changes.inserted.append(object._$snapshot)
         }
         var updatedObjects: [ModelObject] = []
         for object in changed {
@@ -29,33 +29,33 @@ extension ModelContext {
         }
         for object in deleted {
             var tombstone: [String: StoredValue] = [:]
-            for (slot, attribute) in object._metadata.attributes.enumerated() where attribute.preservesValueOnDeletion {
-                tombstone[attribute.name] = object._committed?.attributes[slot] ?? object._attributes[slot]
+            for (slot, attribute) in object._$metadata.attributes.enumerated() where attribute.preservesValueOnDeletion {
+                tombstone[attribute.name] = object._$committed?.attributes[slot] ?? object._$attributes[slot]
             }
-            changes.deleted.append(ModelDeletion(id: object._id, tombstone: tombstone))
+            changes.deleted.append(ModelDeletion(id: object._$id, tombstone: tombstone))
         }
 
         let generation = changes.isEmpty ? store.generation : try store.save(changes).generation
 
         for object in inserted {
-            object._state = .registered
-            object._committed = ModelSnapshot(id: object._id, attributes: object._attributes,
-                                              relationships: object._relationships, version: generation)
+            object._$state = .registered
+            object._$committed = ModelSnapshot(id: object._$id, attributes: object._$attributes,
+                                              relationships: object._$relationships, version: generation)
         }
-        for object in changed { object._isChanged = false }
+        for object in changed { object._$isChanged = false }
         // The store merged only what changed; read back what it now holds for objects it updated.
-        let stored = store.snapshots(for: updatedObjects.map(\._id))
+        let stored = store.snapshots(for: updatedObjects.map(\._$id))
         for (object, snapshot) in zip(updatedObjects, stored) {
             guard let snapshot else { continue }
-            object._load(snapshot, notify: true)
-            object._committed = snapshot
+            object._$load(snapshot, notify: true)
+            object._$committed = snapshot
         }
-        for object in changed where object._committed != nil && !updatedObjects.contains(where: { $0 === object }) {
-            object._load(object._committed!, notify: false)
+        for object in changed where object._$committed != nil && !updatedObjects.contains(where: { $0 === object }) {
+            object._$load(object._$committed!, notify: false)
         }
         for object in deleted {
-            registry[object._id] = nil
-            object._context = nil
+            registry[object._$id] = nil
+            object._$context = nil
         }
         insertedOrder.removeAll()
         changedOrder.removeAll()
@@ -64,15 +64,15 @@ extension ModelContext {
 
     /// The changed properties of `object` since it was last read or saved; nil when nothing differs.
     private func update(for object: ModelObject) throws -> ModelUpdate? {
-        guard let committed = object._committed else { return nil }
+        guard let committed = object._$committed else { return nil }
         var attributes: [AttributeChange] = []
-        for slot in object._attributes.indices where object._attributes[slot] != committed.attributes[slot] {
-            attributes.append(AttributeChange(index: slot, value: object._attributes[slot]))
+        for slot in object._$attributes.indices where object._$attributes[slot] != committed.attributes[slot] {
+            attributes.append(AttributeChange(index: slot, value: object._$attributes[slot]))
         }
         var relationships: [RelationshipChange] = []
         var added: [PersistentIdentifier] = []
-        for slot in object._relationships.indices where object._relationships[slot] != committed.relationships[slot] {
-            switch (object._relationships[slot], committed.relationships[slot]) {
+        for slot in object._$relationships.indices where object._$relationships[slot] != committed.relationships[slot] {
+            switch (object._$relationships[slot], committed.relationships[slot]) {
             case let (.toMany(now), .toMany(before)):
                 let nowSet = Set(now), beforeSet = Set(before)
                 let gained = now.filter { !beforeSet.contains($0) }
@@ -88,31 +88,31 @@ extension ModelContext {
                 if let now { added.append(now) }
                 relationships.append(RelationshipChange(index: slot, kind: .toOne(now)))
             default:
-                relationships.append(RelationshipChange(index: slot, kind: object._relationships[slot] == .toOne(nil)
+                relationships.append(RelationshipChange(index: slot, kind: object._$relationships[slot] == .toOne(nil)
                                                         ? .toOne(nil) : .toMany(added: [], removed: [])))
             }
         }
         try checkRelationships(of: object, added: Set(added))
         if attributes.isEmpty && relationships.isEmpty { return nil }
-        return ModelUpdate(id: object._id, attributes: attributes, relationships: relationships)
+        return ModelUpdate(id: object._$id, attributes: attributes, relationships: relationships)
     }
 
     /// Count bounds hold, and no relationship gained a target that was deleted.
     ///
     /// - Parameter added: the targets gained since the last save (nil: every target, for a new object).
     private func checkRelationships(of object: ModelObject, added: Set<PersistentIdentifier>?) throws {
-        for (slot, relationship) in object._metadata.relationships.enumerated() {
-            let targets = object._relationships[slot]
+        for (slot, relationship) in object._$metadata.relationships.enumerated() {
+            let targets = object._$relationships[slot]
             let count = targets.count
             let minimum = relationship.minimumModelCount ?? 0
             if count < minimum || relationship.maximumModelCount.map({ count > $0 }) == true {
-                throw SaveError.relationshipCountOutOfRange(model: object._id, property: relationship.name,
+                throw SaveError.relationshipCountOutOfRange(model: object._$id, property: relationship.name,
                                                             count: count, minimum: minimum,
                                                             maximum: relationship.maximumModelCount)
             }
             for target in targets.identifiers where added?.contains(target) ?? true {
-                if registry[target]?._state == .deleted || (registry[target] == nil && store.snapshots(for: [target]).first! == nil) {
-                    throw SaveError.relationshipToMissingModel(model: object._id, property: relationship.name,
+                if registry[target]?._$state == .deleted || (registry[target] == nil && store.snapshots(for: [target]).first! == nil) {
+                    throw SaveError.relationshipToMissingModel(model: object._$id, property: relationship.name,
                                                                target: target)
                 }
             }
@@ -143,7 +143,7 @@ extension ModelContext {
 
         var id: PersistentIdentifier {
             switch self {
-            case .object(let object): object._id
+            case .object(let object): object._$id
             case .stored(let snapshot): snapshot.id
             }
         }
@@ -153,10 +153,10 @@ extension ModelContext {
     func resolveUniqueInserts() throws {
         var claimed: [String: [[StoredValue]: ModelObject]] = [:]
         for object in insertedObjects {
-            let metadata = object._metadata!
+            let metadata = object._$metadata!
             for (number, names) in metadata.uniqueConstraints.enumerated() {
                 let slots = names.compactMap { metadata.attributeIndexByName[$0] }
-                let key = slots.map { object._attributes[$0] }
+                let key = slots.map { object._$attributes[$0] }
                 guard EntityTable.isConstraining(key) else { continue }
                 let claimKey = "\(metadata.entityName)#\(number)"
                 let holder = claimed[claimKey]?[key].map(KeyHolder.object)
@@ -187,16 +187,16 @@ extension ModelContext {
     /// changed here to another key).
     private func existingHolder(of key: [StoredValue], constraint: Int, slots: [Int],
                                 excluding object: ModelObject) -> KeyHolder? {
-        let entity = object._metadata.entityName
-        for candidate in changedObjects where candidate._metadata.entityName == entity && candidate !== object
-            && slots.map({ candidate._attributes[$0] }) == key {
+        let entity = object._$metadata.entityName
+        for candidate in changedObjects where candidate._$metadata.entityName == entity && candidate !== object
+            && slots.map({ candidate._$attributes[$0] }) == key {
             return .object(candidate)
         }
-        guard let id = store.identifier(entity: entity, uniqueConstraint: constraint, key: key), id != object._id else {
+        guard let id = store.identifier(entity: entity, uniqueConstraint: constraint, key: key), id != object._$id else {
             return nil
         }
         if let registered = registry[id] {
-            guard registered._state == .registered, slots.map({ registered._attributes[$0] }) == key else { return nil }
+            guard registered._$state == .registered, slots.map({ registered._$attributes[$0] }) == key else { return nil }
             return .object(registered)
         }
         return store.snapshots(for: [id]).first?.map(KeyHolder.stored)
@@ -205,51 +205,51 @@ extension ModelContext {
     /// Merges inserted `object` into `holder`, which this context already has: the holder gets the inserted values
     /// and relationships, and the inserted object leaves the context, keeping the holder's identifier.
     private func merge(_ object: ModelObject, into holder: ModelObject) {
-        for slot in object._attributes.indices { holder._writeAttributeNotifying(slot, object._attributes[slot]) }
-        for (slot, relationship) in object._metadata.relationships.enumerated() {
-            let targets = object._relationshipModels(at: slot)
+        for slot in object._$attributes.indices { holder._$writeAttributeNotifying(slot, object._$attributes[slot]) }
+        for (slot, relationship) in object._$metadata.relationships.enumerated() {
+            let targets = object._$relationshipModels(at: slot)
             guard !targets.isEmpty else { continue }
-            object._setRelationship(at: slot, to: [])
-            holder._setRelationship(at: slot, to: relationship.isToMany
-                                    ? holder._relationshipModels(at: slot) + targets : targets)
+            object._$setRelationship(at: slot, to: [])
+            holder._$setRelationship(at: slot, to: relationship.isToMany
+                                    ? holder._$relationshipModels(at: slot) + targets : targets)
         }
-        registry[object._id] = nil
-        object._state = .unmanaged
-        object._context = nil
-        object._id = holder._id
+        registry[object._$id] = nil
+        object._$state = .unmanaged
+        object._$context = nil
+        object._$id = holder._$id
     }
 
     /// Gives inserted `object` the identity of the saved object `stored` (which this context never loaded), so
     /// the save updates that object and the caller's reference stays the live one.
     private func adopt(_ stored: ModelSnapshot, by object: ModelObject) {
-        let oldID = object._id, newID = stored.id
-        for (slot, relationship) in object._metadata.relationships.enumerated() {
-            let inverse = object._metadata.inverse(ofRelationship: slot)
+        let oldID = object._$id, newID = stored.id
+        for (slot, relationship) in object._$metadata.relationships.enumerated() {
+            let inverse = object._$metadata.inverse(ofRelationship: slot)
             // Targets the inserted object brought point back at its old identifier: rename it there.
             if let inverse {
-                for target in object._relationshipModels(at: slot) {
-                    target._replaceTarget(oldID, with: newID, in: inverse.slot)
+                for target in object._$relationshipModels(at: slot) {
+                    target._$replaceTarget(oldID, with: newID, in: inverse.slot)
                 }
             }
             // Stored targets the inserted object does not replace stay.
-            switch (object._relationships[slot], stored.relationships[slot]) {
+            switch (object._$relationships[slot], stored.relationships[slot]) {
             case let (.toMany(mine), .toMany(theirs)):
                 let mineSet = Set(mine)
-                object._relationships[slot] = .toMany(theirs.filter { !mineSet.contains($0) } + mine)
+                object._$relationships[slot] = .toMany(theirs.filter { !mineSet.contains($0) } + mine)
             case (.toOne(nil), .toOne(let theirs)):
-                object._relationships[slot] = .toOne(theirs)
+                object._$relationships[slot] = .toOne(theirs)
             case let (.toOne(mine?), .toOne(theirs?)) where mine != theirs && !relationship.isToMany:
                 // The stored target loses the object it pointed back at.
-                if let inverse, let previous = _object(for: theirs) { previous._removeTarget(newID, from: inverse.slot) }
+                if let inverse, let previous = _object(for: theirs) { previous._$removeTarget(newID, from: inverse.slot) }
             default:
                 break
             }
         }
         registry[oldID] = nil
         registry[newID] = object
-        object._id = newID
-        object._committed = stored
-        object._state = .registered
+        object._$id = newID
+        object._$committed = stored
+        object._$state = .registered
         _willChange(object)
     }
 }

@@ -64,9 +64,9 @@ public final class ModelContext {
 
     /// Whether the context has inserted, changed or deleted objects it has not saved.
     public var hasChanges: Bool {
-        insertedOrder.contains { $0._state == .inserted && $0._context === self }
-            || changedOrder.contains { $0._isChanged && $0._state == .registered && $0._context === self }
-            || deletedOrder.contains { $0._state == .deleted && $0._context === self }
+        insertedOrder.contains { $0._$state == .inserted && $0._$context === self }
+            || changedOrder.contains { $0._$isChanged && $0._$state == .registered && $0._$context === self }
+            || deletedOrder.contains { $0._$state == .deleted && $0._$context === self }
     }
 
     /// The objects inserted and not saved yet, in insertion order.
@@ -85,15 +85,15 @@ public final class ModelContext {
     }
 
     var insertedObjects: [ModelObject] {
-        unique(insertedOrder.filter { $0._state == .inserted && $0._context === self })
+        unique(insertedOrder.filter { $0._$state == .inserted && $0._$context === self })
     }
 
     var changedObjects: [ModelObject] {
-        unique(changedOrder.filter { $0._isChanged && $0._state == .registered && $0._context === self })
+        unique(changedOrder.filter { $0._$isChanged && $0._$state == .registered && $0._$context === self })
     }
 
     var deletedObjects: [ModelObject] {
-        unique(deletedOrder.filter { $0._state == .deleted && $0._context === self })
+        unique(deletedOrder.filter { $0._$state == .deleted && $0._$context === self })
     }
 
     private func unique(_ objects: [ModelObject]) -> [ModelObject] {
@@ -118,34 +118,34 @@ public final class ModelContext {
     func _insertGraph(_ object: ModelObject) {
         var pending = [object]
         while let next = pending.popLast() {
-            switch next._state {
+            switch next._$state {
             case .unmanaged:
-                precondition(next._context == nil || next._context === self,
+                precondition(next._$context == nil || next._$context === self,
                              "\(next) belongs to another context")
                 record(next)
-                next._context = self
-                next._state = .inserted
-                registry[next._id] = next
+                next._$context = self
+                next._$state = .inserted
+                registry[next._$id] = next
                 insertedOrder.append(next)
                 // Only objects still related are inserted; one set and later replaced stays out.
-                let related = Set(next._relationships.flatMap(\.identifiers))
-                pending.append(contentsOf: next._unmanagedTargets.values.filter { related.contains($0._id) })
-                next._unmanagedTargets = [:]
-            case .deleted where next._context === self:
+                let related = Set(next._$relationships.flatMap(\.identifiers))
+                pending.append(contentsOf: next._$unmanagedTargets.values.filter { related.contains($0._$id) })
+                next._$unmanagedTargets = [:]
+            case .deleted where next._$context === self:
                 record(next)
-                next._state = next._committed == nil ? .inserted : .registered
-                registry[next._id] = next
-                if next._state == .inserted { insertedOrder.append(next) }
+                next._$state = next._$committed == nil ? .inserted : .registered
+                registry[next._$id] = next
+                if next._$state == .inserted { insertedOrder.append(next) }
             case .deleted:
                 // Deleted and saved elsewhere: insert it again as a new object with the same identity.
                 record(next)
-                next._context = self
-                next._state = .inserted
-                next._committed = nil
-                registry[next._id] = next
+                next._$context = self
+                next._$state = .inserted
+                next._$committed = nil
+                registry[next._$id] = next
                 insertedOrder.append(next)
             case .inserted, .registered:
-                precondition(next._context === self, "\(next) belongs to another context")
+                precondition(next._$context === self, "\(next) belongs to another context")
             }
         }
     }
@@ -175,7 +175,7 @@ public final class ModelContext {
     /// - Parameter refresh: whether to reload a registered object without changes when the store has newer values.
     func _object(for id: PersistentIdentifier, refresh: Bool = false) -> ModelObject? {
         if let known = registry[id] {
-            if refresh, known._state == .registered, !known._isChanged,
+            if refresh, known._$state == .registered, !known._$isChanged,
                let stored = store.snapshots(for: [id]).first ?? nil {
                 _refresh(known, from: stored)
             }
@@ -188,7 +188,7 @@ public final class ModelContext {
     /// The registered object for a snapshot the store returned, loading or refreshing it as needed.
     func _object(for snapshot: ModelSnapshot) -> ModelObject {
         if let known = registry[snapshot.id] {
-            if known._state == .registered, !known._isChanged { _refresh(known, from: snapshot) }
+            if known._$state == .registered, !known._$isChanged { _refresh(known, from: snapshot) }
             return known
         }
         return _materialize(snapshot)
@@ -196,9 +196,9 @@ public final class ModelContext {
 
     /// Loads a newer saved version of an unchanged object, telling observers what changed.
     private func _refresh(_ object: ModelObject, from snapshot: ModelSnapshot) {
-        guard let committed = object._committed, snapshot.version > committed.version else { return }
-        object._load(snapshot, notify: true)
-        object._committed = snapshot
+        guard let committed = object._$committed, snapshot.version > committed.version else { return }
+        object._$load(snapshot, notify: true)
+        object._$committed = snapshot
     }
 
     /// Creates the object for a stored row without evaluating its declared defaults.
@@ -212,12 +212,12 @@ public final class ModelContext {
                                       relationshipFrame: stack.relationshipValues.count)
         let object = metadata.type.init()
         stack.materialization = nil
-        object._isMaterializing = false
-        object._id = snapshot.id
-        object._load(snapshot, notify: false)
-        object._committed = snapshot
-        object._context = self
-        object._state = .registered
+        object._$isMaterializing = false
+        object._$id = snapshot.id
+        object._$load(snapshot, notify: false)
+        object._$committed = snapshot
+        object._$context = self
+        object._$state = .registered
         registry[snapshot.id] = object
         return object
     }
@@ -227,8 +227,8 @@ public final class ModelContext {
     /// Called before any change to `object`'s values.
     func _willChange(_ object: ModelObject) {
         record(object)
-        if object._state == .registered && !object._isChanged {
-            object._isChanged = true
+        if object._$state == .registered && !object._$isChanged {
+            object._$isChanged = true
             changedOrder.append(object)
         }
     }
@@ -243,15 +243,15 @@ public final class ModelContext {
     /// saved values back (observers are told).
     public func rollback() {
         for object in insertedObjects {
-            registry[object._id] = nil
-            object._context = nil
-            object._state = .unmanaged
+            registry[object._$id] = nil
+            object._$context = nil
+            object._$state = .unmanaged
         }
         for object in changedObjects + deletedObjects {
-            if let committed = object._committed { object._load(committed, notify: true) }
-            object._isChanged = false
-            object._state = .registered
-            registry[object._id] = object
+            if let committed = object._$committed { object._$load(committed, notify: true) }
+            object._$isChanged = false
+            object._$state = .registered
+            registry[object._$id] = object
         }
         insertedOrder.removeAll()
         changedOrder.removeAll()
@@ -295,21 +295,21 @@ public final class ModelContext {
     private func record(_ object: ModelObject) {
         guard journal != nil, journal![ObjectIdentifier(object)] == nil else { return }
         journal![ObjectIdentifier(object)] = JournalEntry(
-            object: object, attributes: object._attributes, relationships: object._relationships,
-            state: object._state, isChanged: object._isChanged, context: object._context,
-            unmanagedTargets: object._unmanagedTargets)
+            object: object, attributes: object._$attributes, relationships: object._$relationships,
+            state: object._$state, isChanged: object._$isChanged, context: object._$context,
+            unmanagedTargets: object._$unmanagedTargets)
     }
 
     private func restoreJournal() {
         for entry in (journal ?? [:]).values {
             let object = entry.object
-            object._load(ModelSnapshot(id: object._id, attributes: entry.attributes,
+            object._$load(ModelSnapshot(id: object._$id, attributes: entry.attributes,
                                        relationships: entry.relationships), notify: true)
-            object._state = entry.state
-            object._isChanged = entry.isChanged
-            object._context = entry.context
-            object._unmanagedTargets = entry.unmanagedTargets
-            registry[object._id] = entry.context === self && entry.state != .unmanaged ? object : nil
+            object._$state = entry.state
+            object._$isChanged = entry.isChanged
+            object._$context = entry.context
+            object._$unmanagedTargets = entry.unmanagedTargets
+            registry[object._$id] = entry.context === self && entry.state != .unmanaged ? object : nil
         }
     }
 }

@@ -53,14 +53,14 @@ struct PredicateTranslator {
 
     /// The stored form of a constant captured by a predicate.
     static func constant<V>(_ value: V) throws -> StoredValue {
-        if let object = value as? ModelObject { return .uuid(object._id.primaryKey) }
+        if let object = value as? ModelObject { return .uuid(object._$id.primaryKey) }
         if let id = value as? PersistentIdentifier { return .uuid(id.primaryKey) }
         if let optional = value as? any OptionalMarker {
             guard let wrapped = optional.wrappedAny else { return .null }
-            if let object = wrapped as? ModelObject { return .uuid(object._id.primaryKey) }
+            if let object = wrapped as? ModelObject { return .uuid(object._$id.primaryKey) }
             if let id = wrapped as? PersistentIdentifier { return .uuid(id.primaryKey) }
         }
-        if let objects = value as? [ModelObject] { return .array(objects.map { .uuid($0._id.primaryKey) }) }
+        if let objects = value as? [ModelObject] { return .array(objects.map { .uuid($0._$id.primaryKey) }) }
         guard let codec = AttributeCodecFactory.make(V.self) else {
             throw Untranslatable(reason: "a constant of type \(V.self) has no stored form")
         }

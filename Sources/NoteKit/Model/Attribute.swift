@@ -70,23 +70,23 @@ public struct Attribute<Value> {
         storage storageKeyPath: ReferenceWritableKeyPath<Model, Self>
     ) -> Value {
         get {
-            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._attributeFrame)
-            model._observationRegistrar.access(model, keyPath: wrappedKeyPath)
-            model._metadata.attributeNotifiers[slot].register(wrappedKeyPath)
-            if model._isPrototype { model._probeLog.append(.init(property: .attribute(slot), keyPath: wrappedKeyPath)) }
-            return model._attributeValue(at: slot, as: Value.self)
+            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._$attributeFrame)
+            model._$observationRegistrar.access(model, keyPath: wrappedKeyPath)
+            model._$metadata.attributeNotifiers[slot].register(wrappedKeyPath)
+            if model._$isPrototype { model._$probeLog.append(.init(property: .attribute(slot), keyPath: wrappedKeyPath)) }
+            return model._$attributeValue(at: slot, as: Value.self)
         }
         set {
-            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._attributeFrame)
-            let codec = model._metadata.codec(at: slot, as: Value.self)
+            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._$attributeFrame)
+            let codec = model._$metadata.codec(at: slot, as: Value.self)
             let stored: StoredValue
             do { stored = try codec.encode(newValue) } catch {
                 // Encoding a value held in memory fails only when a Codable type's own encode(to:) throws.
-                preconditionFailure("\(Model.self).\(model._metadata.attributes[slot].name) cannot be encoded: \(error)")
+                preconditionFailure("\(Model.self).\(model._$metadata.attributes[slot].name) cannot be encoded: \(error)")
             }
-            guard model._attributeNeedsWrite(slot, stored) else { return }
-            model._observationRegistrar.withMutation(of: model, keyPath: wrappedKeyPath) {
-                model._writeAttribute(slot, stored)
+            guard model._$attributeNeedsWrite(slot, stored) else { return }
+            model._$observationRegistrar.withMutation(of: model, keyPath: wrappedKeyPath) {
+                model._$writeAttribute(slot, stored)
             }
         }
     }

@@ -106,13 +106,13 @@ final class ModelMetadata: @unchecked Sendable {
         attributeNotifiers = attributes.map { _ in MutationNotifierSlot() }
         relationshipNotifiers = relationships.map { _ in MutationNotifierSlot() }
         // The prototype's own base init handed its values over instead of storing them; store them now.
-        first._attributes = zip(attributes, recorded.attributeValues).map { attribute, initial in
+        first._$attributes = zip(attributes, recorded.attributeValues).map { attribute, initial in
             attribute.codec.flatMap { try? $0.encodeAny(initial) } ?? .null
         }
-        first._relationships = relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
+        first._$relationships = relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
         prototype = Locked(first)
         self.problems = problems
-        first._metadata = self
+        first._$metadata = self
         resolveDeclaredConstraints(type)
     }
 
@@ -188,12 +188,12 @@ final class ModelMetadata: @unchecked Sendable {
     func property(for keyPath: AnyKeyPath) -> PropertyReference? {
         if let known = keyPathCache.withLock({ $0[keyPath] }) { return known }
         let found: PropertyReference? = prototype.withLock { prototype in
-            prototype._isPrototype = true
-            prototype._probeLog.removeAll()
+            prototype._$isPrototype = true
+            prototype._$probeLog.removeAll()
             _ = prototype[keyPath: keyPath]
-            let log = prototype._probeLog
-            prototype._isPrototype = false
-            prototype._probeLog.removeAll()
+            let log = prototype._$probeLog
+            prototype._$isPrototype = false
+            prototype._$probeLog.removeAll()
             guard log.count == 1, log[0].keyPath == keyPath else { return nil }
             return log[0].property
         }
@@ -407,7 +407,7 @@ final class MutationNotifier: @unchecked Sendable {
     init<Model: ModelObject, Value>(_ keyPath: ReferenceWritableKeyPath<Model, Value>) {
         perform = { object, mutation in
             let model = unsafeDowncast(object, to: Model.self)
-            model._observationRegistrar.withMutation(of: model, keyPath: keyPath, mutation)
+            model._$observationRegistrar.withMutation(of: model, keyPath: keyPath, mutation)
         }
     }
 }

@@ -7,21 +7,21 @@ import FoundationEssentials
 /// was related to, so an unsaved graph can be built and navigated before it is inserted.
 extension ModelObject {
     /// The objects relationship `slot` points at, in order. Targets that no longer exist are skipped.
-    final func _relationshipModels(at slot: Int) -> [ModelObject] {
-        switch _relationships[slot] {
+    final func _$relationshipModels(at slot: Int) -> [ModelObject] {
+        switch _$relationships[slot] {
         case .toOne(nil): return []
-        case .toOne(let id?): return _resolve(id).map { [$0] } ?? []
-        case .toMany(let ids): return ids.compactMap(_resolve)
+        case .toOne(let id?): return _$resolve(id).map { [$0] } ?? []
+        case .toMany(let ids): return ids.compactMap(_$resolve)
         }
     }
 
     /// The object with identifier `id` as this object sees it: a remembered unmanaged object, or the context's.
-    final func _resolve(_ id: PersistentIdentifier) -> ModelObject? {
-        if !_unmanagedTargets.isEmpty, let target = _unmanagedTargets[id] { return target }
-        guard let context = _context else {
+    final func _$resolve(_ id: PersistentIdentifier) -> ModelObject? {
+        if !_$unmanagedTargets.isEmpty, let target = _$unmanagedTargets[id] { return target }
+        guard let context = _$context else {
             // A context holds its objects, not the other way round (as in SwiftData): an object whose context is
             // gone cannot reach the objects it relates to. Failing loudly beats returning an empty relationship.
-            precondition(_state == .unmanaged || _state == .deleted,
+            precondition(_$state == .unmanaged || _$state == .deleted,
                          "\(self) belongs to a ModelContext that no longer exists; keep the context while you use "
                          + "its objects")
             return nil
@@ -30,94 +30,94 @@ extension ModelObject {
     }
 
     /// Sets relationship `slot` to `models` and updates the inverse of every target gained or lost.
-    final func _setRelationship(at slot: Int, to models: [ModelObject]) {
-        guard !_isMaterializing else { return }
-        let relationship = _metadata.relationships[slot]
+    final func _$setRelationship(at slot: Int, to models: [ModelObject]) {
+        guard !_$isMaterializing else { return }
+        let relationship = _$metadata.relationships[slot]
         var seen = Set<PersistentIdentifier>()
-        let targets = relationship.isToMany ? models.filter { seen.insert($0._id).inserted } : Array(models.prefix(1))
-        _adoptContext(of: targets)
+        let targets = relationship.isToMany ? models.filter { seen.insert($0._$id).inserted } : Array(models.prefix(1))
+        _$adoptContext(of: targets)
 
-        let oldIDs = _relationships[slot].identifiers
-        let newIDs = targets.map(\._id)
+        let oldIDs = _$relationships[slot].identifiers
+        let newIDs = targets.map(\._$id)
         guard oldIDs != newIDs else { return }
         let kept = Set(newIDs), previous = Set(oldIDs)
-        let removed = oldIDs.filter { !kept.contains($0) }.compactMap(_resolve)
-        let added = targets.filter { !previous.contains($0._id) }
+        let removed = oldIDs.filter { !kept.contains($0) }.compactMap(_$resolve)
+        let added = targets.filter { !previous.contains($0._$id) }
 
-        _writeRelationship(slot, relationship.isToMany ? .toMany(newIDs) : .toOne(newIDs.first))
-        guard let inverse = _metadata.inverse(ofRelationship: slot) else { return }
-        for target in removed { target._removeTarget(self._id, from: inverse.slot) }
-        for target in added { target._linkInverse(inverse.slot, to: self, forwardSlot: slot) }
+        _$writeRelationship(slot, relationship.isToMany ? .toMany(newIDs) : .toOne(newIDs.first))
+        guard let inverse = _$metadata.inverse(ofRelationship: slot) else { return }
+        for target in removed { target._$removeTarget(self._$id, from: inverse.slot) }
+        for target in added { target._$linkInverse(inverse.slot, to: self, forwardSlot: slot) }
     }
 
     /// Makes this object and `targets` share one context: relating an object to one that belongs to a context
     /// inserts it (and what it reaches) into that context; unmanaged objects remember each other.
-    private func _adoptContext(of targets: [ModelObject]) {
-        let context = _context ?? targets.lazy.compactMap(\._context).first
+    private func _$adoptContext(of targets: [ModelObject]) {
+        let context = _$context ?? targets.lazy.compactMap(\._$context).first
         guard let context else {
-            for target in targets { _unmanagedTargets[target._id] = target }
+            for target in targets { _$unmanagedTargets[target._$id] = target }
             return
         }
-        if _context == nil { context._insertGraph(self) }
+        if _$context == nil { context._insertGraph(self) }
         for target in targets {
-            if target._context == nil { context._insertGraph(target) }
-            precondition(target._context === context,
+            if target._$context == nil { context._insertGraph(target) }
+            precondition(target._$context === context,
                          "\(self) and \(target) belong to different contexts; relate objects of one context only")
         }
     }
 
     /// Records on `self`, the target of a relationship of `owner`, the inverse link back to `owner`.
-    private func _linkInverse(_ inverseSlot: Int, to owner: ModelObject, forwardSlot: Int) {
-        if _context == nil { _unmanagedTargets[owner._id] = owner }
-        switch _relationships[inverseSlot] {
+    private func _$linkInverse(_ inverseSlot: Int, to owner: ModelObject, forwardSlot: Int) {
+        if _$context == nil { _$unmanagedTargets[owner._$id] = owner }
+        switch _$relationships[inverseSlot] {
         case .toMany(let ids):
-            guard !ids.contains(owner._id) else { return }
-            _writeRelationship(inverseSlot, .toMany(ids + [owner._id]))
+            guard !ids.contains(owner._$id) else { return }
+            _$writeRelationship(inverseSlot, .toMany(ids + [owner._$id]))
         case .toOne(let current):
-            guard current != owner._id else { return }
+            guard current != owner._$id else { return }
             // A to-one inverse can point at one owner only: the previous owner loses this object.
-            if let current, let previousOwner = _resolve(current) {
-                previousOwner._removeTarget(_id, from: forwardSlot)
+            if let current, let previousOwner = _$resolve(current) {
+                previousOwner._$removeTarget(_$id, from: forwardSlot)
             }
-            _writeRelationship(inverseSlot, .toOne(owner._id))
+            _$writeRelationship(inverseSlot, .toOne(owner._$id))
         }
     }
 
     /// Removes `id` from relationship `slot`, if present.
-    final func _removeTarget(_ id: PersistentIdentifier, from slot: Int) {
-        switch _relationships[slot] {
+    final func _$removeTarget(_ id: PersistentIdentifier, from slot: Int) {
+        switch _$relationships[slot] {
         case .toOne(let current) where current == id:
-            _writeRelationship(slot, .toOne(nil))
+            _$writeRelationship(slot, .toOne(nil))
         case .toMany(let ids) where ids.contains(id):
-            _writeRelationship(slot, .toMany(ids.filter { $0 != id }))
+            _$writeRelationship(slot, .toMany(ids.filter { $0 != id }))
         default:
             return
         }
     }
 
     /// Replaces target `old` by `new` in relationship `slot` (an upsert gave an object another identity).
-    final func _replaceTarget(_ old: PersistentIdentifier, with new: PersistentIdentifier, in slot: Int) {
-        switch _relationships[slot] {
+    final func _$replaceTarget(_ old: PersistentIdentifier, with new: PersistentIdentifier, in slot: Int) {
+        switch _$relationships[slot] {
         case .toOne(let current) where current == old:
-            _writeRelationship(slot, .toOne(new))
+            _$writeRelationship(slot, .toOne(new))
         case .toMany(let ids) where ids.contains(old):
             var replaced: [PersistentIdentifier] = []
             for id in ids where id != new { replaced.append(id == old ? new : id) }
-            _writeRelationship(slot, .toMany(replaced))
+            _$writeRelationship(slot, .toMany(replaced))
         default:
             return
         }
     }
 
     /// Writes relationship `slot`, announcing it to observers and to the context.
-    final func _writeRelationship(_ slot: Int, _ targets: RelationshipTargets) {
-        _context?._willChange(self)
-        _metadata.relationshipNotifiers[slot].withMutation(of: self) { _relationships[slot] = targets }
+    final func _$writeRelationship(_ slot: Int, _ targets: RelationshipTargets) {
+        _$context?._willChange(self)
+        _$metadata.relationshipNotifiers[slot].withMutation(of: self) { _$relationships[slot] = targets }
     }
 
     /// Writes attribute `slot` on behalf of the engine (an upsert), announcing it like a property setter does.
-    final func _writeAttributeNotifying(_ slot: Int, _ value: StoredValue) {
-        guard _attributes[slot] != value else { return }
-        _metadata.attributeNotifiers[slot].withMutation(of: self) { _writeAttribute(slot, value) }
+    final func _$writeAttributeNotifying(_ slot: Int, _ value: StoredValue) {
+        guard _$attributes[slot] != value else { return }
+        _$metadata.attributeNotifiers[slot].withMutation(of: self) { _$writeAttribute(slot, value) }
     }
 }

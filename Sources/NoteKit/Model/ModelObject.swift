@@ -13,26 +13,26 @@ import Observation
 open class ModelObject: Observable, Hashable, CustomStringConvertible {
     // MARK: Storage (internal: subclasses in other modules never see these names)
 
-    final var _metadata: ModelMetadata!
-    final var _id: PersistentIdentifier
+    final var _$metadata: ModelMetadata!
+    final var _$id: PersistentIdentifier
     /// Attribute values in declaration order; shares its buffer with the store's row until first written.
-    final var _attributes: [StoredValue] = []
-    final var _relationships: [RelationshipTargets] = []
+    final var _$attributes: [StoredValue] = []
+    final var _$relationships: [RelationshipTargets] = []
     /// The values last read from or saved to the store; nil for an object the store has never seen.
-    final var _committed: ModelSnapshot?
-    final var _attributeFrame: Int32 = 0
-    final var _relationshipFrame: Int32 = 0
-    final weak var _context: ModelContext?
-    final var _state: State = .unmanaged
+    final var _$committed: ModelSnapshot?
+    final var _$attributeFrame: Int32 = 0
+    final var _$relationshipFrame: Int32 = 0
+    final weak var _$context: ModelContext?
+    final var _$state: State = .unmanaged
     /// Whether the object has changes its context has not saved (meaningful for registered objects).
-    final var _isChanged = false
+    final var _$isChanged = false
     /// Targets of relationships set while this object had no context, kept until it is inserted.
-    final var _unmanagedTargets: [PersistentIdentifier: ModelObject] = [:]
-    final var _isPrototype = false
-    final var _probeLog: [ProbeRecord] = []
+    final var _$unmanagedTargets: [PersistentIdentifier: ModelObject] = [:]
+    final var _$isPrototype = false
+    final var _$probeLog: [ProbeRecord] = []
     /// True while the engine loads a row into a fresh object: property writes in a user's `init()` are ignored.
-    final var _isMaterializing = false
-    final let _observationRegistrar = ObservationRegistrar()
+    final var _$isMaterializing = false
+    final let _$observationRegistrar = ObservationRegistrar()
 
     enum State: Equatable {
         /// Not in any context.
@@ -56,7 +56,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     public required init() {
         let stack = ConstructionStack.current
         let type = Swift.type(of: self)
-        _id = PersistentIdentifier(entityName: "", primaryKey: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+        _$id = PersistentIdentifier(entityName: "", primaryKey: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
         if let recording = stack.recording, recording.type == ObjectIdentifier(type),
            recording.attributeMark <= stack.attributeValues.count {
             finishRecording(stack, recording)
@@ -67,32 +67,32 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
                                 + "declare it as `final class \(type): PersistentModel`")
         }
         let metadata = ModelMetadata.of(modelType)
-        _metadata = metadata
-        _id = .make(entityName: metadata.entityName)
+        _$metadata = metadata
+        _$id = .make(entityName: metadata.entityName)
         let attributeCount = metadata.attributes.count, relationshipCount = metadata.relationships.count
         let attributeStart = stack.attributeValues.count - attributeCount
         let relationshipStart = stack.relationshipValues.count - relationshipCount
         precondition(attributeStart >= 0 && relationshipStart >= 0,
                      "\(type): property wrappers and ModelObject.init() ran out of step")
-        _attributeFrame = Int32(truncatingIfNeeded: attributeStart)
-        _relationshipFrame = Int32(truncatingIfNeeded: relationshipStart)
+        _$attributeFrame = Int32(truncatingIfNeeded: attributeStart)
+        _$relationshipFrame = Int32(truncatingIfNeeded: relationshipStart)
 
         if let materialization = stack.materialization, materialization.type == ObjectIdentifier(type),
            materialization.attributeFrame == attributeStart, materialization.relationshipFrame == relationshipStart {
             // The engine fills in the row; the defaults were never evaluated.
             stack.materialization = nil
-            _isMaterializing = true
+            _$isMaterializing = true
         } else {
-            _attributes.reserveCapacity(attributeCount)
+            _$attributes.reserveCapacity(attributeCount)
             for (index, attribute) in metadata.attributes.enumerated() {
                 let initial = stack.attributeValues[attributeStart + index]
-                _attributes.append(attribute.initialStoredValue(from: initial, entity: metadata.entityName))
+                _$attributes.append(attribute.initialStoredValue(from: initial, entity: metadata.entityName))
             }
-            _relationships.reserveCapacity(relationshipCount)
+            _$relationships.reserveCapacity(relationshipCount)
             for (index, relationship) in metadata.relationships.enumerated() {
                 let initial = stack.relationshipValues[relationshipStart + index] as? [ModelObject] ?? []
-                for target in initial { _unmanagedTargets[target._id] = target }
-                _relationships.append(relationship.isToMany ? .toMany(initial.map(\._id)) : .toOne(initial.first?._id))
+                for target in initial { _$unmanagedTargets[target._$id] = target }
+                _$relationships.append(relationship.isToMany ? .toMany(initial.map(\._$id)) : .toOne(initial.first?._$id))
             }
         }
         stack.attributeValues.removeLast(attributeCount)
@@ -112,8 +112,8 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
             attributeDeclarations: Array(stack.attributeDeclarations.suffix(attributeCount)),
             relationshipDeclarations: Array(stack.relationshipDeclarations.suffix(relationshipCount)),
             attributeFrame: recording.attributeMark, relationshipFrame: recording.relationshipMark)
-        _attributeFrame = Int32(truncatingIfNeeded: recording.attributeMark)
-        _relationshipFrame = Int32(truncatingIfNeeded: recording.relationshipMark)
+        _$attributeFrame = Int32(truncatingIfNeeded: recording.attributeMark)
+        _$relationshipFrame = Int32(truncatingIfNeeded: recording.relationshipMark)
         stack.attributeValues.removeLast(attributeCount)
         stack.relationshipValues.removeLast(relationshipCount)
         stack.attributeDeclarations.removeLast(attributeCount)
@@ -124,20 +124,20 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     // MARK: Public surface
 
     /// The object's permanent identifier, assigned when it was created.
-    public final var persistentModelID: PersistentIdentifier { _id }
+    public final var persistentModelID: PersistentIdentifier { _$id }
 
     /// The context the object belongs to, or nil before it is inserted and after it is deleted and saved.
-    public final var modelContext: ModelContext? { _context }
+    public final var modelContext: ModelContext? { _$context }
 
     /// Whether the object has been deleted from its context.
-    public final var isDeleted: Bool { _state == .deleted }
+    public final var isDeleted: Bool { _$state == .deleted }
 
     /// Whether the object has changes its context has not saved yet (always true for an inserted object).
     public final var hasChanges: Bool {
-        switch _state {
+        switch _$state {
         case .inserted: true
-        case .registered: _isChanged
-        case .deleted: _context != nil
+        case .registered: _$isChanged
+        case .deleted: _$context != nil
         case .unmanaged: false
         }
     }
@@ -145,56 +145,56 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     public static func == (lhs: ModelObject, rhs: ModelObject) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 
-    open var description: String { "\(Swift.type(of: self))(\(_id))" }
+    open var description: String { "\(Swift.type(of: self))(\(_$id))" }
 
     // MARK: Attribute storage
 
     /// Reads attribute `slot` as `Value`. A value that cannot be decoded (a damaged external blob, a `Codable` type
     /// that no longer decodes its stored form) reads as the attribute's default, and the failure is recorded in the
     /// context's ``ModelContext/readFailures``.
-    final func _attributeValue<Value>(at slot: Int, as type: Value.Type) -> Value {
-        let codec = _metadata.codec(at: slot, as: Value.self)
+    final func _$attributeValue<Value>(at slot: Int, as type: Value.Type) -> Value {
+        let codec = _$metadata.codec(at: slot, as: Value.self)
         do {
-            return try codec.decode(_attributes[slot])
+            return try codec.decode(_$attributes[slot])
         } catch {
-            let attribute = _metadata.attributes[slot]
-            _context?._recordReadFailure(.init(model: _id, property: attribute.name, reason: "\(error)"))
+            let attribute = _$metadata.attributes[slot]
+            _$context?._recordReadFailure(.init(model: _$id, property: attribute.name, reason: "\(error)"))
             return attribute.fallbackValue as! Value
         }
     }
 
     /// Whether writing `value` to `slot` would change anything (writes are ignored while materializing).
-    final func _attributeNeedsWrite(_ slot: Int, _ value: StoredValue) -> Bool {
-        !_isMaterializing && _attributes[slot] != value
+    final func _$attributeNeedsWrite(_ slot: Int, _ value: StoredValue) -> Bool {
+        !_$isMaterializing && _$attributes[slot] != value
     }
 
-    final func _writeAttribute(_ slot: Int, _ value: StoredValue) {
-        _context?._willChange(self)
-        _attributes[slot] = value
+    final func _$writeAttribute(_ slot: Int, _ value: StoredValue) {
+        _$context?._willChange(self)
+        _$attributes[slot] = value
     }
 
     // MARK: Snapshots
 
     /// The object's current values as a store row.
-    final var _snapshot: ModelSnapshot {
-        ModelSnapshot(id: _id, attributes: _attributes, relationships: _relationships)
+    final var _$snapshot: ModelSnapshot {
+        ModelSnapshot(id: _$id, attributes: _$attributes, relationships: _$relationships)
     }
 
     /// Replaces the object's values with `snapshot`'s, telling observers about each property that changed.
-    final func _load(_ snapshot: ModelSnapshot, notify: Bool) {
+    final func _$load(_ snapshot: ModelSnapshot, notify: Bool) {
         guard notify else {
-            _attributes = snapshot.attributes
-            _relationships = snapshot.relationships
+            _$attributes = snapshot.attributes
+            _$relationships = snapshot.relationships
             return
         }
-        for slot in _attributes.indices where slot < snapshot.attributes.count
-            && _attributes[slot] != snapshot.attributes[slot] {
-            _metadata.attributeNotifiers[slot].withMutation(of: self) { _attributes[slot] = snapshot.attributes[slot] }
+        for slot in _$attributes.indices where slot < snapshot.attributes.count
+            && _$attributes[slot] != snapshot.attributes[slot] {
+            _$metadata.attributeNotifiers[slot].withMutation(of: self) { _$attributes[slot] = snapshot.attributes[slot] }
         }
-        for slot in _relationships.indices where slot < snapshot.relationships.count
-            && _relationships[slot] != snapshot.relationships[slot] {
-            _metadata.relationshipNotifiers[slot].withMutation(of: self) {
-                _relationships[slot] = snapshot.relationships[slot]
+        for slot in _$relationships.indices where slot < snapshot.relationships.count
+            && _$relationships[slot] != snapshot.relationships[slot] {
+            _$metadata.relationshipNotifiers[slot].withMutation(of: self) {
+                _$relationships[slot] = snapshot.relationships[slot]
             }
         }
     }

@@ -69,20 +69,20 @@ public struct Relationship<Value: RelationshipValue> {
         storage storageKeyPath: ReferenceWritableKeyPath<Model, Self>
     ) -> Value {
         get {
-            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._relationshipFrame)
-            model._observationRegistrar.access(model, keyPath: wrappedKeyPath)
-            model._metadata.relationshipNotifiers[slot].register(wrappedKeyPath)
-            if model._isPrototype {
-                model._probeLog.append(.init(property: .relationship(slot), keyPath: wrappedKeyPath))
+            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._$relationshipFrame)
+            model._$observationRegistrar.access(model, keyPath: wrappedKeyPath)
+            model._$metadata.relationshipNotifiers[slot].register(wrappedKeyPath)
+            if model._$isPrototype {
+                model._$probeLog.append(.init(property: .relationship(slot), keyPath: wrappedKeyPath))
             }
-            return Value(models: model._relationshipModels(at: slot).map {
+            return Value(models: model._$relationshipModels(at: slot).map {
                 unsafeDowncast($0, to: Value.Destination.self)
             })
         }
         set {
-            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._relationshipFrame)
-            model._metadata.relationshipNotifiers[slot].register(wrappedKeyPath)
-            model._setRelationship(at: slot, to: newValue.models)
+            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._$relationshipFrame)
+            model._$metadata.relationshipNotifiers[slot].register(wrappedKeyPath)
+            model._$setRelationship(at: slot, to: newValue.models)
         }
     }
 }
