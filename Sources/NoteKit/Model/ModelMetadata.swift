@@ -65,15 +65,22 @@ final class ModelMetadata: @unchecked Sendable {
             problems.append(.inheritanceNotSupported(entity: type.entityName,
                                                      superclass: String(describing: superMirror.subjectType)))
         }
+        // Wrappers push in initialization order: the class's own properties, then each superclass's. Mirror lists
+        // the same properties level by level, most derived first.
         var attributeNames: [String] = [], relationshipNames: [String] = []
-        for child in Mirror(reflecting: first).children {
-            guard let label = child.label, label.hasPrefix("_") else { continue }
-            if child.value is any AttributeWrapperMarker { attributeNames.append(String(label.dropFirst())) }
-            if child.value is any RelationshipWrapperMarker { relationshipNames.append(String(label.dropFirst())) }
+        var level: Mirror? = Mirror(reflecting: first)
+        while let mirror = level, mirror.subjectType != ModelObject.self {
+            for child in mirror.children {
+                guard let label = child.label, label.hasPrefix("_") else { continue }
+                if child.value is any AttributeWrapperMarker { attributeNames.append(String(label.dropFirst())) }
+                if child.value is any RelationshipWrapperMarker { relationshipNames.append(String(label.dropFirst())) }
+            }
+            level = mirror.superclassMirror
         }
-        precondition(attributeNames.count == recorded.attributeDeclarations.count
-                     && relationshipNames.count == recorded.relationshipDeclarations.count,
-                     "\(type): the declared properties and the properties found by reflection differ")
+        if attributeNames.count != recorded.attributeDeclarations.count
+            || relationshipNames.count != recorded.relationshipDeclarations.count {
+            preconditionFailure("\(type): the declared properties and the properties found by reflection differ")
+        }
 
         var attributes: [AttributeMetadata] = []
         for (index, declaration) in recorded.attributeDeclarations.enumerated() {

@@ -82,6 +82,17 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
             // The engine fills in the row; the defaults were never evaluated.
             stack.materialization = nil
             _$isMaterializing = true
+        } else if stack.isMaterializing {
+            // A plain stored property of the object being loaded constructs this one: its wrappers skipped their
+            // defaults, believing they belonged to the loaded object. A twin made with the engine out of the way
+            // has the real defaults.
+            let materialization = stack.materialization
+            stack.materialization = nil
+            let twin = type.init()
+            stack.materialization = materialization
+            _$attributes = twin._$attributes
+            _$relationships = twin._$relationships
+            _$unmanagedTargets = twin._$unmanagedTargets
         } else {
             _$attributes.reserveCapacity(attributeCount)
             for (index, attribute) in metadata.attributes.enumerated() {

@@ -13,6 +13,9 @@ import FoundationEssentials
 /// the one relationship of the destination that declares this one as its inverse, or, when exactly one
 /// relationship on each side points at the other, that one (otherwise the schema reports the ambiguity).
 ///
+/// Declare `inverse:` on one side of a pair only (the compiler rejects key paths that refer to each other's
+/// declarations circularly, as with SwiftData's macro); the other side finds it.
+///
 /// To-many relationships keep the order in which targets were added. Relating a model to one that belongs to a
 /// context inserts it into that context, with everything it reaches.
 @propertyWrapper

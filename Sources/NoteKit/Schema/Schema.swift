@@ -56,7 +56,8 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
         try self.init(versionedSchema.models, version: versionedSchema.versionIdentifier)
     }
 
-    /// A schema from its description alone (a stored schema), validated.
+    /// A schema from its description alone (a stored schema), validated. Decoding a schema validates it too: a
+    /// schema value that exists is consistent.
     ///
     /// - Throws: ``SchemaError`` when the description is inconsistent.
     public init(version: Version, entities: [Entity]) throws {
@@ -93,6 +94,11 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
         version = try container.decode(Version.self, forKey: .version)
         entities = try container.decode([Entity].self, forKey: .entities).sorted { $0.name < $1.name }
         runtime = nil
+        do { try SchemaValidator.validate(entities, runtime: nil) } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                                                    debugDescription: "the schema is inconsistent: \(error)",
+                                                    underlyingError: error))
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {

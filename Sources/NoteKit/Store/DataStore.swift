@@ -60,6 +60,36 @@ public struct ModelSnapshot: Sendable, Hashable {
     }
 }
 
+extension ModelSnapshot {
+    /// This row with `update` applied: changed attributes replaced, to-one targets set, to-many targets removed
+    /// and then appended (each at most once, in order).
+    ///
+    /// Every store applies updates through this one function, in memory and when replaying a log.
+    public func applying(_ update: ModelUpdate, version: UInt64) -> ModelSnapshot {
+        var row = self
+        for change in update.attributes { row.attributes[change.index] = change.value }
+        for change in update.relationships {
+            switch change.kind {
+            case .toOne(let target):
+                row.relationships[change.index] = .toOne(target)
+            case let .toMany(added, removed):
+                var ids = row.relationships[change.index].identifiers
+                if !removed.isEmpty {
+                    let gone = Set(removed)
+                    ids.removeAll { gone.contains($0) }
+                }
+                if !added.isEmpty {
+                    var present = Set(ids)
+                    for id in added where present.insert(id).inserted { ids.append(id) }
+                }
+                row.relationships[change.index] = .toMany(ids)
+            }
+        }
+        row.version = version
+        return row
+    }
+}
+
 /// The changes of one save: whole new rows, per-property updates, and deletions with their tombstones.
 public struct ChangeSet: Sendable, Hashable {
     public var inserted: [ModelSnapshot]

@@ -162,27 +162,8 @@ struct EntityTable {
     }
 
     mutating func update(_ update: ModelUpdate, version: UInt64) {
-        guard let position = positions[update.id], var row = rows[position] else { return }
-        let before = row
-        for change in update.attributes { row.attributes[change.index] = change.value }
-        for change in update.relationships {
-            switch change.kind {
-            case .toOne(let target):
-                row.relationships[change.index] = .toOne(target)
-            case let .toMany(added, removed):
-                var ids = row.relationships[change.index].identifiers
-                if !removed.isEmpty {
-                    let gone = Set(removed)
-                    ids.removeAll { gone.contains($0) }
-                }
-                if !added.isEmpty {
-                    var present = Set(ids)
-                    for id in added where present.insert(id).inserted { ids.append(id) }
-                }
-                row.relationships[change.index] = .toMany(ids)
-            }
-        }
-        row.version = version
+        guard let position = positions[update.id], let before = rows[position] else { return }
+        let row = before.applying(update, version: version)
         if !update.attributes.isEmpty {
             removeKeys(before, onlyChanged: row)
             addKeys(row, onlyChanged: before)

@@ -1,11 +1,12 @@
 import FoundationEssentials
 
-/// `StoredValue` encodes as a one-key object naming its kind (`{"string": "x"}`, `{"date": 7.5e8}`), and `.null`
-/// as JSON `null`, so a stored schema's default values read unambiguously. Stores use their own record format for
+/// `StoredValue` encodes as a one-key object naming its kind (`{"string": "x"}`, `{"date": 7.5e8}`, `{"null": true}`),
+/// so a stored schema's default values read unambiguously: an optional attribute's `nil` default is `{"null": true}`,
+/// which an absent key or a JSON `null` could not tell apart from "no default". Stores use their own record format for
 /// rows; this form is for schemas and diagnostics.
 extension StoredValue: Codable {
     private enum Kind: String, CodingKey {
-        case bool, int, uint, double, string, date, data, uuid, decimal, array, dictionary, external
+        case null, bool, int, uint, double, string, date, data, uuid, decimal, array, dictionary, external
     }
 
     public init(from decoder: any Decoder) throws {
@@ -19,6 +20,7 @@ extension StoredValue: Codable {
                                                     debugDescription: "a stored value has exactly one kind key"))
         }
         switch kind {
+        case .null: self = .null
         case .bool: self = .bool(try container.decode(Bool.self, forKey: kind))
         case .int: self = .int(try container.decode(Int64.self, forKey: kind))
         case .uint: self = .uint(try container.decode(UInt64.self, forKey: kind))
@@ -60,14 +62,9 @@ extension StoredValue: Codable {
     }
 
     public func encode(to encoder: any Encoder) throws {
-        if case .null = self {
-            var single = encoder.singleValueContainer()
-            try single.encodeNil()
-            return
-        }
         var container = encoder.container(keyedBy: Kind.self)
         switch self {
-        case .null: break
+        case .null: try container.encode(true, forKey: .null)
         case .bool(let v): try container.encode(v, forKey: .bool)
         case .int(let v): try container.encode(v, forKey: .int)
         case .uint(let v): try container.encode(v, forKey: .uint)

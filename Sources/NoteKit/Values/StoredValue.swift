@@ -9,9 +9,13 @@ import FoundationEssentials
 /// Integers of every width up to 64 bits are `.int`, except `UInt` and `UInt64` which are `.uint` so that no
 /// value is lost. `Float` widens to `.double` exactly. `URL` is `.string` (its `absoluteString`).
 ///
-/// Values have a total order (``StoredValue/compare(_:_:)``) used by sorting and indexes: `.null` sorts first,
-/// numbers compare numerically across `.int`, `.uint` and `.double`, strings compare as Swift's `<` does,
-/// and values of unrelated kinds order by kind.
+/// Two notions of sameness, on purpose:
+/// - `==` and `hash(into:)` are *identity*: the same kind and the same bits. `-0.0` differs from `0.0`, a NaN equals
+///   the same NaN, and two strings are equal only with the same Unicode scalars. That is what "did this property
+///   change?" and unique keys need (as in SQLite, which compares bytes), and it keeps `Hashable` lawful.
+/// - ``StoredValue/compare(_:_:)`` is Swift's *value* order, used by predicates, sorting and indexes: `.null`
+///   sorts first, numbers compare numerically across `.int`, `.uint` and `.double`, strings compare as Swift's
+///   `<` and `==` do (canonical equivalence), and values of unrelated kinds order by kind.
 public enum StoredValue: Sendable, Hashable {
     case null
     case bool(Bool)
@@ -50,6 +54,50 @@ public enum StoredValue: Sendable, Hashable {
         case .array: "array"
         case .dictionary: "dictionary"
         case .external: "external data"
+        }
+    }
+}
+
+// MARK: - Identity
+
+extension StoredValue {
+    public static func == (lhs: StoredValue, rhs: StoredValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): true
+        case let (.bool(a), .bool(b)): a == b
+        case let (.int(a), .int(b)): a == b
+        case let (.uint(a), .uint(b)): a == b
+        case let (.double(a), .double(b)): a.bitPattern == b.bitPattern
+        case let (.string(a), .string(b)): a.unicodeScalars.elementsEqual(b.unicodeScalars)
+        case let (.date(a), .date(b)):
+            a.timeIntervalSinceReferenceDate.bitPattern == b.timeIntervalSinceReferenceDate.bitPattern
+        case let (.data(a), .data(b)): a == b
+        case let (.uuid(a), .uuid(b)): a == b
+        case let (.decimal(a), .decimal(b)): a == b
+        case let (.array(a), .array(b)): a == b
+        case let (.dictionary(a), .dictionary(b)): a == b
+        case let (.external(a), .external(b)): a == b
+        default: false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null: hasher.combine(0)
+        case .bool(let v): hasher.combine(1); hasher.combine(v)
+        case .int(let v): hasher.combine(2); hasher.combine(v)
+        case .uint(let v): hasher.combine(3); hasher.combine(v)
+        case .double(let v): hasher.combine(4); hasher.combine(v.bitPattern)
+        case .string(let v):
+            hasher.combine(5)
+            for scalar in v.unicodeScalars { hasher.combine(scalar.value) }
+        case .date(let v): hasher.combine(6); hasher.combine(v.timeIntervalSinceReferenceDate.bitPattern)
+        case .data(let v): hasher.combine(7); hasher.combine(v)
+        case .uuid(let v): hasher.combine(8); hasher.combine(v)
+        case .decimal(let v): hasher.combine(9); hasher.combine(v)
+        case .array(let v): hasher.combine(10); hasher.combine(v)
+        case .dictionary(let v): hasher.combine(11); hasher.combine(v)
+        case .external(let v): hasher.combine(12); hasher.combine(v)
         }
     }
 }
