@@ -13,8 +13,11 @@ let package = Package(
     targets: [
         .target(name: "NoteKit"),
         .target(name: "NoteKitFileStore", dependencies: ["NoteKit"]),
-        .testTarget(name: "NoteKitTests", dependencies: ["NoteKit"]),
-        .testTarget(name: "FileStoreTests", dependencies: ["NoteKit", "NoteKitFileStore"]),
+        // What both test targets share: the kinds of store every behaviour test runs on, temporary directories,
+        // a file system that fails on purpose.
+        .target(name: "NoteKitTestSupport", dependencies: ["NoteKit", "NoteKitFileStore"], path: "Tests/TestSupport"),
+        .testTarget(name: "NoteKitTests", dependencies: ["NoteKit", "NoteKitFileStore", "NoteKitTestSupport"]),
+        .testTarget(name: "FileStoreTests", dependencies: ["NoteKit", "NoteKitFileStore", "NoteKitTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,492 @@
+import FoundationEssentials
 import NoteKit
 
-// The append-only JSON segment store arrives with its own issue; this target exists so the package layout is final.
+/// NoteKit's store on disk: append-only JSON segments replayed into memory at open (docs/FORMAT.md).
+///
+/// Created by ``FileStoreConfiguration``; a context never sees the difference from the in-memory store except that
+/// saves survive. Reads are answered from memory; each save appends one record and, by default, flushes it before
+/// returning.
+///
+/// ## Topics
+/// - ``compact()``
+/// - ``sync()``
+/// - ``close()``
+/// - ``recovery``
+/// - ``statistics``
+/// - ``salvage(from:to:schema:)``
+public final class FileStore: DataStore {
+    public let schema: Schema
+    public let configuration: FileStoreConfiguration
+    /// What the open did to recover: a torn tail excluded, leftovers removed, damage reported in `.pointInTime`.
+    public let recovery: RecoveryReport
+
+    let layout: StoreLayout
+    private let fileSystem: any StoreFileSystem
+    private let blobs: BlobStore
+    private let encoder = RecordEncoder()
+    private let state: Locked<State>
+
+    private struct State {
+        var rows: RowStorage
+        var log: SegmentLog?
+        var lock: (any StoreLockHandle)?
+        var schemas: [Schema]
+        var lastTransaction: UInt64
+        /// Writes logged since the last snapshot, counting the snapshot's rows: against live rows, the garbage.
+        var operationsLogged: Int
+        var closedSegmentBytes: Int
+        var writesStopped: String?
+        var unsyncedSince: Date?
+        var lastCompactionError: String?
+    }
+
+    /// What an open found and did.
+    public struct RecoveryReport: Sendable, Hashable {
+        /// A torn tail that was excluded: its segment, offset, length, and where its bytes were kept.
+        public var tornTail: TornTail?
+        /// Files deleted because no manifest reached them (left by an interrupted operation).
+        public var removedLeftovers: [String] = []
+        /// In `.pointInTime` mode, the damage where loading stopped.
+        public var damage: FileStoreError?
+
+        public struct TornTail: Sendable, Hashable {
+            public var segment: String
+            public var offset: Int
+            public var length: Int
+            public var reason: String
+            /// The quarantine file holding the bytes (nil when opened read-only: nothing was moved).
+            public var quarantinedAt: String?
+        }
+    }
+
+    // MARK: Opening
+
+    init(configuration: FileStoreConfiguration, schema: Schema) throws {
+        self.schema = schema
+        self.configuration = configuration
+        fileSystem = configuration.fileSystem
+        layout = StoreLayout(root: configuration.url.path)
+        blobs = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
+        let readOnly = configuration.mode == .readOnly
+
+        var lock: (any StoreLockHandle)?
+        var report = RecoveryReport()
+        if !fileSystem.exists(layout.manifest) {
+            guard case .readWrite(createIfMissing: true) = configuration.mode else {
+                if fileSystem.exists(layout.segments) {
+                    throw FileStoreError.inconsistentSegments(file: layout.manifest, reason: "the manifest is missing")
+                }
+                throw FileStoreError.storeNotFound(path: layout.root)
+            }
+            if fileSystem.exists(layout.segments),
+               !(try fileSystem.contentsOfDirectory(layout.segments)).isEmpty {
+                throw FileStoreError.inconsistentSegments(file: layout.manifest,
+                                                          reason: "the manifest is missing but segments exist")
+            }
+            try fileSystem.makeDirectory(layout.root)
+            lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout)
+            let now = Date()
+            let log = try SegmentLog.create(layout: layout, fileSystem: fileSystem, store: UUID(), now: now,
+                                            records: [encoder.schema(schema)])
+            recovery = report
+            state = Locked(State(rows: RowStorage(schema: schema), log: log, lock: lock, schemas: [schema],
+                                 lastTransaction: 0, operationsLogged: 0, closedSegmentBytes: 0))
+            return
+        }
+
+        if !readOnly { lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout) }
+        do {
+            let replay = try Self.replay(layout: layout, fileSystem: fileSystem, blobs: blobs,
+                                         policy: configuration.recovery == .pointInTime && readOnly ? .pointInTime : .strict,
+                                         readOnly: readOnly)
+            guard let stored = replay.log.schemas.last else {
+                throw FileStoreError.undecodableRecord(file: layout.segment(replay.manifest.segments[0]), offset: 0,
+                                                       reason: "the store records no schema")
+            }
+            guard stored.contentHash == schema.contentHash else {
+                throw FileStoreError.schemaMismatch(stored: "\(stored.version) (\(stored.contentHash.prefix(12)))",
+                                                    current: "\(schema.version) (\(schema.contentHash.prefix(12)))")
+            }
+            report.damage = replay.log.damage
+            // Nothing has been written so far. A writable open now recovers: torn tail, then leftovers.
+            var log: SegmentLog?
+            if !readOnly {
+                if let torn = replay.log.tornTail {
+                    report.tornTail = try Self.quarantine(torn, layout: layout, fileSystem: fileSystem)
+                }
+                report.removedLeftovers = try Self.removeLeftovers(manifest: replay.manifest, rows: replay.log.rows,
+                                                                   schema: schema, layout: layout,
+                                                                   fileSystem: fileSystem)
+                log = try SegmentLog.open(layout: layout, fileSystem: fileSystem, manifest: replay.manifest)
+            } else if let torn = replay.log.tornTail {
+                report.tornTail = .init(segment: torn.path, offset: torn.offset, length: torn.length,
+                                        reason: torn.reason, quarantinedAt: nil)
+            }
+            let rows = RowStorage(schema: schema)
+            rows.load(replay.log.rows, generation: replay.log.lastTransaction)
+            let closedBytes = replay.manifest.segments.dropLast().reduce(0) { $0 + (replay.log.segmentSizes[$1] ?? 0) }
+            recovery = report
+            state = Locked(State(rows: rows, log: log, lock: lock, schemas: replay.log.schemas,
+                                 lastTransaction: replay.log.lastTransaction,
+                                 operationsLogged: replay.log.operationsLogged, closedSegmentBytes: closedBytes))
+        } catch {
+            lock?.unlock()
+            throw error
+        }
+    }
+
+    /// Reads the manifest and replays its segments. A reader racing a compaction in another process may find a
+    /// segment gone: it reads the new manifest and tries again.
+    private static func replay(layout: StoreLayout, fileSystem: any StoreFileSystem, blobs: BlobStore,
+                               policy: LogReplay.Policy, readOnly: Bool) throws -> (manifest: Manifest, log: LogReplay) {
+        var attempts = 0
+        while true {
+            let manifest = try SegmentLog.readManifest(layout: layout, fileSystem: fileSystem)
+            do {
+                return (manifest, try LogReplay.replay(manifest, layout: layout, fileSystem: fileSystem, blobs: blobs,
+                                                       policy: policy))
+            } catch FileStoreError.inconsistentSegments(let file, let reason) where readOnly && attempts < 3 {
+                attempts += 1
+                _ = (file, reason)
+                continue
+            }
+        }
+    }
+
+    /// Moves a torn tail's bytes to `quarantine/` and cuts the segment back to its last intact record.
+    private static func quarantine(_ torn: (segment: Int, path: String, offset: Int, length: Int, reason: String),
+                                   layout: StoreLayout, fileSystem: any StoreFileSystem) throws -> RecoveryReport.TornTail {
+        try fileSystem.makeDirectory(layout.quarantine)
+        let bytes = try fileSystem.read(torn.path)
+        var name = layout.quarantine + "/" + StoreLayout.segmentName(torn.segment) + ".at-\(torn.offset).torn"
+        var suffix = 1
+        while fileSystem.exists(name) {
+            suffix += 1
+            name = layout.quarantine + "/" + StoreLayout.segmentName(torn.segment) + ".at-\(torn.offset)-\(suffix).torn"
+        }
+        let file = try fileSystem.create(name)
+        try bytes[torn.offset...].withUnsafeBytes { try file.append($0) }
+        try file.sync()
+        try file.close()
+        try fileSystem.syncDirectory(layout.quarantine)
+        try fileSystem.truncate(torn.path, to: torn.offset)
+        return .init(segment: torn.path, offset: torn.offset, length: torn.length, reason: torn.reason,
+                     quarantinedAt: name)
+    }
+
+    /// Deletes what no manifest reaches: a temporary manifest, segments not listed, partial or unreferenced blobs.
+    private static func removeLeftovers(manifest: Manifest, rows: [ModelSnapshot], schema: Schema, layout: StoreLayout,
+                                        fileSystem: any StoreFileSystem) throws -> [String] {
+        var removed: [String] = []
+        if fileSystem.exists(layout.temporaryManifest) {
+            try fileSystem.remove(layout.temporaryManifest)
+            removed.append(layout.temporaryManifest)
+        }
+        let listed = Set(manifest.segments)
+        for name in try fileSystem.contentsOfDirectory(layout.segments) {
+            guard StoreLayout.segmentNumber(name).map({ !listed.contains($0) }) ?? true else { continue }
+            try fileSystem.remove(layout.segments + "/" + name)
+            removed.append(layout.segments + "/" + name)
+        }
+        if fileSystem.exists(layout.blobs) {
+            let referenced = Self.referencedBlobs(rows, schema: schema)
+            let store = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
+            let inventory = try store.inventory()
+            for name in inventory.blobs where !referenced.contains(name) {
+                try fileSystem.remove(store.path(of: name))
+                removed.append(store.path(of: name))
+            }
+            for file in inventory.leftovers {
+                try fileSystem.remove(layout.blobs + "/" + file)
+                removed.append(layout.blobs + "/" + file)
+            }
+        }
+        if !removed.isEmpty {
+            try fileSystem.syncDirectory(layout.segments)
+            if fileSystem.exists(layout.blobs) { try fileSystem.syncDirectory(layout.blobs) }
+        }
+        return removed
+    }
+
+    /// The blob names live rows reference.
+    static func referencedBlobs(_ rows: [ModelSnapshot], schema: Schema) -> Set<String> {
+        var names = Set<String>()
+        var externalSlots: [String: [Int]] = [:]
+        for entity in schema.entities {
+            let slots = entity.attributes.indices.filter { entity.attributes[$0].has(.externalStorage) }
+            if !slots.isEmpty { externalSlots[entity.name] = slots }
+        }
+        guard !externalSlots.isEmpty else { return [] }
+        for row in rows {
+            for slot in externalSlots[row.id.entityName] ?? [] {
+                if case .external(let blob) = row.attributes[slot] { names.insert(blob.name) }
+            }
+        }
+        return names
+    }
+
+    // MARK: DataStore
+
+    public func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
+        state.withLock { state in ids.map { state.rows.snapshot(for: $0) } }
+    }
+
+    public func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult {
+        try state.withLock { try $0.rows.fetch(request) }
+    }
+
+    public func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) -> PersistentIdentifier? {
+        state.withLock { $0.rows.identifier(entity: entity, uniqueConstraint: constraint, key: key) }
+    }
+
+    public func identifiers(entity: String, relationship: Int, referencing target: PersistentIdentifier)
+        -> [PersistentIdentifier] {
+        state.withLock { $0.rows.identifiers(entity: entity, relationship: relationship, referencing: target) }
+    }
+
+    public var generation: UInt64 { state.withLock { $0.lastTransaction } }
+
+    /// Appends `changes` as one transaction record and, with ``FileStoreConfiguration/Durability/everySave``,
+    /// flushes it before returning; only then are the changes applied in memory.
+    ///
+    /// External-storage bytes are written to blob files (and flushed) before the record that names them.
+    ///
+    /// - Throws: ``SaveError`` (nothing written), ``FileStoreError/writesStopped(reason:)``, or an I/O error. After
+    ///   a failed flush the store accepts no more writes until reopened: whether the record reached the disk is
+    ///   unknown, and retrying the flush could report success for data the kernel already dropped.
+    public func save(_ changes: ChangeSet) throws -> SaveResult {
+        try state.withLock { state in
+            guard let log = state.log else {
+                throw SaveError.readOnly(reason: "\(layout.root) was opened read-only")
+            }
+            if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
+            try state.rows.validate(changes)
+            let stored = try writeBlobs(changes)
+            let transaction = Transaction(number: state.lastTransaction + 1, time: Date(), changes: stored)
+            let payload = encoder.transaction(transaction, schema: schema)
+
+            if log.activeSize > configuration.maximumSegmentSize {
+                do {
+                    let closedSize = log.activeSize
+                    try log.startSegment(with: [], replacingAll: false, now: Date())
+                    state.closedSegmentBytes += closedSize
+                } catch let error as FileStoreError {
+                    if case .writesStopped(let reason) = error { state.writesStopped = reason }
+                    throw error
+                }
+            }
+            do {
+                try log.append(payload)
+            } catch let error as FileStoreError {
+                if case .writesStopped(let reason) = error { state.writesStopped = reason }
+                throw error
+            }
+            do {
+                try flush(log, &state, forced: false)
+            } catch {
+                state.writesStopped = "flushing transaction \(transaction.number) failed: \(error)"
+                throw error
+            }
+            state.rows.apply(stored)
+            state.lastTransaction = transaction.number
+            state.operationsLogged += changes.inserted.count + changes.updated.count + changes.deleted.count
+            compactIfWorthIt(&state)
+            return SaveResult(generation: transaction.number)
+        }
+    }
+
+    /// Flushes the active segment when the durability policy calls for it.
+    private func flush(_ log: SegmentLog, _ state: inout State, forced: Bool) throws {
+        switch configuration.durability {
+        case .everySave:
+            try log.sync()
+        case .deferred(let interval):
+            let now = Date()
+            if forced || state.unsyncedSince.map({ now.timeIntervalSince($0) >= interval }) == true {
+                try log.sync()
+                state.unsyncedSince = nil
+            } else if state.unsyncedSince == nil {
+                state.unsyncedSince = now
+            }
+        }
+    }
+
+    /// Writes the bytes of external-storage attributes to blob files and returns the changes naming them instead.
+    private func writeBlobs(_ changes: ChangeSet) throws -> ChangeSet {
+        var externalSlots: [String: Set<Int>] = [:]
+        for entity in schema.entities {
+            let slots = entity.attributes.indices.filter { entity.attributes[$0].has(.externalStorage) }
+            if !slots.isEmpty { externalSlots[entity.name] = Set(slots) }
+        }
+        guard !externalSlots.isEmpty else { return changes }
+        var stored = changes
+        for (position, row) in changes.inserted.enumerated() {
+            for slot in externalSlots[row.id.entityName] ?? [] {
+                if case .data(let data) = row.attributes[slot] {
+                    stored.inserted[position].attributes[slot] = .external(try blobs.write(data))
+                }
+            }
+        }
+        for (position, update) in changes.updated.enumerated() {
+            guard let slots = externalSlots[update.id.entityName] else { continue }
+            for (index, change) in update.attributes.enumerated() where slots.contains(change.index) {
+                if case .data(let data) = change.value {
+                    stored.updated[position].attributes[index].value = .external(try blobs.write(data))
+                }
+            }
+        }
+        return stored
+    }
+
+    // MARK: Maintenance
+
+    /// Flushes every written record to disk (meaningful with deferred durability).
+    ///
+    /// - Throws: the flush's error; the store then accepts no more writes until reopened.
+    public func sync() throws {
+        try state.withLock { state in
+            guard let log = state.log else { return }
+            do { try flush(log, &state, forced: true) } catch {
+                state.writesStopped = "flushing failed: \(error)"
+                throw error
+            }
+        }
+    }
+
+    /// Flushes, closes the active segment and releases the lock. Saving afterwards is refused.
+    public func close() throws {
+        try state.withLock { state in
+            guard let log = state.log else { return }
+            state.log = nil
+            defer {
+                state.lock?.unlock()
+                state.lock = nil
+            }
+            try log.close()
+        }
+    }
+
+    deinit {
+        state.withLock { state in
+            try? state.log?.close()
+            state.lock?.unlock()
+        }
+    }
+
+    /// Sizes and counts, for tools and for deciding when to compact.
+    public struct Statistics: Sendable, Hashable {
+        /// The number of the last committed transaction.
+        public var lastTransaction: UInt64
+        /// Live objects per entity.
+        public var objectsPerEntity: [String: Int]
+        /// The segments the manifest lists.
+        public var segments: [Int]
+        /// Bytes of the segments.
+        public var logBytes: Int
+        /// Writes logged since the last compaction (the rows of a snapshot count as one write each).
+        public var operationsLogged: Int
+        /// The fraction of logged writes that no longer describe a live object.
+        public var garbageRatio: Double
+        /// The error of the last automatic compaction, if it failed (the save that triggered it had succeeded).
+        public var lastCompactionError: String?
+    }
+
+    /// The store's current statistics.
+    public var statistics: Statistics {
+        state.withLock { state in
+            let live = schema.entities.reduce(0) { $0 + state.rows.count(of: $1.name) }
+            let logBytes = state.closedSegmentBytes + (state.log?.activeSize ?? 0)
+            return Statistics(
+                lastTransaction: state.lastTransaction,
+                objectsPerEntity: Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, state.rows.count(of: $0.name)) }),
+                segments: state.log?.manifest.segments ?? [],
+                logBytes: logBytes, operationsLogged: state.operationsLogged,
+                garbageRatio: state.operationsLogged == 0 ? 0 : max(0, 1 - Double(live) / Double(state.operationsLogged)),
+                lastCompactionError: state.lastCompactionError)
+        }
+    }
+
+    /// What a compaction did.
+    public struct CompactionReport: Sendable, Hashable {
+        public var bytesBefore: Int
+        public var bytesAfter: Int
+        public var segmentsRemoved: [String]
+        public var blobsRemoved: [String]
+    }
+
+    /// Rewrites the store as one segment holding its current state, then deletes the old segments and the blobs no
+    /// object references (docs/FORMAT.md, *Writing, rotation and compaction*). A crash at any step leaves the old or
+    /// the new state whole.
+    ///
+    /// - Throws: ``SaveError/readOnly(reason:)``, ``FileStoreError/writesStopped(reason:)``, or an I/O error (the
+    ///   store is then unchanged).
+    /// - Complexity: O(objects); writes the whole state once.
+    @discardableResult
+    public func compact() throws -> CompactionReport {
+        try state.withLock { state in try compact(&state) }
+    }
+
+    @discardableResult
+    private func compact(_ state: inout State) throws -> CompactionReport {
+        guard let log = state.log else { throw SaveError.readOnly(reason: "\(layout.root) was opened read-only") }
+        if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
+        let bytesBefore = state.closedSegmentBytes + log.activeSize
+        var records = state.schemas.map(encoder.schema)
+        var allRows: [ModelSnapshot] = []
+        var rowRecords: [[UInt8]] = []
+        for entity in schema.entities {
+            let rows = state.rows.snapshots(of: entity.name)
+            allRows += rows
+            var start = 0
+            while start < rows.count {
+                let end = min(rows.count, start + 4096)
+                rowRecords.append(encoder.rows(entity: entity, rows[start..<end]))
+                start = end
+            }
+        }
+        records.append(encoder.snapshot(lastTransaction: state.lastTransaction, rowCount: allRows.count))
+        records += rowRecords
+
+        let dropped: [Int]
+        do {
+            dropped = try log.startSegment(with: records, replacingAll: true, now: Date())
+        } catch let error as FileStoreError {
+            if case .writesStopped(let reason) = error { state.writesStopped = reason }
+            throw error
+        }
+        // The new state is committed; what follows only reclaims space, and a crash here is cleaned up at open.
+        var removedSegments: [String] = []
+        for number in dropped {
+            let path = layout.segment(number)
+            if (try? fileSystem.remove(path)) != nil { removedSegments.append(path) }
+        }
+        let referenced = Self.referencedBlobs(allRows, schema: schema)
+        var removedBlobs: [String] = []
+        for name in (try? blobs.inventory().blobs) ?? [] where !referenced.contains(name) {
+            if (try? fileSystem.remove(blobs.path(of: name))) != nil { removedBlobs.append(name) }
+        }
+        try? fileSystem.syncDirectory(layout.segments)
+        if !removedBlobs.isEmpty { try? fileSystem.syncDirectory(layout.blobs) }
+        state.closedSegmentBytes = 0
+        state.operationsLogged = allRows.count
+        return CompactionReport(bytesBefore: bytesBefore, bytesAfter: log.activeSize, segmentsRemoved: removedSegments,
+                                blobsRemoved: removedBlobs)
+    }
+
+    /// Compacts after a save when the configuration's thresholds are passed. A failure does not fail the save that
+    /// triggered it (that save is committed); it is kept in ``statistics``.
+    private func compactIfWorthIt(_ state: inout State) {
+        guard let policy = configuration.automaticCompaction, let log = state.log else { return }
+        let logBytes = state.closedSegmentBytes + log.activeSize
+        guard logBytes >= policy.minimumLogSize, state.operationsLogged > 0 else { return }
+        let live = schema.entities.reduce(0) { $0 + state.rows.count(of: $1.name) }
+        let garbage = 1 - Double(live) / Double(state.operationsLogged)
+        guard garbage > policy.garbageRatio else { return }
+        do {
+            try compact(&state)
+            state.lastCompactionError = nil
+        } catch {
+            state.lastCompactionError = "\(error)"
+        }
+    }
+}

@@ -1,6 +1,7 @@
 import Foundation
 import Observation
 import Synchronization
+import NoteKitTestSupport
 import Testing
 @testable import NoteKit
 

@@ -60,11 +60,12 @@ extension ModelContext {
             return try runOnObjects(descriptor, metadata: metadata, wanting: resultType)
         }
         let offset = max(0, descriptor.fetchOffset ?? 0)
+        let limit = descriptor.effectiveLimit
         let pending = descriptor.includePendingChanges ? pendingObjects(of: metadata) : []
         if pending.isEmpty {
             let result = try store.fetch(StoreFetchRequest(
                 entity: metadata.entityName, filter: compiled.filter, sort: sort, offset: offset,
-                limit: descriptor.fetchLimit, resultType: resultType))
+                limit: limit, resultType: resultType))
             var outcome = FetchOutcome(identifiers: result.identifiers, count: result.count, plan: result.plan)
             outcome.objects = result.snapshots.map(_object(for:))
             return outcome
@@ -86,22 +87,26 @@ extension ModelContext {
             }
         }
         var merged: [ModelSnapshot] = []
+        var seen = Set<PersistentIdentifier>()
         for snapshot in result.snapshots {
-            guard let object = pendingByID.removeValue(forKey: snapshot.id) else {
+            seen.insert(snapshot.id)
+            if let object = pendingByID[snapshot.id] {
+                if let now = try current(object) { merged.append(now) }
+            } else {
                 merged.append(snapshot)
-                continue
             }
-            if let now = try current(object) { merged.append(now) }
         }
-        for object in pending where pendingByID[object._$id] != nil {
+        for object in pending where !seen.contains(object._$id) {
             if let now = try current(object) { merged.append(now) }
         }
         if !sort.isEmpty { try EntityTable.sortRows(&merged, by: sort, entity: metadata.entityName) }
-        let slice = Array(merged.dropFirst(offset).prefix(descriptor.fetchLimit ?? .max))
+        let slice = Array(merged.dropFirst(offset).prefix(limit ?? .max))
         var outcome = FetchOutcome(count: slice.count, plan: result.plan)
         outcome.plan.recordsReturned = slice.count
         switch resultType {
-        case .snapshots: outcome.objects = slice.map { registry[$0.id] ?? _object(for: $0) }
+        case .snapshots:
+            // Pending objects are themselves; saved rows go through the lookup that refreshes unchanged objects.
+            outcome.objects = slice.map { pendingByID[$0.id] ?? _object(for: $0) }
         case .identifiers: outcome.identifiers = slice.map(\.id)
         case .count: break
         }
@@ -115,37 +120,50 @@ extension ModelContext {
     }
 
     /// Evaluates a predicate or sort the store cannot run, on model objects.
+    ///
+    /// With pending changes included, the objects are this context's, as they are now. Without, an object with
+    /// unsaved changes is judged by a detached copy holding its saved values, and the result is still this
+    /// context's object.
     private func runOnObjects<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, metadata: ModelMetadata,
                                                   wanting resultType: StoreFetchRequest.ResultType) throws
         -> FetchOutcome {
         let stored = try store.fetch(StoreFetchRequest(entity: metadata.entityName))
-        var objects = stored.snapshots.map(_object(for:))
+        // Each candidate: the object the caller gets, and the object the predicate and sort look at.
+        var candidates: [(result: ModelObject, judged: ModelObject)]
         if descriptor.includePendingChanges {
-            objects = objects.filter { $0._$state != .deleted }
+            let objects = stored.snapshots.map(_object(for:)).filter { $0._$state != .deleted }
                 + insertedObjects.filter { $0._$metadata.entityName == metadata.entityName }
+            candidates = objects.map { ($0, $0) }
+        } else {
+            candidates = stored.snapshots.map { snapshot in
+                let object = _object(for: snapshot)
+                let hasPendingChanges = object._$isChanged || object._$state == .deleted
+                return (object, hasPendingChanges ? _materialize(snapshot, registering: false) : object)
+            }
         }
-        var models = objects.map { unsafeDowncast($0, to: T.self) }
         if let predicate = descriptor.predicate {
             do {
-                models = try models.filter { try predicate.evaluate($0) }
+                candidates = try candidates.filter { try predicate.evaluate(unsafeDowncast($0.judged, to: T.self)) }
             } catch {
                 throw FetchError.predicateFailed(entity: metadata.entityName, reason: "\(error)")
             }
         }
-        if !descriptor.sortBy.isEmpty {
-            models.sort { a, b in
+        if let last = descriptor.sortBy.last {
+            // Ties follow the identifier in the direction of the last key, as the store orders them.
+            candidates.sort { a, b in
+                let x = unsafeDowncast(a.judged, to: T.self), y = unsafeDowncast(b.judged, to: T.self)
                 for comparator in descriptor.sortBy {
-                    switch comparator.compare(a, b) {
+                    switch comparator.compare(x, y) {
                     case .orderedAscending: return true
                     case .orderedDescending: return false
                     case .orderedSame: continue
                     }
                 }
-                return a._$id < b._$id
+                return last.order == .forward ? x._$id < y._$id : y._$id < x._$id
             }
         }
         let offset = max(0, descriptor.fetchOffset ?? 0)
-        let slice = Array(models.dropFirst(offset).prefix(descriptor.fetchLimit ?? .max))
+        let slice = Array(candidates.dropFirst(offset).prefix(descriptor.effectiveLimit ?? .max).map(\.result))
         var plan = stored.plan
         plan.evaluatedInMemory = true
         plan.recordsReturned = slice.count
@@ -156,5 +174,14 @@ extension ModelContext {
         case .count: break
         }
         return outcome
+    }
+}
+
+extension FetchDescriptor {
+    /// The limit as applied: nil for no limit. As in Core Data, under which SwiftData runs, a limit of zero (or
+    /// less) means no limit.
+    var effectiveLimit: Int? {
+        guard let fetchLimit, fetchLimit > 0 else { return nil }
+        return fetchLimit
     }
 }

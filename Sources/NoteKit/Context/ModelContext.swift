@@ -201,8 +201,9 @@ public final class ModelContext {
         object._$committed = snapshot
     }
 
-    /// Creates the object for a stored row without evaluating its declared defaults.
-    func _materialize(_ snapshot: ModelSnapshot) -> ModelObject {
+    /// Creates the object for a stored row without evaluating its declared defaults, and registers it (or, when
+    /// `registering` is false, makes a detached copy that reads like the saved object but is not this context's).
+    func _materialize(_ snapshot: ModelSnapshot, registering: Bool = true) -> ModelObject {
         guard let metadata = runtime.metadataByName[snapshot.id.entityName] else {
             preconditionFailure("the store returned \(snapshot.id), whose entity the container's schema lacks")
         }
@@ -217,6 +218,7 @@ public final class ModelContext {
         object._$load(snapshot, notify: false)
         object._$committed = snapshot
         object._$context = self
+        guard registering else { return object }
         object._$state = .registered
         registry[snapshot.id] = object
         return object

@@ -12,11 +12,13 @@ import Foundation
 /// ```
 ///
 /// Predicates are Foundation's own `Predicate` (`#Predicate` works on Linux). A predicate made of comparisons,
-/// `&&`, `||`, `!`, `??`, `!`, `contains`, `starts(with:)` and `localizedStandardContains` (see ``TextSearch``)
-/// over persisted attributes, to-one relationships (`$0.folder == nil`, `$0.folder == work`) and
-/// `persistentModelID` is evaluated by the store on saved values, and uses an index when one fits. Any other
-/// predicate still works: it is evaluated on the model objects, which loads every object of the entity. Sorts
-/// work the same way. ``ModelContext/explain(_:)`` tells which happened.
+/// `&&`, `||`, `!`, `??`, forced unwraps, `contains`, `starts(with:)` and `localizedStandardContains` (see
+/// ``TextSearch``) over persisted attributes, to-one relationships and `persistentModelID` (`$0.folder == nil`,
+/// `$0.folder?.persistentModelID == workID`) is evaluated by the store on saved values, and uses an index when one
+/// fits. (A model object itself cannot be captured: `#Predicate` requires captured values to be `Codable` and
+/// `Sendable`; capture its identifier.) Any other predicate still works: it is evaluated on the model objects,
+/// which loads every object of the entity. Sorts work the same way. ``ModelContext/explain(_:)`` tells which
+/// happened.
 ///
 /// The descriptor remembers how its predicate and sort were compiled, so fetching with it again skips that work.
 public struct FetchDescriptor<T: PersistentModel> {
@@ -24,7 +26,7 @@ public struct FetchDescriptor<T: PersistentModel> {
     public var predicate: Predicate<T>? { didSet { compilation = FetchCompilation() } }
     /// The order of the results, first descriptor first; ties go in identifier order.
     public var sortBy: [SortDescriptor<T>] { didSet { compilation = FetchCompilation() } }
-    /// The most objects to return.
+    /// The most objects to return; nil, zero or less for no limit (zero means no limit in Core Data too).
     public var fetchLimit: Int?
     /// How many matching objects to skip first.
     public var fetchOffset: Int?

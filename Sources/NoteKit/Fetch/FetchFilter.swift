@@ -101,7 +101,7 @@ extension FetchFilter {
                 return false
             }
             switch op {
-            case .contains: return text.contains(other)
+            case .contains: return Self.containsCharacters(text, other)
             case .startsWith: return text.starts(with: other)
             case .searchContains: return TextSearch.contains(text, other)
             }
@@ -113,11 +113,17 @@ extension FetchFilter {
             switch try collection.evaluate(row) {
             case .array(let items): return items.contains { Self.compare($0, .equal, value) }
             case .string(let text):
-                if case .string(let other) = value { return text.contains(other) }
+                if case .string(let other) = value { return Self.containsCharacters(text, other) }
                 return false
             default: return false
             }
         }
+    }
+
+    /// `String.contains(_:)` as a predicate evaluates it: a run of whole characters (Foundation's `contains` on
+    /// strings compares Unicode scalars instead, and would find "e" in "é"). An empty string is contained in any.
+    static func containsCharacters<C: Collection>(_ text: C, _ other: C) -> Bool where C.Element: Equatable {
+        text.contains(other)
     }
 
     /// Swift's semantics for `==`, `!=`, `<`… on stored values. Ordering comparisons with null are false (Swift

@@ -24,15 +24,32 @@ struct PredicateTranslator {
             // A bare Boolean property (`$0.isPinned`) or constant.
             return .compare(try value.fetchOperand(self), .equal, .value(.bool(true)))
         }
+        if let constant = Self.constantValue(of: expression) as? Bool { return .constant(constant) }
         throw Untranslatable(reason: "\(type(of: expression)) is not supported by the store")
     }
 
     /// The operand for a value expression.
     func operand(_ expression: any PredicateExpression) throws -> FetchOperand {
-        guard let translatable = expression as? any OperandTranslatable else {
-            throw Untranslatable(reason: "\(type(of: expression)) is not supported by the store")
+        if let translatable = expression as? any OperandTranslatable {
+            return try translatable.fetchOperand(self)
         }
-        return try translatable.fetchOperand(self)
+        // A part that reads nothing of the object (`searchText.isEmpty`) is computed once, here.
+        if let constant = Self.constantValue(of: expression) { return .value(try Self.constant(constant)) }
+        throw Untranslatable(reason: "\(type(of: expression)) is not supported by the store")
+    }
+
+    /// The value of an expression that reads no variable, or nil when it reads one (or fails).
+    private static func constantValue(of expression: any PredicateExpression) -> Any? {
+        func evaluate<E: PredicateExpression>(_ expression: E) -> Any? {
+            try? expression.evaluate(PredicateBindings())
+        }
+        return evaluate(expression)
+    }
+
+    /// Whether an operand is a non-optional Boolean attribute, for which `!(x == b)` is `x == !b`.
+    func isNonOptionalBool(_ operand: FetchOperand) -> Bool {
+        guard case .attribute(let slot) = operand else { return false }
+        return metadata.attributes[slot].codec?.type == .bool
     }
 
     private static func isBoolean<E: PredicateExpression>(_ expression: E) -> Bool { E.Output.self == Bool.self }
@@ -82,19 +99,35 @@ protocol OperandTranslatable {
 
 extension PredicateExpressions.Conjunction: FilterTranslatable {
     func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
-        .and([try translator.filter(lhs), try translator.filter(rhs)])
+        switch (try translator.filter(lhs), try translator.filter(rhs)) {
+        case (.constant(false), _), (_, .constant(false)): .constant(false)
+        case (.constant(true), let other), (let other, .constant(true)): other
+        case let (left, right): .and([left, right])
+        }
     }
 }
 
 extension PredicateExpressions.Disjunction: FilterTranslatable {
     func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
-        .or([try translator.filter(lhs), try translator.filter(rhs)])
+        switch (try translator.filter(lhs), try translator.filter(rhs)) {
+        case (.constant(true), _), (_, .constant(true)): .constant(true)
+        case (.constant(false), let other), (let other, .constant(false)): other
+        case let (left, right): .or([left, right])
+        }
     }
 }
 
 extension PredicateExpressions.Negation: FilterTranslatable {
     func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
-        .not(try translator.filter(wrapped))
+        switch try translator.filter(wrapped) {
+        case .constant(let value):
+            return .constant(!value)
+        case let .compare(operand, .equal, .value(.bool(value))) where translator.isNonOptionalBool(operand):
+            // `!$0.isPinned` is `$0.isPinned == false`, which an index can answer.
+            return .compare(operand, .equal, .value(.bool(!value)))
+        case let inner:
+            return .not(inner)
+        }
     }
 }
 

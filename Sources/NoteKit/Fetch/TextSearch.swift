@@ -47,3 +47,42 @@ extension PredicateExpressions.SearchContains: Sendable where Base: Sendable, Ot
 extension PredicateExpressions.SearchContains: Codable where Base: Codable, Other: Codable {}
 extension PredicateExpressions.SearchContains: StandardPredicateExpression
 where Base: StandardPredicateExpression, Other: StandardPredicateExpression {}
+
+/// A total order on strings that agrees with Swift's `==` (canonical equivalence): the lexicographic order of their
+/// NFC Unicode scalars.
+///
+/// Swift's own `<` is meant to be exactly that, but Swift 6.3.1 gets it wrong for some mixes of decomposed and
+/// precomposed characters (`"e\u{301}"` is neither below nor above `"\u{E9}Z"`), which breaks binary search in an
+/// index. ASCII strings, by far the most common, take a byte comparison.
+enum StringOrder {
+    static func compare(_ lhs: String, _ rhs: String) -> Int {
+        var lhs = lhs, rhs = rhs
+        if let order = asciiOrder(&lhs, &rhs) { return order }
+        let left = lhs.precomposedStringWithCanonicalMapping.unicodeScalars
+        let right = rhs.precomposedStringWithCanonicalMapping.unicodeScalars
+        var a = left.makeIterator(), b = right.makeIterator()
+        while true {
+            switch (a.next(), b.next()) {
+            case (nil, nil): return 0
+            case (nil, _): return -1
+            case (_, nil): return 1
+            case let (x?, y?) where x != y: return x.value < y.value ? -1 : 1
+            default: continue
+            }
+        }
+    }
+
+    /// The byte order when both strings are ASCII (where it is the scalar order), else nil.
+    private static func asciiOrder(_ lhs: inout String, _ rhs: inout String) -> Int? {
+        lhs.withUTF8 { a in
+            rhs.withUTF8 { b -> Int? in
+                for byte in a where byte >= 0x80 { return nil }
+                for byte in b where byte >= 0x80 { return nil }
+                let common = min(a.count, b.count)
+                let order = common == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, common)
+                if order != 0 { return order < 0 ? -1 : 1 }
+                return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
+            }
+        }
+    }
+}

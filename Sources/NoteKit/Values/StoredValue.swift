@@ -132,7 +132,7 @@ extension StoredValue {
         case let (.int(a), .int(b)): return a < b ? -1 : (a == b ? 0 : 1)
         case let (.uint(a), .uint(b)): return a < b ? -1 : (a == b ? 0 : 1)
         case let (.double(a), .double(b)): return compareDoubles(a, b)
-        case let (.string(a), .string(b)): return a < b ? -1 : (a == b ? 0 : 1)
+        case let (.string(a), .string(b)): return StringOrder.compare(a, b)
         case let (.date(a), .date(b)): return a < b ? -1 : (a == b ? 0 : 1)
         case let (.uuid(a), .uuid(b)): return compareUUIDs(a, b)
         case let (.data(a), .data(b)): return compareBytes(a, b)

@@ -1,0 +1,64 @@
+import FoundationEssentials
+import NoteKit
+
+/// External-storage bytes, one file per distinct content in `blobs/`, named by the SHA-256 of the bytes
+/// (docs/FORMAT.md, *External storage*).
+struct BlobStore: Sendable {
+    let directory: String
+    let fileSystem: any StoreFileSystem
+
+    /// The file name of the blob named `name`.
+    func path(of name: String) -> String { directory + "/" + name + ".blob" }
+
+    /// A reference to the blob `name`, read from disk on first use and checked against its recorded size.
+    func reference(name: String, size: Int) -> ExternalData {
+        let path = path(of: name), fileSystem = fileSystem
+        return ExternalData(name: name, size: size) {
+            let bytes: [UInt8]
+            do { bytes = try fileSystem.read(path) } catch {
+                throw StoredValueError.externalDataUnreadable(name: name, reason: "\(error)")
+            }
+            guard bytes.count == size else {
+                throw StoredValueError.externalDataUnreadable(
+                    name: name, reason: "\(path) has \(bytes.count) bytes, the record says \(size)")
+            }
+            return Data(bytes)
+        }
+    }
+
+    /// Writes `data` durably (unless a blob with the same content exists) and returns its reference.
+    ///
+    /// The file is written under a temporary name, flushed, renamed into place, and the directory flushed, so a
+    /// blob file that exists is always whole.
+    func write(_ data: Data) throws -> ExternalData {
+        let name = SHA256Digest.hexString(data)
+        let path = path(of: name)
+        if !fileSystem.exists(path) {
+            let temporary = directory + "/." + name + ".partial"
+            if fileSystem.exists(temporary) { try fileSystem.remove(temporary) }
+            let file = try fileSystem.create(temporary)
+            do {
+                try data.withUnsafeBytes { try file.append($0) }
+                try file.sync()
+                try file.close()
+            } catch {
+                try? file.close()
+                try? fileSystem.remove(temporary)
+                throw error
+            }
+            try fileSystem.rename(temporary, to: path)
+            try fileSystem.syncDirectory(directory)
+        }
+        return ExternalData(name: name, data: data)
+    }
+
+    /// The names of the blobs on disk (files that are not whole blobs are reported as leftovers).
+    func inventory() throws -> (blobs: [String], leftovers: [String]) {
+        var blobs: [String] = [], leftovers: [String] = []
+        for file in try fileSystem.contentsOfDirectory(directory) {
+            if file.hasSuffix(".blob") && !file.hasPrefix(".") { blobs.append(String(file.dropLast(5))) }
+            else { leftovers.append(file) }
+        }
+        return (blobs, leftovers)
+    }
+}

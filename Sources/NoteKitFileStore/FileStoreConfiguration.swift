@@ -1,0 +1,92 @@
+import FoundationEssentials
+import NoteKit
+
+/// The configuration of a store kept on disk in NoteKit's append-only JSON format (docs/FORMAT.md).
+///
+/// ```swift
+/// let url = URL(fileURLWithPath: "Notes.notekit")
+/// let container = try ModelContainer(for: Note.self, configurations: FileStoreConfiguration(url: url))
+/// ```
+///
+/// Everything a context does behaves as on the in-memory store; in addition, every `save()` is on disk when it
+/// returns (see ``Durability``).
+public struct FileStoreConfiguration: DataStoreConfiguration {
+    /// Whether the store may be written.
+    public enum Mode: Sendable, Hashable {
+        /// Open for writing, taking the store's lock; `createIfMissing` creates an empty store when none exists.
+        case readWrite(createIfMissing: Bool)
+        /// Open for reading only: no lock, nothing written (not even recovery of a torn tail), saves refused.
+        case readOnly
+    }
+
+    /// What an open does with damage (docs/FORMAT.md, *Recovery*).
+    public enum RecoveryMode: Sendable, Hashable {
+        /// A torn tail (an incomplete last record) is excluded and kept aside; any other damage refuses the open.
+        case tolerateTornTail
+        /// Read-only opens only: load every transaction before the first damage, report it, ignore the rest.
+        case pointInTime
+    }
+
+    /// When a committed save reaches the disk.
+    public enum Durability: Sendable, Hashable {
+        /// Each `save()` flushes its record (`fdatasync`) before it returns: a save that returned survives a crash
+        /// of the process or of the machine.
+        case everySave
+        /// Each `save()` writes its record at once but flushes at most every `interval` seconds (and on
+        /// ``FileStore/sync()`` and ``FileStore/close()``). A process crash loses nothing; a machine crash or power
+        /// loss can lose the saves of the last `interval`, whole, never part of one and never an earlier one.
+        case deferred(interval: Double)
+    }
+
+    /// When compaction runs by itself, after a save.
+    public struct AutomaticCompaction: Sendable, Hashable {
+        /// The log must be at least this many bytes.
+        public var minimumLogSize: Int
+        /// And more than this fraction of what it holds must be superseded (0…1).
+        public var garbageRatio: Double
+
+        public init(minimumLogSize: Int = 16 << 20, garbageRatio: Double = 0.5) {
+            self.minimumLogSize = minimumLogSize
+            self.garbageRatio = garbageRatio
+        }
+    }
+
+    public var name: String
+    /// The store's directory.
+    public var url: URL
+    public var mode: Mode
+    public var recovery: RecoveryMode
+    public var durability: Durability
+    /// A segment past this size is closed and a new one started at the next save.
+    public var maximumSegmentSize: Int
+    /// Nil turns automatic compaction off.
+    public var automaticCompaction: AutomaticCompaction?
+    /// How long a writable open waits for another process's lock; nil refuses at once.
+    public var lockTimeout: Double?
+    /// The file operations used; tests substitute one that fails on purpose.
+    public var fileSystem: any StoreFileSystem
+
+    /// A store at `url`, created when missing, durable on every save.
+    public init(url: URL, name: String? = nil, mode: Mode = .readWrite(createIfMissing: true),
+                recovery: RecoveryMode = .tolerateTornTail, durability: Durability = .everySave,
+                maximumSegmentSize: Int = 64 << 20, automaticCompaction: AutomaticCompaction? = AutomaticCompaction(),
+                lockTimeout: Double? = nil, fileSystem: any StoreFileSystem = POSIXFileSystem()) {
+        self.name = name ?? url.lastPathComponent
+        self.url = url
+        self.mode = mode
+        self.recovery = recovery
+        self.durability = durability
+        self.maximumSegmentSize = maximumSegmentSize
+        self.automaticCompaction = automaticCompaction
+        self.lockTimeout = lockTimeout
+        self.fileSystem = fileSystem
+    }
+
+    /// Opens (or creates) the store.
+    ///
+    /// - Throws: ``FileStoreError`` (damage, an unknown format version, a lock held elsewhere, a schema that does not
+    ///   fit) or an I/O error; nothing is written when the open is refused.
+    public func makeStore(schema: Schema) throws -> any DataStore {
+        try FileStore(configuration: self, schema: schema)
+    }
+}

@@ -1,0 +1,50 @@
+import NoteKit
+
+/// Why a file store could not be opened, read or written. Each case names the file and, for damage, the byte
+/// offset, so a person can look at the spot with a text editor.
+public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Another process has the store open for writing.
+    case locked(path: String)
+    /// The path holds no store (and the configuration did not ask to create one).
+    case storeNotFound(path: String)
+    /// A file is not a NoteKit store file of the expected kind.
+    case notAStoreFile(file: String, reason: String)
+    /// A file was written by a format version this build does not read.
+    case unsupportedFormatVersion(file: String, found: Int, supported: [Int])
+    /// A record is damaged where a torn tail cannot explain it.
+    case damagedRecord(file: String, offset: Int, reason: String)
+    /// A record is intact but its content is not what the format allows.
+    case undecodableRecord(file: String, offset: Int, reason: String)
+    /// The manifest names a segment that is missing, or lists segments in an impossible order.
+    case inconsistentSegments(file: String, reason: String)
+    /// A record references an object or blob the store does not have.
+    case danglingReference(file: String, offset: Int, reason: String)
+    /// The store was written with another schema, and no migration makes it fit this one.
+    case schemaMismatch(stored: String, current: String)
+    /// An I/O call failed; when it failed while committing, the store stops accepting writes until reopened.
+    case io(StoreIOError)
+    /// The store stopped accepting writes after an I/O failure whose outcome on disk is unknown.
+    case writesStopped(reason: String)
+
+    public var description: String {
+        switch self {
+        case .locked(let path):
+            "\(path) is open for writing in another process; open it read-only, or wait for the other process"
+        case .storeNotFound(let path): "there is no NoteKit store at \(path)"
+        case let .notAStoreFile(file, reason): "\(file) is not a NoteKit store file: \(reason)"
+        case let .unsupportedFormatVersion(file, found, supported):
+            "\(file) is in store format version \(found); this build reads version"
+                + "\(supported.count == 1 ? "" : "s") \(supported.map(String.init).joined(separator: ", "))"
+        case let .damagedRecord(file, offset, reason): "\(file) is damaged at byte \(offset): \(reason)"
+        case let .undecodableRecord(file, offset, reason):
+            "\(file) has a record at byte \(offset) that cannot be decoded: \(reason)"
+        case let .inconsistentSegments(file, reason): "\(file): \(reason)"
+        case let .danglingReference(file, offset, reason): "\(file) at byte \(offset): \(reason)"
+        case let .schemaMismatch(stored, current):
+            "the store was written with schema \(stored) and the container's schema is \(current)"
+        case .io(let error): error.description
+        case .writesStopped(let reason):
+            "the store accepts no more writes until it is reopened: \(reason)"
+        }
+    }
+}

@@ -1,0 +1,301 @@
+import FoundationEssentials
+import NoteKit
+
+/// The content of one record, decoded.
+enum StoreRecord {
+    case segment(SegmentHeader)
+    case schema(Schema)
+    case transaction(Transaction)
+    case snapshot(lastTransaction: UInt64, rowCount: Int)
+    case rows(entity: String, rows: [ModelSnapshot])
+    case manifest(Manifest)
+}
+
+/// A segment's identity, from its first record.
+struct SegmentHeader: Equatable {
+    var store: UUID
+    var number: Int
+    var created: Date
+}
+
+/// One committed save.
+struct Transaction {
+    var number: UInt64
+    var time: Date
+    var changes: ChangeSet
+}
+
+/// What the manifest says: the store's identity and its segments in replay order.
+struct Manifest: Equatable {
+    var store: UUID
+    var segments: [Int]
+    var nextSegment: Int
+    var created: Date
+}
+
+/// Turns records into payload JSON and back, in format version 1 (docs/FORMAT.md). One encoder writes the
+/// current version; the decoder registry (``RecordDecoding``) holds one decoder per version read.
+struct RecordEncoder {
+    func segment(_ header: SegmentHeader) -> [UInt8] {
+        var writer = JSONWriter(reservingCapacity: 128)
+        writer.beginObject()
+        writer.key("k"); writer.string("segment")
+        writer.key("store"); writer.string(header.store.uuidString)
+        writer.key("number"); writer.int(Int64(header.number))
+        writer.key("created"); writer.double(header.created.timeIntervalSinceReferenceDate)
+        writer.endObject()
+        return writer.bytes
+    }
+
+    func manifest(_ manifest: Manifest) -> [UInt8] {
+        var writer = JSONWriter(reservingCapacity: 128)
+        writer.beginObject()
+        writer.key("k"); writer.string("manifest")
+        writer.key("store"); writer.string(manifest.store.uuidString)
+        writer.key("segments")
+        writer.beginArray()
+        for number in manifest.segments { writer.int(Int64(number)) }
+        writer.endArray()
+        writer.key("nextSegment"); writer.int(Int64(manifest.nextSegment))
+        writer.key("created"); writer.double(manifest.created.timeIntervalSinceReferenceDate)
+        writer.endObject()
+        return writer.bytes
+    }
+
+    /// The schema record: the `Codable` form of the schema, with a `"k"` and the content hash.
+    func schema(_ schema: Schema) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding the schema's plain value types cannot fail.
+        let body = (try? encoder.encode(schema)) ?? Data("{}".utf8)
+        var writer = JSONWriter(reservingCapacity: body.count + 128)
+        writer.beginObject()
+        writer.key("k"); writer.string("schema")
+        writer.key("hash"); writer.string(schema.contentHash)
+        writer.key("schema"); writer.raw(body)
+        writer.endObject()
+        return writer.bytes
+    }
+
+    func snapshot(lastTransaction: UInt64, rowCount: Int) -> [UInt8] {
+        var writer = JSONWriter(reservingCapacity: 64)
+        writer.beginObject()
+        writer.key("k"); writer.string("snapshot")
+        writer.key("lastTx"); writer.uint(lastTransaction)
+        writer.key("rows"); writer.int(Int64(rowCount))
+        writer.endObject()
+        return writer.bytes
+    }
+
+    func rows(entity: Schema.Entity, _ rows: ArraySlice<ModelSnapshot>) -> [UInt8] {
+        var writer = JSONWriter(reservingCapacity: rows.count * 256 + 64)
+        writer.beginObject()
+        writer.key("k"); writer.string("rows")
+        writer.key("e"); writer.string(entity.name)
+        writer.key("rows")
+        writer.beginArray()
+        for row in rows {
+            writer.beginObject()
+            writer.key("id"); writer.string(row.id.primaryKey.uuidString)
+            writeWholeRow(row, of: entity, to: &writer)
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.endObject()
+        return writer.bytes
+    }
+
+    /// A transaction record. External data in `changes` must already be `.external` (its blob written).
+    func transaction(_ transaction: Transaction, schema: Schema) -> [UInt8] {
+        let changes = transaction.changes
+        var writer = JSONWriter(reservingCapacity: 256 + changes.inserted.count * 320 + changes.updated.count * 128)
+        writer.beginObject()
+        writer.key("k"); writer.string("tx")
+        writer.key("tx"); writer.uint(transaction.number)
+        writer.key("time"); writer.double(transaction.time.timeIntervalSinceReferenceDate)
+        if let author = changes.author { writer.key("author"); writer.string(author) }
+        if !changes.inserted.isEmpty {
+            writer.key("insert")
+            writer.beginArray()
+            for row in changes.inserted {
+                let entity = schema.entity(named: row.id.entityName)!
+                writer.beginObject()
+                writer.key("e"); writer.string(entity.name)
+                writer.key("id"); writer.string(row.id.primaryKey.uuidString)
+                writeWholeRow(row, of: entity, to: &writer)
+                writer.endObject()
+            }
+            writer.endArray()
+        }
+        if !changes.updated.isEmpty {
+            writer.key("update")
+            writer.beginArray()
+            for update in changes.updated {
+                let entity = schema.entity(named: update.id.entityName)!
+                writer.beginObject()
+                writer.key("e"); writer.string(entity.name)
+                writer.key("id"); writer.string(update.id.primaryKey.uuidString)
+                if !update.attributes.isEmpty {
+                    writer.key("a")
+                    writer.beginObject()
+                    for change in update.attributes {
+                        let attribute = entity.attributes[change.index]
+                        writer.key(attribute.name)
+                        writeValue(change.value, type: attribute.type, to: &writer)
+                    }
+                    writer.endObject()
+                }
+                if !update.relationships.isEmpty {
+                    writer.key("r")
+                    writer.beginObject()
+                    for change in update.relationships {
+                        writer.key(entity.relationships[change.index].name)
+                        switch change.kind {
+                        case .toOne(let target):
+                            if let target { writer.string(target.primaryKey.uuidString) } else { writer.null() }
+                        case let .toMany(added, removed):
+                            writer.beginObject()
+                            writer.key("add"); writeKeys(added, to: &writer)
+                            writer.key("remove"); writeKeys(removed, to: &writer)
+                            writer.endObject()
+                        }
+                    }
+                    writer.endObject()
+                }
+                writer.endObject()
+            }
+            writer.endArray()
+        }
+        if !changes.deleted.isEmpty {
+            writer.key("delete")
+            writer.beginArray()
+            for deletion in changes.deleted {
+                let entity = schema.entity(named: deletion.id.entityName)!
+                writer.beginObject()
+                writer.key("e"); writer.string(entity.name)
+                writer.key("id"); writer.string(deletion.id.primaryKey.uuidString)
+                if !deletion.tombstone.isEmpty {
+                    writer.key("tombstone")
+                    writer.beginObject()
+                    for attribute in entity.attributes {
+                        guard let value = deletion.tombstone[attribute.name] else { continue }
+                        writer.key(attribute.name)
+                        writeValue(value, type: attribute.type, to: &writer)
+                    }
+                    writer.endObject()
+                }
+                writer.endObject()
+            }
+            writer.endArray()
+        }
+        writer.endObject()
+        return writer.bytes
+    }
+
+    // MARK: Values
+
+    private func writeWholeRow(_ row: ModelSnapshot, of entity: Schema.Entity, to writer: inout JSONWriter) {
+        writer.key("a")
+        writer.beginObject()
+        for (index, attribute) in entity.attributes.enumerated() {
+            writer.key(attribute.name)
+            writeValue(row.attributes[index], type: attribute.type, to: &writer)
+        }
+        writer.endObject()
+        writer.key("r")
+        writer.beginObject()
+        for (index, relationship) in entity.relationships.enumerated() {
+            writer.key(relationship.name)
+            switch row.relationships[index] {
+            case .toOne(let target):
+                if let target { writer.string(target.primaryKey.uuidString) } else { writer.null() }
+            case .toMany(let targets):
+                writeKeys(targets, to: &writer)
+            }
+        }
+        writer.endObject()
+    }
+
+    private func writeKeys(_ ids: [PersistentIdentifier], to writer: inout JSONWriter) {
+        writer.beginArray()
+        for id in ids { writer.string(id.primaryKey.uuidString) }
+        writer.endArray()
+    }
+
+    /// Writes a value in the JSON form its attribute type calls for.
+    func writeValue(_ value: StoredValue, type: Schema.AttributeType, to writer: inout JSONWriter) {
+        if case .codable = type.nonOptional, !value.isNull {
+            writeTagged(value, to: &writer)
+            return
+        }
+        switch value {
+        case .null: writer.null()
+        case .bool(let v): writer.bool(v)
+        case .int(let v): writer.int(v)
+        case .uint(let v): writer.uint(v)
+        case .double(let v): writer.double(v)
+        case .string(let v): writer.string(v)
+        case .date(let v): writer.double(v.timeIntervalSinceReferenceDate)
+        case .data(let v): writer.string(v.base64EncodedString())
+        case .uuid(let v): writer.string(v.uuidString)
+        case .decimal(let v): writer.string(v.description)
+        case .array(let items):
+            let element: Schema.AttributeType = if case .array(let e) = type.nonOptional { e } else { .codable(typeName: "") }
+            writer.beginArray()
+            for item in items { writeValue(item, type: element, to: &writer) }
+            writer.endArray()
+        case .dictionary(let items):
+            let element: Schema.AttributeType = if case .dictionary(let e) = type.nonOptional { e } else { .codable(typeName: "") }
+            writer.beginObject()
+            for key in items.keys.sorted() {
+                writer.key(key)
+                writeValue(items[key]!, type: element, to: &writer)
+            }
+            writer.endObject()
+        case .external(let blob):
+            writer.beginObject()
+            writer.key("blob"); writer.string(blob.name)
+            writer.key("size"); writer.int(Int64(blob.size))
+            writer.endObject()
+        }
+    }
+
+    /// The tagged form of a stored value (`{"string":"x"}`), for `Codable` attributes whose shape the schema does
+    /// not describe.
+    private func writeTagged(_ value: StoredValue, to writer: inout JSONWriter) {
+        if case .null = value {
+            writer.null()
+            return
+        }
+        writer.beginObject()
+        switch value {
+        case .null: break
+        case .bool(let v): writer.key("bool"); writer.bool(v)
+        case .int(let v): writer.key("int"); writer.int(v)
+        case .uint(let v): writer.key("uint"); writer.uint(v)
+        case .double(let v): writer.key("double"); writer.double(v)
+        case .string(let v): writer.key("string"); writer.string(v)
+        case .date(let v): writer.key("date"); writer.double(v.timeIntervalSinceReferenceDate)
+        case .data(let v): writer.key("data"); writer.string(v.base64EncodedString())
+        case .uuid(let v): writer.key("uuid"); writer.string(v.uuidString)
+        case .decimal(let v): writer.key("decimal"); writer.string(v.description)
+        case .array(let items):
+            writer.key("array")
+            writer.beginArray()
+            for item in items { writeTagged(item, to: &writer) }
+            writer.endArray()
+        case .dictionary(let items):
+            writer.key("dictionary")
+            writer.beginObject()
+            for key in items.keys.sorted() {
+                writer.key(key)
+                writeTagged(items[key]!, to: &writer)
+            }
+            writer.endObject()
+        case .external(let blob):
+            writer.key("blob"); writer.string(blob.name)
+            writer.key("size"); writer.int(Int64(blob.size))
+        }
+        writer.endObject()
+    }
+}

@@ -1,0 +1,512 @@
+import FoundationEssentials
+import NoteKit
+
+/// Decodes the payloads of one format version. The registry maps each version a file may name to its decoder;
+/// a version with no decoder is refused before any of its records is read.
+protocol RecordDecoding {
+    /// The format version this decoder reads.
+    static var version: Int { get }
+
+    /// Decodes one record's payload.
+    ///
+    /// - Parameters:
+    ///   - payload: the payload bytes.
+    ///   - offset: the payload's offset in its file, for error messages.
+    ///   - schema: the schema in effect at this point of the log (rows are decoded in its layout); nil before
+    ///     the first schema record.
+    /// - Throws: ``FileStoreError/undecodableRecord(file:offset:reason:)``.
+    func decode(_ payload: UnsafeRawBufferPointer, offset: Int, file: String, schema: Schema?) throws -> StoreRecord
+}
+
+enum RecordDecoders {
+    /// The decoder for `version`, if this build reads it.
+    static func decoder(for version: Int, blobs: BlobStore?) -> (any RecordDecoding)? {
+        switch version {
+        case RecordDecoderV1.version: RecordDecoderV1(blobs: blobs)
+        default: nil
+        }
+    }
+}
+
+/// The decoder of format version 1 (docs/FORMAT.md). Strict: unknown keys, missing keys and values of the wrong
+/// type are errors, never skipped.
+struct RecordDecoderV1: RecordDecoding {
+    static let version = 1
+    /// Where external data lives, so that decoded rows can read blobs lazily; nil when decoding without a store.
+    let blobs: BlobStore?
+
+    func decode(_ payload: UnsafeRawBufferPointer, offset: Int, file: String, schema: Schema?) throws -> StoreRecord {
+        var reader = JSONReader(payload, baseOffset: offset)
+        do {
+            let record = try decodeRecord(&reader, schema: schema)
+            try reader.finish()
+            return record
+        } catch let error as JSONReadError {
+            throw FileStoreError.undecodableRecord(file: file, offset: error.offset, reason: error.reason)
+        } catch let error as DecodingFailure {
+            throw FileStoreError.undecodableRecord(file: file, offset: error.offset, reason: error.reason)
+        }
+    }
+
+    /// A record whose JSON is well formed but whose content the format does not allow.
+    struct DecodingFailure: Error {
+        let offset: Int
+        let reason: String
+    }
+
+    private func fail(_ reader: JSONReader, _ reason: String) -> DecodingFailure {
+        DecodingFailure(offset: reader.offset, reason: reason)
+    }
+
+    /// Reads the object's members into a dictionary of fields by first reading `"k"` and dispatching on it. The
+    /// writer puts `"k"` first; a record whose `"k"` is not first is still read, through a second pass.
+    private func decodeRecord(_ reader: inout JSONReader, schema: Schema?) throws -> StoreRecord {
+        var probe = reader
+        var kind: String?
+        try probe.readObject { member, key in
+            if key == "k" { kind = try member.readString() } else { try member.skipValue() }
+        }
+        switch kind {
+        case "segment": return .segment(try decodeSegment(&reader))
+        case "manifest": return .manifest(try decodeManifest(&reader))
+        case "schema": return .schema(try decodeSchema(&reader))
+        case "snapshot": return try decodeSnapshot(&reader)
+        case "rows": return try decodeRows(&reader, schema: try require(schema, reader))
+        case "tx": return .transaction(try decodeTransaction(&reader, schema: try require(schema, reader)))
+        case let other?: throw fail(reader, "unknown record kind \(String(reflecting: other))")
+        case nil: throw fail(reader, "the record has no \"k\"")
+        }
+    }
+
+    private func require(_ schema: Schema?, _ reader: JSONReader) throws -> Schema {
+        guard let schema else { throw fail(reader, "a data record comes before any schema record") }
+        return schema
+    }
+
+    // MARK: Bookkeeping records
+
+    private func decodeSegment(_ reader: inout JSONReader) throws -> SegmentHeader {
+        var store: UUID?, number: Int?, created: Date?
+        let start = reader
+        try reader.readObject { member, key in
+            switch key {
+            case "k": _ = try member.readString()
+            case "store": store = try readUUID(&member)
+            case "number": number = Int(try member.readInt64())
+            case "created": created = Date(timeIntervalSinceReferenceDate: try member.readDouble())
+            default: throw fail(member, "unknown key \(String(reflecting: key.string)) in a segment record")
+            }
+        }
+        guard let store, let number, let created else { throw fail(start, "a segment record lacks store, number or created") }
+        return SegmentHeader(store: store, number: number, created: created)
+    }
+
+    private func decodeManifest(_ reader: inout JSONReader) throws -> Manifest {
+        var store: UUID?, segments: [Int]?, next: Int?, created: Date?
+        let start = reader
+        try reader.readObject { member, key in
+            switch key {
+            case "k": _ = try member.readString()
+            case "store": store = try readUUID(&member)
+            case "segments":
+                var numbers: [Int] = []
+                try member.readArray { numbers.append(Int(try $0.readInt64())) }
+                segments = numbers
+            case "nextSegment": next = Int(try member.readInt64())
+            case "created": created = Date(timeIntervalSinceReferenceDate: try member.readDouble())
+            default: throw fail(member, "unknown key \(String(reflecting: key.string)) in the manifest")
+            }
+        }
+        guard let store, let segments, let next, let created else {
+            throw fail(start, "the manifest lacks store, segments, nextSegment or created")
+        }
+        return Manifest(store: store, segments: segments, nextSegment: next, created: created)
+    }
+
+    private func decodeSchema(_ reader: inout JSONReader) throws -> Schema {
+        var hash: String?, schema: Schema?
+        let start = reader
+        try reader.readObject { member, key in
+            switch key {
+            case "k": _ = try member.readString()
+            case "hash": hash = try member.readString()
+            case "schema":
+                let valueStart = member.offset - start.offset
+                try member.skipValue()
+                let valueEnd = member.offset - start.offset
+                let bytes = Data(UnsafeRawBufferPointer(rebasing: start.buffer[valueStart..<valueEnd]))
+                do {
+                    schema = try JSONDecoder().decode(Schema.self, from: bytes)
+                } catch {
+                    throw fail(member, "the schema does not decode: \(error)")
+                }
+            default: throw fail(member, "unknown key \(String(reflecting: key.string)) in a schema record")
+            }
+        }
+        guard let schema else { throw fail(start, "a schema record has no schema") }
+        let validated: Schema
+        do { validated = try Schema(version: schema.version, entities: schema.entities) } catch {
+            throw fail(start, "the stored schema is inconsistent: \(error)")
+        }
+        if let hash, hash != validated.contentHash {
+            throw fail(start, "the schema's content hash is \(validated.contentHash), the record says \(hash)")
+        }
+        return validated
+    }
+
+    private func decodeSnapshot(_ reader: inout JSONReader) throws -> StoreRecord {
+        var last: UInt64?, count: Int?
+        let start = reader
+        try reader.readObject { member, key in
+            switch key {
+            case "k": _ = try member.readString()
+            case "lastTx": last = try member.readUInt64()
+            case "rows": count = Int(try member.readInt64())
+            default: throw fail(member, "unknown key \(String(reflecting: key.string)) in a snapshot record")
+            }
+        }
+        guard let last, let count else { throw fail(start, "a snapshot record lacks lastTx or rows") }
+        return .snapshot(lastTransaction: last, rowCount: count)
+    }
+
+    // MARK: Data records
+
+    private func decodeRows(_ reader: inout JSONReader, schema: Schema) throws -> StoreRecord {
+        var entity: Schema.Entity?
+        var rows: [ModelSnapshot] = []
+        let start = reader
+        try reader.readObject { member, key in
+            switch key {
+            case "k": _ = try member.readString()
+            case "e": entity = try readEntity(&member, schema: schema)
+            case "rows":
+                guard let entity else { throw fail(member, "\"rows\" comes before \"e\"") }
+                try member.readArray { element in
+                    rows.append(try readWholeRow(&element, entity: entity, withEntityKey: false))
+                }
+            default: throw fail(member, "unknown key \(String(reflecting: key.string)) in a rows record")
+            }
+        }
+        guard let entity else { throw fail(start, "a rows record has no entity") }
+        return .rows(entity: entity.name, rows: rows)
+    }
+
+    private func decodeTransaction(_ reader: inout JSONReader, schema: Schema) throws -> Transaction {
+        var number: UInt64?, time: Date?
+        var changes = ChangeSet()
+        let start = reader
+        try reader.readObject { member, key in
+            switch key {
+            case "k": _ = try member.readString()
+            case "tx": number = try member.readUInt64()
+            case "time": time = Date(timeIntervalSinceReferenceDate: try member.readDouble())
+            case "author": changes.author = try member.readString()
+            case "insert":
+                try member.readArray { element in
+                    changes.inserted.append(try readInsert(&element, schema: schema))
+                }
+            case "update":
+                try member.readArray { element in changes.updated.append(try readUpdate(&element, schema: schema)) }
+            case "delete":
+                try member.readArray { element in changes.deleted.append(try readDeletion(&element, schema: schema)) }
+            default: throw fail(member, "unknown key \(String(reflecting: key.string)) in a transaction record")
+            }
+        }
+        guard let number, let time else { throw fail(start, "a transaction record lacks tx or time") }
+        return Transaction(number: number, time: time, changes: changes)
+    }
+
+    private func readInsert(_ reader: inout JSONReader, schema: Schema) throws -> ModelSnapshot {
+        // "e" comes first in what the writer writes; look it up before reading the rest.
+        var probe = reader
+        var entity: Schema.Entity?
+        try probe.readObject { member, key in
+            if key == "e" { entity = try readEntity(&member, schema: schema) } else { try member.skipValue() }
+        }
+        guard let entity else { throw fail(reader, "an inserted object has no entity") }
+        return try readWholeRow(&reader, entity: entity, withEntityKey: true)
+    }
+
+    /// Reads `{"id":…, "a":{…}, "r":{…}}` (with `"e"` too when `withEntityKey`), requiring every attribute and
+    /// relationship of the entity.
+    private func readWholeRow(_ reader: inout JSONReader, entity: Schema.Entity, withEntityKey: Bool) throws -> ModelSnapshot {
+        var id: PersistentIdentifier?
+        var attributes = [StoredValue?](repeating: nil, count: entity.attributes.count)
+        var relationships = [RelationshipTargets?](repeating: nil, count: entity.relationships.count)
+        let start = reader
+        try reader.readObject { member, key in
+            switch key {
+            case "e" where withEntityKey: try member.skipValue()
+            case "id": id = PersistentIdentifier(entityName: entity.name, primaryKey: try readUUID(&member))
+            case "a":
+                try member.readObject { value, name in
+                    let index = try attributeIndex(name, in: entity, value)
+                    guard attributes[index] == nil else { throw fail(value, "attribute \(name.string) appears twice") }
+                    attributes[index] = try readValue(&value, attribute: entity.attributes[index])
+                }
+            case "r":
+                try member.readObject { value, name in
+                    let index = try relationshipIndex(name, in: entity, value)
+                    let relationship = entity.relationships[index]
+                    guard let destination = schema(for: relationship, in: entity) else {
+                        throw fail(value, "\(entity.name).\(relationship.name) has no destination")
+                    }
+                    relationships[index] = try readTargets(&value, toMany: relationship.isToMany,
+                                                           destination: destination)
+                }
+            default: throw fail(member, "unknown key \(String(reflecting: key.string)) in an object of \(entity.name)")
+            }
+        }
+        guard let id else { throw fail(start, "an object of \(entity.name) has no id") }
+        if let missing = attributes.firstIndex(where: { $0 == nil }) {
+            throw fail(start, "\(id) lacks attribute \(entity.attributes[missing].name)")
+        }
+        if let missing = relationships.firstIndex(where: { $0 == nil }) {
+            throw fail(start, "\(id) lacks relationship \(entity.relationships[missing].name)")
+        }
+        return ModelSnapshot(id: id, attributes: attributes.map { $0! }, relationships: relationships.map { $0! })
+    }
+
+    private func readUpdate(_ reader: inout JSONReader, schema: Schema) throws -> ModelUpdate {
+        var probe = reader
+        var entity: Schema.Entity?
+        try probe.readObject { member, key in
+            if key == "e" { entity = try readEntity(&member, schema: schema) } else { try member.skipValue() }
+        }
+        guard let entity else { throw fail(reader, "an updated object has no entity") }
+        var id: PersistentIdentifier?
+        var attributes: [AttributeChange] = []
+        var relationships: [RelationshipChange] = []
+        let start = reader
+        try reader.readObject { member, key in
+            switch key {
+            case "e": try member.skipValue()
+            case "id": id = PersistentIdentifier(entityName: entity.name, primaryKey: try readUUID(&member))
+            case "a":
+                try member.readObject { value, name in
+                    let index = try attributeIndex(name, in: entity, value)
+                    attributes.append(AttributeChange(index: index,
+                                                      value: try readValue(&value, attribute: entity.attributes[index])))
+                }
+            case "r":
+                try member.readObject { value, name in
+                    let index = try relationshipIndex(name, in: entity, value)
+                    let relationship = entity.relationships[index]
+                    let destination = relationship.destination
+                    if relationship.isToMany {
+                        var added: [PersistentIdentifier] = [], removed: [PersistentIdentifier] = []
+                        try value.readObject { list, listKey in
+                            switch listKey {
+                            case "add": added = try readKeyArray(&list, destination: destination)
+                            case "remove": removed = try readKeyArray(&list, destination: destination)
+                            default: throw fail(list, "a to-many change has only \"add\" and \"remove\"")
+                            }
+                        }
+                        relationships.append(RelationshipChange(index: index, kind: .toMany(added: added, removed: removed)))
+                    } else {
+                        let target = value.readNullIfPresent()
+                            ? nil : PersistentIdentifier(entityName: destination, primaryKey: try readUUID(&value))
+                        relationships.append(RelationshipChange(index: index, kind: .toOne(target)))
+                    }
+                }
+            default: throw fail(member, "unknown key \(String(reflecting: key.string)) in an update")
+            }
+        }
+        guard let id else { throw fail(start, "an updated object of \(entity.name) has no id") }
+        return ModelUpdate(id: id, attributes: attributes, relationships: relationships)
+    }
+
+    private func readDeletion(_ reader: inout JSONReader, schema: Schema) throws -> ModelDeletion {
+        var probe = reader
+        var entity: Schema.Entity?
+        try probe.readObject { member, key in
+            if key == "e" { entity = try readEntity(&member, schema: schema) } else { try member.skipValue() }
+        }
+        guard let entity else { throw fail(reader, "a deleted object has no entity") }
+        var id: PersistentIdentifier?
+        var tombstone: [String: StoredValue] = [:]
+        let start = reader
+        try reader.readObject { member, key in
+            switch key {
+            case "e": try member.skipValue()
+            case "id": id = PersistentIdentifier(entityName: entity.name, primaryKey: try readUUID(&member))
+            case "tombstone":
+                try member.readObject { value, name in
+                    let index = try attributeIndex(name, in: entity, value)
+                    tombstone[entity.attributes[index].name] = try readValue(&value, attribute: entity.attributes[index])
+                }
+            default: throw fail(member, "unknown key \(String(reflecting: key.string)) in a deletion")
+            }
+        }
+        guard let id else { throw fail(start, "a deleted object of \(entity.name) has no id") }
+        return ModelDeletion(id: id, tombstone: tombstone)
+    }
+
+    // MARK: Pieces
+
+    private func readEntity(_ reader: inout JSONReader, schema: Schema) throws -> Schema.Entity {
+        let name = try reader.readString()
+        guard let entity = schema.entity(named: name) else {
+            throw fail(reader, "the schema has no entity \(String(reflecting: name))")
+        }
+        return entity
+    }
+
+    private func schema(for relationship: Schema.Relationship, in entity: Schema.Entity) -> String? {
+        relationship.destination
+    }
+
+    private func attributeIndex(_ key: JSONKey, in entity: Schema.Entity, _ reader: JSONReader) throws -> Int {
+        let name = key.string
+        guard let index = entity.attributeIndex(named: name) else {
+            throw fail(reader, "\(entity.name) has no attribute \(String(reflecting: name))")
+        }
+        return index
+    }
+
+    private func relationshipIndex(_ key: JSONKey, in entity: Schema.Entity, _ reader: JSONReader) throws -> Int {
+        let name = key.string
+        guard let index = entity.relationshipIndex(named: name) else {
+            throw fail(reader, "\(entity.name) has no relationship \(String(reflecting: name))")
+        }
+        return index
+    }
+
+    private func readTargets(_ reader: inout JSONReader, toMany: Bool, destination: String) throws -> RelationshipTargets {
+        if toMany { return .toMany(try readKeyArray(&reader, destination: destination)) }
+        if reader.readNullIfPresent() { return .toOne(nil) }
+        return .toOne(PersistentIdentifier(entityName: destination, primaryKey: try readUUID(&reader)))
+    }
+
+    private func readKeyArray(_ reader: inout JSONReader, destination: String) throws -> [PersistentIdentifier] {
+        var ids: [PersistentIdentifier] = []
+        try reader.readArray { element in
+            ids.append(PersistentIdentifier(entityName: destination, primaryKey: try readUUID(&element)))
+        }
+        return ids
+    }
+
+    private func readUUID(_ reader: inout JSONReader) throws -> UUID {
+        let text = try reader.readString()
+        guard let uuid = UUID(uuidString: text) else { throw fail(reader, "\(String(reflecting: text)) is not a UUID") }
+        return uuid
+    }
+
+    /// Reads a value in the JSON form its attribute's type calls for.
+    private func readValue(_ reader: inout JSONReader, attribute: Schema.Attribute) throws -> StoredValue {
+        if attribute.has(.externalStorage) {
+            if reader.readNullIfPresent() { return .null }
+            var name: String?, size: Int?
+            try reader.readObject { member, key in
+                switch key {
+                case "blob": name = try member.readString()
+                case "size": size = Int(try member.readInt64())
+                default: throw fail(member, "external data has only \"blob\" and \"size\"")
+                }
+            }
+            guard let name, let size, size >= 0 else { throw fail(reader, "external data lacks blob or size") }
+            guard let blobs else {
+                return .external(ExternalData(name: name, size: size) {
+                    throw StoredValueError.externalDataUnreadable(name: name, reason: "no store to read it from")
+                })
+            }
+            return .external(blobs.reference(name: name, size: size))
+        }
+        return try readValue(&reader, type: attribute.type)
+    }
+
+    private func readValue(_ reader: inout JSONReader, type: Schema.AttributeType) throws -> StoredValue {
+        switch type {
+        case .optional(let wrapped):
+            return reader.readNullIfPresent() ? .null : try readValue(&reader, type: wrapped)
+        case .bool:
+            return .bool(try reader.readBool())
+        case .int, .int64:
+            return .int(try reader.readInt64())
+        case .int8, .int16, .int32, .uint8, .uint16, .uint32:
+            let value = try reader.readInt64()
+            guard Self.range(of: type).contains(value) else {
+                throw fail(reader, "\(value) does not fit \(type)")
+            }
+            return .int(value)
+        case .uint, .uint64:
+            return .uint(try reader.readUInt64())
+        case .double, .float:
+            return .double(try reader.readDouble())
+        case .string, .url:
+            return .string(try reader.readString())
+        case .date:
+            return .date(Date(timeIntervalSinceReferenceDate: try reader.readDouble()))
+        case .data:
+            let text = try reader.readString()
+            guard let data = Data(base64Encoded: text) else { throw fail(reader, "invalid base64 data") }
+            return .data(data)
+        case .uuid:
+            return .uuid(try readUUID(&reader))
+        case .decimal:
+            let text = try reader.readString()
+            guard let decimal = Decimal(string: text) else { throw fail(reader, "\(String(reflecting: text)) is not a decimal") }
+            return .decimal(decimal)
+        case .array(let element):
+            var items: [StoredValue] = []
+            try reader.readArray { items.append(try readValue(&$0, type: element)) }
+            return .array(items)
+        case .dictionary(let element):
+            var items: [String: StoredValue] = [:]
+            try reader.readObject { member, key in items[key.string] = try readValue(&member, type: element) }
+            return .dictionary(items)
+        case .rawRepresentable(_, let raw):
+            return try readValue(&reader, type: raw)
+        case .codable:
+            return try readTagged(&reader)
+        }
+    }
+
+    private static func range(of type: Schema.AttributeType) -> ClosedRange<Int64> {
+        switch type {
+        case .int8: Int64(Int8.min)...Int64(Int8.max)
+        case .int16: Int64(Int16.min)...Int64(Int16.max)
+        case .int32: Int64(Int32.min)...Int64(Int32.max)
+        case .uint8: 0...Int64(UInt8.max)
+        case .uint16: 0...Int64(UInt16.max)
+        case .uint32: 0...Int64(UInt32.max)
+        default: Int64.min...Int64.max
+        }
+    }
+
+    /// Reads the tagged form of a stored value (`{"string":"x"}`), used by `Codable` attributes.
+    private func readTagged(_ reader: inout JSONReader) throws -> StoredValue {
+        if reader.readNullIfPresent() { return .null }
+        var result: StoredValue?
+        try reader.readObject { member, key in
+            guard result == nil else { throw fail(member, "a tagged value has exactly one kind") }
+            switch key {
+            case "bool": result = .bool(try member.readBool())
+            case "int": result = .int(try member.readInt64())
+            case "uint": result = .uint(try member.readUInt64())
+            case "double": result = .double(try member.readDouble())
+            case "string": result = .string(try member.readString())
+            case "date": result = .date(Date(timeIntervalSinceReferenceDate: try member.readDouble()))
+            case "data":
+                guard let data = Data(base64Encoded: try member.readString()) else { throw fail(member, "invalid base64") }
+                result = .data(data)
+            case "uuid": result = .uuid(try readUUID(&member))
+            case "decimal":
+                let text = try member.readString()
+                guard let decimal = Decimal(string: text) else { throw fail(member, "invalid decimal") }
+                result = .decimal(decimal)
+            case "array":
+                var items: [StoredValue] = []
+                try member.readArray { items.append(try readTagged(&$0)) }
+                result = .array(items)
+            case "dictionary":
+                var items: [String: StoredValue] = [:]
+                try member.readObject { value, name in items[name.string] = try readTagged(&value) }
+                result = .dictionary(items)
+            default: throw fail(member, "unknown value kind \(String(reflecting: key.string))")
+            }
+        }
+        guard let result else { throw fail(reader, "a tagged value has no kind") }
+        return result
+    }
+}

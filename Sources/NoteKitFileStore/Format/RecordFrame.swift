@@ -1,0 +1,137 @@
+import NoteKit
+
+/// The framing of one record: `<length:8 hex> <masked crc32c:8 hex> <payload>\n` (docs/FORMAT.md, *Records*).
+///
+/// The framing is the same in every format version, so a reader can find records without decoding payloads.
+enum RecordFrame {
+    /// Bytes before the payload: two 8-digit hexadecimal fields and two spaces.
+    static let headerLength = 18
+    /// The largest payload a record may have.
+    static let maximumPayloadLength = 1 << 30
+
+    /// Appends the framed record for `payload` to `output`.
+    static func append(payload: [UInt8], to output: inout [UInt8]) {
+        let checksum = payload.withUnsafeBytes { CRC32C.masked(CRC32C.checksum($0)) }
+        output.reserveCapacity(output.count + headerLength + payload.count + 1)
+        appendHex(UInt32(payload.count), to: &output)
+        output.append(0x20)
+        appendHex(checksum, to: &output)
+        output.append(0x20)
+        output.append(contentsOf: payload)
+        output.append(0x0A)
+    }
+
+    /// What was found at an offset of a file.
+    enum Scan: Equatable {
+        /// An intact record: its payload's range, and where the next record starts.
+        case record(payload: Range<Int>, next: Int)
+        /// The bytes end before the record does: nothing beyond this offset can be a record.
+        case truncated(reason: String)
+        /// The bytes are all there but are not a valid record.
+        case invalid(reason: String)
+    }
+
+    /// Reads the record starting at `offset`.
+    static func scan(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Scan {
+        let available = bytes.count - offset
+        guard available >= headerLength else {
+            return .truncated(reason: "\(available) bytes left, fewer than a record header")
+        }
+        guard let length = parseHex(bytes, at: offset), bytes[offset + 8] == 0x20,
+              let checksum = parseHex(bytes, at: offset + 9), bytes[offset + 17] == 0x20 else {
+            return .invalid(reason: "malformed record header")
+        }
+        let payloadLength = Int(length)
+        guard payloadLength <= maximumPayloadLength else {
+            return .invalid(reason: "record length \(payloadLength) exceeds the maximum of \(maximumPayloadLength)")
+        }
+        let start = offset + headerLength
+        guard start + payloadLength + 1 <= bytes.count else {
+            return .truncated(reason: "record of \(payloadLength) bytes ends \(start + payloadLength + 1 - bytes.count) "
+                              + "bytes past the end of the file")
+        }
+        let payload = UnsafeRawBufferPointer(rebasing: bytes[start..<(start + payloadLength)])
+        guard CRC32C.masked(CRC32C.checksum(payload)) == checksum else {
+            return .invalid(reason: "checksum mismatch")
+        }
+        guard bytes[start + payloadLength] == 0x0A else { return .invalid(reason: "record does not end with a newline") }
+        return .record(payload: start..<(start + payloadLength), next: start + payloadLength + 1)
+    }
+
+    /// The offset of the next intact record after `offset`, if any: used to tell a torn tail (nothing intact
+    /// follows) from damage in the middle of a file.
+    static func nextIntactRecord(in bytes: UnsafeRawBufferPointer, after offset: Int) -> Int? {
+        var position = offset
+        while position < bytes.count {
+            // Records start right after a newline.
+            guard let newline = (position..<bytes.count).first(where: { bytes[$0] == 0x0A }) else { return nil }
+            position = newline + 1
+            if case .record = scan(bytes, at: position) { return position }
+        }
+        return nil
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    private static func appendHex(_ value: UInt32, to output: inout [UInt8]) {
+        for shift in stride(from: 28, through: 0, by: -4) {
+            output.append(hexDigits[Int((value >> UInt32(shift)) & 0xF)])
+        }
+    }
+
+    private static func parseHex(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt32? {
+        var value: UInt32 = 0
+        for index in offset..<(offset + 8) {
+            let byte = bytes[index]
+            let digit: UInt32
+            switch byte {
+            case 0x30...0x39: digit = UInt32(byte - 0x30)
+            case 0x61...0x66: digit = UInt32(byte - 0x61 + 10)
+            default: return nil
+            }
+            value = value << 4 | digit
+        }
+        return value
+    }
+}
+
+/// The first line of every store file (docs/FORMAT.md, *Files begin with a magic line*).
+enum MagicLine {
+    /// The format versions this build reads, each with its decoder.
+    static let supportedVersions: [Int] = [1]
+    /// The version this build writes.
+    static let currentVersion = 1
+
+    enum Kind: String {
+        case segment, manifest
+    }
+
+    static func bytes(_ kind: Kind, version: Int = currentVersion) -> [UInt8] {
+        Array("NOTEKIT/\(version) \(kind.rawValue)\n".utf8)
+    }
+
+    /// Parses the magic line at the start of `bytes`.
+    ///
+    /// - Returns: the format version and the offset of the first record.
+    /// - Throws: ``FileStoreError`` naming `file` when the line is missing, of another kind, or of a version this
+    ///   build does not read.
+    static func parse(_ bytes: UnsafeRawBufferPointer, expecting kind: Kind, file: String) throws -> (version: Int, end: Int) {
+        let limit = min(bytes.count, 64)
+        guard let newline = (0..<limit).first(where: { bytes[$0] == 0x0A }) else {
+            throw FileStoreError.notAStoreFile(file: file, reason: bytes.isEmpty ? "the file is empty"
+                                               : "it does not begin with a NOTEKIT line")
+        }
+        let line = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<newline]), as: UTF8.self)
+        let parts = line.split(separator: " ")
+        guard parts.count == 2, parts[0].hasPrefix("NOTEKIT/"), let version = Int(parts[0].dropFirst(8)) else {
+            throw FileStoreError.notAStoreFile(file: file, reason: "its first line is \(String(reflecting: line))")
+        }
+        guard parts[1] == kind.rawValue else {
+            throw FileStoreError.notAStoreFile(file: file, reason: "it is a \(parts[1]) file, not a \(kind.rawValue)")
+        }
+        guard supportedVersions.contains(version) else {
+            throw FileStoreError.unsupportedFormatVersion(file: file, found: version, supported: supportedVersions)
+        }
+        return (version, newline + 1)
+    }
+}

@@ -1,0 +1,73 @@
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The file operations the file store performs, behind a protocol: the one place where it touches the disk.
+///
+/// `POSIXFileSystem` is the real one. Tests wrap it to fail chosen calls (the Nth write, fsync, rename or
+/// directory sync; short writes; a full disk) and check that the store stays consistent.
+public protocol StoreFileSystem: Sendable {
+    /// The whole content of the file at `path`.
+    func read(_ path: String) throws -> [UInt8]
+    /// Creates a new, empty file (failing if it exists) and opens it for writing.
+    func create(_ path: String) throws -> any StoreFile
+    /// Opens an existing file for appending at its end.
+    func openForAppending(_ path: String) throws -> any StoreFile
+    /// Renames `source` to `destination`, replacing it atomically.
+    func rename(_ source: String, to destination: String) throws
+    /// Deletes the file at `path`.
+    func remove(_ path: String) throws
+    /// Flushes a directory's entries (file creations, renames, deletions) to disk.
+    func syncDirectory(_ path: String) throws
+    /// Creates a directory (and its parents) if it does not exist.
+    func makeDirectory(_ path: String) throws
+    /// The names of the entries of the directory at `path`.
+    func contentsOfDirectory(_ path: String) throws -> [String]
+    /// Whether something exists at `path`.
+    func exists(_ path: String) -> Bool
+    /// Cuts the file at `path` to `length` bytes and flushes it.
+    func truncate(_ path: String, to length: Int) throws
+    /// Takes an exclusive advisory lock on the file at `path` (creating it), or returns nil when another open
+    /// file description holds it.
+    func tryLock(_ path: String) throws -> (any StoreLockHandle)?
+}
+
+/// An open file the store writes to.
+public protocol StoreFile: AnyObject {
+    /// How many bytes the file has.
+    var size: Int { get }
+    /// Writes all of `bytes` at the end of the file, or throws (having possibly written a prefix).
+    func append(_ bytes: UnsafeRawBufferPointer) throws
+    /// Flushes the file's data to disk (`fdatasync`).
+    func sync() throws
+    /// Closes the file.
+    func close() throws
+}
+
+/// A held advisory lock; released by `unlock()` or when the process ends.
+public protocol StoreLockHandle: AnyObject, Sendable {
+    func unlock()
+}
+
+/// An I/O call that failed, naming the operation, the file and the system's error.
+public struct StoreIOError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The operation: "open", "write", "fsync", "rename"…
+    public let operation: String
+    /// The file or directory.
+    public let path: String
+    /// The `errno` value.
+    public let code: Int32
+
+    public init(operation: String, path: String, code: Int32) {
+        self.operation = operation
+        self.path = path
+        self.code = code
+    }
+
+    public var description: String {
+        "\(operation) failed for \(path): \(String(cString: strerror(code))) (errno \(code))"
+    }
+}

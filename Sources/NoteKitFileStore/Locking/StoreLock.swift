@@ -1,0 +1,20 @@
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The one-writer rule: a writable open holds an exclusive `flock` on the store's `LOCK` file.
+enum StoreLock {
+    /// Takes the lock, waiting up to `timeout` seconds (nil: not at all) for another process to release it.
+    ///
+    /// - Throws: ``FileStoreError/locked(path:)`` when the lock stays held, or an I/O error.
+    static func acquire(_ layout: StoreLayout, fileSystem: any StoreFileSystem,
+                        timeout: Double?) throws -> any StoreLockHandle {
+        let deadline = Date().addingTimeInterval(timeout ?? 0)
+        while true {
+            if let handle = try fileSystem.tryLock(layout.lock) { return handle }
+            guard let timeout, timeout > 0, Date() < deadline else { throw FileStoreError.locked(path: layout.root) }
+            usleep(10_000)
+        }
+    }
+}

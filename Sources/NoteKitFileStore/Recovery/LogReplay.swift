@@ -1,0 +1,180 @@
+import FoundationEssentials
+import NoteKit
+
+/// The frames of one segment file: where its intact records are, and what, if anything, follows the last one.
+struct SegmentScan {
+    let number: Int
+    let path: String
+    let bytes: [UInt8]
+    let version: Int
+    /// The payload ranges of the intact records, in order.
+    var records: [Range<Int>] = []
+    /// The offset just past the last intact record.
+    var end: Int
+    /// What stands after the last intact record, when anything does.
+    var tail: Tail?
+
+    struct Tail: Equatable {
+        let offset: Int
+        let reason: String
+        /// True when no intact record follows: a torn tail if this is the last segment.
+        let isTorn: Bool
+    }
+
+    /// Reads the file and finds its records, without decoding any payload.
+    ///
+    /// - Throws: an I/O error, or ``FileStoreError`` when the magic line is not a segment's of a known version.
+    static func read(_ path: String, number: Int, fileSystem: any StoreFileSystem) throws -> SegmentScan {
+        let bytes: [UInt8]
+        do { bytes = try fileSystem.read(path) } catch let error as StoreIOError where error.code == 2 {
+            throw FileStoreError.inconsistentSegments(file: path, reason: "the manifest lists it but it does not exist")
+        }
+        return try bytes.withUnsafeBytes { buffer in
+            let (version, start) = try MagicLine.parse(buffer, expecting: .segment, file: path)
+            var scan = SegmentScan(number: number, path: path, bytes: bytes, version: version, end: start)
+            var offset = start
+            while offset < buffer.count {
+                switch RecordFrame.scan(buffer, at: offset) {
+                case let .record(payload, next):
+                    scan.records.append(payload)
+                    offset = next
+                    scan.end = next
+                case let .truncated(reason):
+                    scan.tail = Tail(offset: offset, reason: reason, isTorn: true)
+                    return scan
+                case let .invalid(reason):
+                    let resumes = RecordFrame.nextIntactRecord(in: buffer, after: offset)
+                    scan.tail = Tail(offset: offset, reason: reason, isTorn: resumes == nil)
+                    return scan
+                }
+            }
+            return scan
+        }
+    }
+}
+
+/// The state a store's log describes, replayed from its manifest's segments (docs/FORMAT.md, *Recovery*).
+struct LogReplay {
+    /// Every schema the store was written with, oldest first; the last is the current one.
+    var schemas: [Schema] = []
+    /// The objects, rebuilt.
+    private var objects = ReplayedObjects()
+    /// The number of the last transaction applied.
+    var lastTransaction: UInt64 { objects.lastTransaction }
+    /// Writes since the last snapshot, and rows in it: what automatic compaction weighs.
+    var operationsLogged = 0
+    /// Bytes of each segment up to its last intact record.
+    var segmentSizes: [Int: Int] = [:]
+    /// The torn tail found at the end of the last segment, not yet cut off.
+    var tornTail: (segment: Int, path: String, offset: Int, length: Int, reason: String)?
+    /// The first damage met, when the policy lets replay stop there instead of failing.
+    var damage: FileStoreError?
+
+    enum Policy {
+        /// Refuse any damage but a torn tail of the last segment.
+        case strict
+        /// Stop at the first damage, keeping everything before it.
+        case pointInTime
+    }
+
+    /// The live objects in the order they were inserted.
+    var rows: [ModelSnapshot] { objects.rows }
+
+    var rowCount: Int { objects.count }
+
+    /// Replays `manifest`'s segments.
+    ///
+    /// - Throws: ``FileStoreError`` for damage the policy does not tolerate; nothing is written.
+    static func replay(_ manifest: Manifest, layout: StoreLayout, fileSystem: any StoreFileSystem, blobs: BlobStore?,
+                       policy: Policy) throws -> LogReplay {
+        var replay = LogReplay()
+        var seen = Set<Int>()
+        for (position, number) in manifest.segments.enumerated() {
+            guard seen.insert(number).inserted else {
+                throw FileStoreError.inconsistentSegments(file: layout.manifest,
+                                                          reason: "segment \(number) is listed twice")
+            }
+            let isLast = position == manifest.segments.count - 1
+            do {
+                let scan = try SegmentScan.read(layout.segment(number), number: number, fileSystem: fileSystem)
+                try replay.apply(scan, manifest: manifest, isLast: isLast, blobs: blobs)
+            } catch let error as FileStoreError where policy == .pointInTime {
+                replay.damage = error
+                return replay
+            }
+            if replay.damage != nil { return replay }
+        }
+        return replay
+    }
+
+    private mutating func apply(_ scan: SegmentScan, manifest: Manifest, isLast: Bool, blobs: BlobStore?) throws {
+        guard let decoder = RecordDecoders.decoder(for: scan.version, blobs: blobs) else {
+            throw FileStoreError.unsupportedFormatVersion(file: scan.path, found: scan.version,
+                                                          supported: MagicLine.supportedVersions)
+        }
+        try scan.bytes.withUnsafeBytes { buffer in
+            for (index, range) in scan.records.enumerated() {
+                let payload = UnsafeRawBufferPointer(rebasing: buffer[range])
+                let record = try decoder.decode(payload, offset: range.lowerBound, file: scan.path,
+                                                schema: schemas.last)
+                if index == 0 {
+                    guard case .segment(let header) = record else {
+                        throw FileStoreError.undecodableRecord(file: scan.path, offset: range.lowerBound,
+                                                               reason: "a segment must begin with a segment record")
+                    }
+                    guard header.store == manifest.store else {
+                        throw FileStoreError.inconsistentSegments(
+                            file: scan.path, reason: "it belongs to store \(header.store), not \(manifest.store)")
+                    }
+                    guard header.number == scan.number else {
+                        throw FileStoreError.inconsistentSegments(
+                            file: scan.path, reason: "it says it is segment \(header.number)")
+                    }
+                    continue
+                }
+                try apply(record, at: range.lowerBound, file: scan.path)
+            }
+        }
+        if scan.records.isEmpty {
+            throw FileStoreError.damagedRecord(file: scan.path, offset: scan.tail?.offset ?? scan.end,
+                                               reason: "the segment has no segment record"
+                                                   + (scan.tail.map { ": \($0.reason)" } ?? ""))
+        }
+        segmentSizes[scan.number] = scan.end
+        if let tail = scan.tail {
+            guard tail.isTorn && isLast else {
+                throw FileStoreError.damagedRecord(
+                    file: scan.path, offset: tail.offset,
+                    reason: tail.reason + (tail.isTorn ? " (in a segment that is not the last)"
+                                           : " (intact records follow, so this is not a torn tail)"))
+            }
+            tornTail = (scan.number, scan.path, tail.offset, scan.bytes.count - tail.offset, tail.reason)
+        }
+    }
+
+    private mutating func apply(_ record: StoreRecord, at offset: Int, file: String) throws {
+        switch record {
+        case .segment:
+            throw FileStoreError.undecodableRecord(file: file, offset: offset,
+                                                   reason: "a segment record in the middle of a segment")
+        case .manifest:
+            throw FileStoreError.undecodableRecord(file: file, offset: offset, reason: "a manifest record in a segment")
+        case .schema(let schema):
+            schemas.append(schema)
+        case let .snapshot(last, _):
+            objects.beginSnapshot(after: last)
+            operationsLogged = 0
+        case let .rows(_, rows):
+            if let reason = objects.addSnapshotRows(rows) {
+                throw FileStoreError.undecodableRecord(file: file, offset: offset, reason: reason)
+            }
+            operationsLogged += rows.count
+        case .transaction(let transaction):
+            if let reason = objects.apply(transaction) {
+                throw FileStoreError.danglingReference(file: file, offset: offset, reason: reason)
+            }
+            let changes = transaction.changes
+            operationsLogged += changes.inserted.count + changes.updated.count + changes.deleted.count
+        }
+    }
+}

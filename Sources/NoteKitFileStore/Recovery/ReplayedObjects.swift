@@ -1,0 +1,79 @@
+import FoundationEssentials
+import NoteKit
+
+/// The objects a log describes, rebuilt record by record: the one place where replay and salvage apply
+/// snapshots, rows and transactions.
+struct ReplayedObjects {
+    private var objects: [PersistentIdentifier: (position: Int, row: ModelSnapshot)] = [:]
+    private var order: [PersistentIdentifier] = []
+    /// The number of the last transaction applied (or the snapshot's).
+    private(set) var lastTransaction: UInt64 = 0
+
+    /// The live objects in the order they were first inserted.
+    var rows: [ModelSnapshot] {
+        order.enumerated().compactMap { position, id in
+            guard let entry = objects[id], entry.position == position else { return nil }
+            return entry.row
+        }
+    }
+
+    var count: Int { objects.count }
+
+    /// Starts over from a snapshot of the state after transaction `last`.
+    mutating func beginSnapshot(after last: UInt64) {
+        objects.removeAll(keepingCapacity: true)
+        order.removeAll(keepingCapacity: true)
+        lastTransaction = last
+    }
+
+    /// Adds a snapshot's rows; returns why one cannot be added.
+    mutating func addSnapshotRows(_ rows: [ModelSnapshot]) -> String? {
+        for var row in rows {
+            guard objects[row.id] == nil else { return "\(row.id) appears twice in the snapshot" }
+            row.version = lastTransaction
+            insert(row)
+        }
+        return nil
+    }
+
+    /// Applies `transaction` whole, or returns why it does not apply (and changes nothing).
+    ///
+    /// - Parameter consecutive: whether its number must be the next one (replay), or merely a later one (salvage,
+    ///   which keeps what still applies after a gap).
+    mutating func apply(_ transaction: Transaction, consecutive: Bool = true) -> String? {
+        guard consecutive ? transaction.number == lastTransaction + 1 : transaction.number > lastTransaction else {
+            return "transaction \(transaction.number) follows transaction \(lastTransaction)"
+        }
+        let changes = transaction.changes
+        var deleted = Set<PersistentIdentifier>()
+        for deletion in changes.deleted {
+            guard objects[deletion.id] != nil, deleted.insert(deletion.id).inserted else {
+                return "transaction \(transaction.number) deletes \(deletion.id), which does not exist"
+            }
+        }
+        for update in changes.updated where objects[update.id] == nil || deleted.contains(update.id) {
+            return "transaction \(transaction.number) updates \(update.id), which does not exist"
+        }
+        var inserted = Set<PersistentIdentifier>()
+        for row in changes.inserted where (objects[row.id] != nil && !deleted.contains(row.id))
+            || !inserted.insert(row.id).inserted {
+            return "transaction \(transaction.number) inserts \(row.id), which already exists"
+        }
+        for deletion in changes.deleted { objects[deletion.id] = nil }
+        for update in changes.updated {
+            let entry = objects[update.id]!
+            objects[update.id] = (entry.position, entry.row.applying(update, version: transaction.number))
+        }
+        for var row in changes.inserted {
+            row.version = transaction.number
+            insert(row)
+        }
+        lastTransaction = transaction.number
+        return nil
+    }
+
+    private mutating func insert(_ row: ModelSnapshot) {
+        objects[row.id] = (order.count, row)
+        order.append(row.id)
+    }
+}

@@ -1,0 +1,186 @@
+import FoundationEssentials
+import NoteKit
+
+/// Writes a store's files: appends records to the active segment, starts new segments, and replaces the
+/// manifest, always in the order docs/FORMAT.md (*Crash safety*) prescribes.
+final class SegmentLog {
+    let layout: StoreLayout
+    let fileSystem: any StoreFileSystem
+    private(set) var manifest: Manifest
+    private var active: any StoreFile
+    private let encoder = RecordEncoder()
+
+    /// The segment appended to.
+    var activeSegment: Int { manifest.segments.last! }
+    /// The active segment's size in bytes.
+    var activeSize: Int { active.size }
+
+    private init(layout: StoreLayout, fileSystem: any StoreFileSystem, manifest: Manifest, active: any StoreFile) {
+        self.layout = layout
+        self.fileSystem = fileSystem
+        self.manifest = manifest
+        self.active = active
+    }
+
+    /// Opens the log of an existing store for appending to its last segment.
+    static func open(layout: StoreLayout, fileSystem: any StoreFileSystem, manifest: Manifest) throws -> SegmentLog {
+        let file = try fileSystem.openForAppending(layout.segment(manifest.segments.last!))
+        return SegmentLog(layout: layout, fileSystem: fileSystem, manifest: manifest, active: file)
+    }
+
+    /// Creates the files of a new, empty store: its first segment (with `records` after the segment record), then
+    /// its manifest.
+    static func create(layout: StoreLayout, fileSystem: any StoreFileSystem, store: UUID, now: Date,
+                       records: [[UInt8]]) throws -> SegmentLog {
+        for directory in [layout.root, layout.segments, layout.blobs] { try fileSystem.makeDirectory(directory) }
+        let manifest = Manifest(store: store, segments: [1], nextSegment: 2, created: now)
+        let file = try createSegment(1, store: store, now: now, records: records, layout: layout, fileSystem: fileSystem)
+        let log = SegmentLog(layout: layout, fileSystem: fileSystem, manifest: manifest, active: file)
+        try log.replaceManifest(with: manifest)
+        return log
+    }
+
+    /// Frames `payload` and appends it to the active segment, without flushing.
+    ///
+    /// - Throws: the write's error. A partly written record is cut off again when possible; if even that fails,
+    ///   the error says so and the caller must stop writing.
+    func append(_ payload: [UInt8]) throws {
+        var framed: [UInt8] = []
+        RecordFrame.append(payload: payload, to: &framed)
+        let before = active.size
+        do {
+            try framed.withUnsafeBytes { try active.append($0) }
+        } catch {
+            // Cut off whatever part of the record reached the file, and reopen it so the next append starts at the
+            // true end. If that fails too, the file's end is unknown: no more appends.
+            do {
+                let path = layout.segment(activeSegment)
+                try? active.close()
+                try fileSystem.truncate(path, to: before)
+                active = try fileSystem.openForAppending(path)
+            } catch {
+                throw FileStoreError.writesStopped(reason: "a failed append could not be undone: \(error)")
+            }
+            throw error
+        }
+    }
+
+    /// Flushes the active segment to disk.
+    func sync() throws { try active.sync() }
+
+    /// Closes the active segment and starts a new one holding `records`, then replaces the manifest so it lists
+    /// the new segment after the current ones (rotation) or alone (compaction).
+    ///
+    /// - Returns: the segments the manifest no longer lists.
+    @discardableResult
+    func startSegment(with records: [[UInt8]], replacingAll: Bool, now: Date) throws -> [Int] {
+        let number = manifest.nextSegment
+        let file = try Self.createSegment(number, store: manifest.store, now: now, records: records,
+                                          layout: layout, fileSystem: fileSystem)
+        var next = manifest
+        next.segments = replacingAll ? [number] : manifest.segments + [number]
+        next.nextSegment = number + 1
+        do {
+            try replaceManifest(with: next)
+        } catch {
+            try? file.close()
+            throw error
+        }
+        let dropped = replacingAll ? manifest.segments : []
+        try? active.close()
+        active = file
+        manifest = next
+        return dropped
+    }
+
+    /// Writes the manifest under a temporary name, flushes it, renames it over `MANIFEST` and flushes the directory.
+    private func replaceManifest(with manifest: Manifest) throws {
+        if fileSystem.exists(layout.temporaryManifest) { try fileSystem.remove(layout.temporaryManifest) }
+        var bytes = MagicLine.bytes(.manifest)
+        RecordFrame.append(payload: encoder.manifest(manifest), to: &bytes)
+        let file = try fileSystem.create(layout.temporaryManifest)
+        do {
+            try bytes.withUnsafeBytes { try file.append($0) }
+            try file.sync()
+            try file.close()
+        } catch {
+            try? file.close()
+            throw error
+        }
+        // From the rename on, the manifest on disk may already be the new one: a failure leaves the store's state
+        // on disk unknown to this process, which must stop writing until it reopens the store.
+        do {
+            try fileSystem.rename(layout.temporaryManifest, to: layout.manifest)
+            try fileSystem.syncDirectory(layout.root)
+        } catch {
+            throw FileStoreError.writesStopped(reason: "replacing the manifest failed: \(error)")
+        }
+    }
+
+    private static func createSegment(_ number: Int, store: UUID, now: Date, records: [[UInt8]], layout: StoreLayout,
+                                      fileSystem: any StoreFileSystem) throws -> any StoreFile {
+        let path = layout.segment(number)
+        // A file of this number can only be a leftover of an interrupted operation: no manifest names it.
+        if fileSystem.exists(path) { try fileSystem.remove(path) }
+        var bytes = MagicLine.bytes(.segment)
+        let encoder = RecordEncoder()
+        RecordFrame.append(payload: encoder.segment(SegmentHeader(store: store, number: number, created: now)),
+                           to: &bytes)
+        for record in records { RecordFrame.append(payload: record, to: &bytes) }
+        let file = try fileSystem.create(path)
+        do {
+            try bytes.withUnsafeBytes { try file.append($0) }
+            try file.sync()
+            try fileSystem.syncDirectory(layout.segments)
+        } catch {
+            try? file.close()
+            throw error
+        }
+        return file
+    }
+
+    /// Flushes and closes the active segment.
+    func close() throws {
+        try active.sync()
+        try active.close()
+    }
+
+    /// Reads the manifest of the store at `layout`.
+    ///
+    /// - Throws: ``FileStoreError`` when it is missing, damaged or of an unknown version.
+    static func readManifest(layout: StoreLayout, fileSystem: any StoreFileSystem) throws -> Manifest {
+        let bytes: [UInt8]
+        do { bytes = try fileSystem.read(layout.manifest) } catch let error as StoreIOError where error.code == 2 {
+            throw FileStoreError.inconsistentSegments(file: layout.manifest, reason: "the manifest is missing")
+        }
+        return try bytes.withUnsafeBytes { buffer in
+            let (version, start) = try MagicLine.parse(buffer, expecting: .manifest, file: layout.manifest)
+            switch RecordFrame.scan(buffer, at: start) {
+            case let .record(payload, next):
+                guard next == buffer.count else {
+                    throw FileStoreError.damagedRecord(file: layout.manifest, offset: next,
+                                                       reason: "bytes follow the manifest record")
+                }
+                guard let decoder = RecordDecoders.decoder(for: version, blobs: nil) else {
+                    throw FileStoreError.unsupportedFormatVersion(file: layout.manifest, found: version,
+                                                                  supported: MagicLine.supportedVersions)
+                }
+                let record = try decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[payload]),
+                                                offset: payload.lowerBound, file: layout.manifest, schema: nil)
+                guard case .manifest(let manifest) = record else {
+                    throw FileStoreError.undecodableRecord(file: layout.manifest, offset: payload.lowerBound,
+                                                           reason: "the record is not a manifest")
+                }
+                guard !manifest.segments.isEmpty, manifest.segments.allSatisfy({ $0 > 0 && $0 < manifest.nextSegment })
+                else {
+                    throw FileStoreError.inconsistentSegments(
+                        file: layout.manifest, reason: "segments \(manifest.segments) are impossible before segment "
+                            + "\(manifest.nextSegment)")
+                }
+                return manifest
+            case .truncated(let reason), .invalid(let reason):
+                throw FileStoreError.damagedRecord(file: layout.manifest, offset: start, reason: reason)
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import NoteKit
+import NoteKitFileStore
+import NoteKitTestSupport
+import Testing
+
+@Suite("File store: compaction")
+struct FileStoreCompactionTests {
+    private func rows(_ container: ModelContainer) throws -> [ModelSnapshot] {
+        try container.schema.entities.flatMap { try container.store.fetch(StoreFetchRequest(entity: $0.name)).snapshots }
+    }
+
+    private func stripVersions(_ rows: [ModelSnapshot]) -> [ModelSnapshot] {
+        rows.map { var row = $0; row.version = 0; return row }
+    }
+
+    private func bytes(_ url: URL) -> Int {
+        StoreFiles.contents(of: url.appendingPathComponent("segments")).values.reduce(0) { $0 + $1.count }
+    }
+
+    @Test("Compaction keeps the state identical, shrinks the bytes, and the state survives reopening")
+    func compactionKeepsState() throws {
+        let url = TemporaryStores.newURL()
+        let container = try StoreFiles.open(url, NotesSchema.models) {
+            $0.automaticCompaction = nil
+            $0.maximumSegmentSize = 4096
+        }
+        let context = ModelContext(container)
+        let editor = NoteEditor(context: context)
+        let folder = Folder(name: "F")
+        context.insert(folder)
+        let notes = (0..<30).map { editor.createNote(.init(title: "n\($0)"), in: folder) }
+        try context.save()
+        for round in 0..<10 {
+            for note in notes { note.body = "round \(round) " + String(repeating: "x", count: 50) }
+            try context.save()
+        }
+        try context.delete(notes[0])
+        try context.save()
+        let before = try rows(container)
+        let sizeBefore = bytes(url)
+        let report = try StoreFiles.store(container).compact()
+        #expect(report.bytesAfter < report.bytesBefore / 3)
+        #expect(bytes(url) < sizeBefore / 3)
+        #expect(stripVersions(try rows(container)) == stripVersions(before))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: url.appendingPathComponent("segments").path).count == 1)
+
+        // Saves after a compaction append to the new segment, and everything reopens.
+        notes[1].title = "after compaction"
+        try context.save()
+        let after = try rows(container)
+        try StoreFiles.close(container)
+        let reopened = try StoreFiles.open(url, NotesSchema.models)
+        #expect(stripVersions(try rows(reopened)) == stripVersions(after))
+        #expect(StoreFiles.store(reopened).statistics.lastTransaction == StoreFiles.store(container).generation)
+    }
+
+    @Test("Compaction keeps the schema history, and transaction numbers continue after it")
+    func compactionKeepsHistoryNumbering() throws {
+        let url = TemporaryStores.newURL()
+        let container = try StoreFiles.open(url, NotesSchema.models)
+        let context = ModelContext(container)
+        for index in 0..<3 {
+            context.insert(Note.titled("\(index)"))
+            try context.save()
+        }
+        try StoreFiles.store(container).compact()
+        context.insert(Note())
+        try context.save()
+        #expect(StoreFiles.store(container).generation == 4)
+        let text = String(decoding: try Data(contentsOf: StoreFiles.segment(url, 2)), as: UTF8.self)
+        #expect(text.contains(#""k":"schema""#) && text.contains(#""k":"snapshot","lastTx":3"#))
+        #expect(text.contains(#""k":"tx","tx":4"#))
+    }
+
+    @Test("Automatic compaction runs once most of the log is superseded")
+    func automaticCompaction() throws {
+        let url = TemporaryStores.newURL()
+        let container = try StoreFiles.open(url, NotesSchema.models) {
+            $0.automaticCompaction = .init(minimumLogSize: 8_000, garbageRatio: 0.6)
+        }
+        let context = ModelContext(container)
+        let note = Note()
+        context.insert(note)
+        try context.save()
+        var compacted = false
+        for round in 0..<200 {
+            note.body = "edit \(round) " + String(repeating: "y", count: 100)
+            try context.save()
+            if StoreFiles.store(container).statistics.segments != [1] { compacted = true }
+        }
+        #expect(compacted)
+        #expect(bytes(url) < 8_000 + 2_000)
+        let statistics = StoreFiles.store(container).statistics
+        #expect(statistics.lastCompactionError == nil)
+    }
+
+    @Test("A crash at any step of compaction leaves the old or the new state whole")
+    func crashDuringCompaction() throws {
+        let original = TemporaryStores.newURL()
+        do {
+            let container = try StoreFiles.open(original, NotesSchema.models) { $0.automaticCompaction = nil }
+            let context = ModelContext(container)
+            let editor = NoteEditor(context: context)
+            for index in 0..<10 {
+                let note = editor.createNote(.init(title: "n\(index)"))
+                try editor.setDrawing(Data(repeating: UInt8(index), count: 100), on: note)
+                try context.save()
+            }
+            try StoreFiles.close(container)
+        }
+        let expected = try stripVersions(rows(StoreFiles.open(original, NotesSchema.models) { $0.mode = .readOnly }))
+        // Fail each step of compaction in turn: every file created, write, flush, rename and directory flush.
+        var failedSteps = 0
+        for operation: FaultyFileSystem.Operation in [.create, .write, .fsync, .rename, .syncDirectory, .remove] {
+            for nth in 1...4 {
+                let copy = try StoreFiles.copy(original)
+                let fileSystem = FaultyFileSystem()
+                let container = try StoreFiles.open(copy, NotesSchema.models) {
+                    $0.fileSystem = fileSystem
+                    $0.automaticCompaction = nil
+                }
+                fileSystem.arm(.init(operation, nth: nth))
+                let store = StoreFiles.store(container)
+                do { try store.compact() } catch { failedSteps += 1 }
+                fileSystem.disarm()
+                try? store.close()
+                // Whatever happened, the store reopens whole, with the same objects.
+                let reopened = try StoreFiles.open(copy, NotesSchema.models)
+                #expect(stripVersions(try rows(reopened)) == expected, "\(operation) #\(nth)")
+                let context = ModelContext(reopened)
+                #expect(try context.fetch(FetchDescriptor<NoteDrawing>()).allSatisfy { !$0.data.isEmpty })
+                #expect(context.readFailures.isEmpty)
+                try StoreFiles.close(reopened)
+            }
+        }
+        #expect(failedSteps > 6, "the faults hit compaction's steps")
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import NoteKit
+import NoteKitFileStore
+
+/// Opening, closing, copying and inspecting file stores in tests.
+public enum StoreFiles {
+    /// A container on the file store at `url`.
+    public static func open(_ url: URL, _ types: [any PersistentModel.Type],
+                            configure: (inout FileStoreConfiguration) -> Void = { _ in }) throws -> ModelContainer {
+        var configuration = FileStoreConfiguration(url: url)
+        configure(&configuration)
+        return try ModelContainer(for: Schema(types), configurations: [configuration])
+    }
+
+    /// The container's file store.
+    public static func store(_ container: ModelContainer) -> FileStore { container.store as! FileStore }
+
+    /// Closes the container's store: flushes, releases the lock.
+    public static func close(_ container: ModelContainer) throws { try store(container).close() }
+
+    /// Every file under `url` with its bytes, to prove that something wrote nothing.
+    public static func contents(of url: URL) -> [String: Data] {
+        var result: [String: Data] = [:]
+        guard let walker = FileManager.default.enumerator(atPath: url.path) else { return [:] }
+        while let relative = walker.nextObject() as? String {
+            let path = url.appendingPathComponent(relative).path
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue {
+                result[relative] = FileManager.default.contents(atPath: path)
+            }
+        }
+        return result
+    }
+
+    /// A copy of the store at `url` in a new place.
+    public static func copy(_ url: URL) throws -> URL {
+        let copy = TemporaryStores.newURL("copy")
+        try FileManager.default.copyItem(at: url, to: copy)
+        return copy
+    }
+
+    /// The path of segment `number` of the store at `url`.
+    public static func segment(_ url: URL, _ number: Int = 1) -> URL {
+        let digits = String(number)
+        return url.appendingPathComponent("segments/" + String(repeating: "0", count: 6 - digits.count) + digits + ".seg")
+    }
+
+    /// The byte offsets at which the records of a segment start (after its magic line).
+    public static func recordOffsets(_ segment: URL) throws -> [Int] {
+        let bytes = try [UInt8](Data(contentsOf: segment))
+        var offsets: [Int] = []
+        var position = (bytes.firstIndex(of: 0x0A) ?? 0) + 1
+        while position + 18 <= bytes.count {
+            offsets.append(position)
+            let length = Int(String(decoding: bytes[position..<(position + 8)], as: UTF8.self), radix: 16) ?? 0
+            position += 18 + length + 1
+        }
+        return offsets
+    }
+}
