@@ -118,10 +118,7 @@ struct RecordEncoder {
             writer.key("insert")
             writer.beginArray()
             for row in changes.inserted {
-                let entity = schema.entity(named: row.id.entityName)!
-                writer.beginObject()
-                writer.key("e"); writer.string(entity.name)
-                writer.key("id"); writer.string(row.id.primaryKey.uuidString)
+                let entity = beginObject(for: row.id, in: schema, to: &writer)
                 writeWholeRow(row, of: entity, to: &writer)
                 writer.endObject()
             }
@@ -131,10 +128,7 @@ struct RecordEncoder {
             writer.key("update")
             writer.beginArray()
             for update in changes.updated {
-                let entity = schema.entity(named: update.id.entityName)!
-                writer.beginObject()
-                writer.key("e"); writer.string(entity.name)
-                writer.key("id"); writer.string(update.id.primaryKey.uuidString)
+                let entity = beginObject(for: update.id, in: schema, to: &writer)
                 if !update.attributes.isEmpty {
                     writer.key("a")
                     writer.beginObject()
@@ -170,10 +164,7 @@ struct RecordEncoder {
             writer.key("delete")
             writer.beginArray()
             for deletion in changes.deleted {
-                let entity = schema.entity(named: deletion.id.entityName)!
-                writer.beginObject()
-                writer.key("e"); writer.string(entity.name)
-                writer.key("id"); writer.string(deletion.id.primaryKey.uuidString)
+                let entity = beginObject(for: deletion.id, in: schema, to: &writer)
                 if !deletion.tombstone.isEmpty {
                     writer.key("tombstone")
                     writer.beginObject()
@@ -193,6 +184,17 @@ struct RecordEncoder {
     }
 
     // MARK: Values
+
+    /// Begins the object of one inserted, updated or deleted model: `{"e":…,"id":…`.
+    private func beginObject(for id: PersistentIdentifier, in schema: Schema, to writer: inout JSONWriter)
+        -> Schema.Entity {
+        // The context saves only objects of the container's schema, which the store was opened with.
+        let entity = schema.entity(named: id.entityName)!
+        writer.beginObject()
+        writer.key("e"); writer.string(entity.name)
+        writer.key("id"); writer.string(id.primaryKey.uuidString)
+        return entity
+    }
 
     private func writeWholeRow(_ row: ModelSnapshot, of entity: Schema.Entity, to writer: inout JSONWriter) {
         writer.key("a")

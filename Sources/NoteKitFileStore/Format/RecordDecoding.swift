@@ -58,14 +58,18 @@ struct RecordDecoderV1: RecordDecoding {
         DecodingFailure(offset: reader.offset, reason: reason)
     }
 
-    /// Reads the object's members into a dictionary of fields by first reading `"k"` and dispatching on it. The
-    /// writer puts `"k"` first; a record whose `"k"` is not first is still read, through a second pass.
+    /// Reads the record's `"k"` ahead (the writer puts it first, so this reads one member), then decodes the record
+    /// as that kind.
     private func decodeRecord(_ reader: inout JSONReader, schema: Schema?) throws -> StoreRecord {
         var probe = reader
         var kind: String?
-        try probe.readObject { member, key in
-            if key == "k" { kind = try member.readString() } else { try member.skipValue() }
-        }
+        do {
+            try probe.readObject { member, key in
+                guard key == "k" else { return try member.skipValue() }
+                kind = try member.readString()
+                throw FoundAhead()
+            }
+        } catch is FoundAhead {}
         switch kind {
         case "segment": return .segment(try decodeSegment(&reader))
         case "manifest": return .manifest(try decodeManifest(&reader))
@@ -217,13 +221,7 @@ struct RecordDecoderV1: RecordDecoding {
     }
 
     private func readInsert(_ reader: inout JSONReader, schema: Schema) throws -> ModelSnapshot {
-        // "e" comes first in what the writer writes; look it up before reading the rest.
-        var probe = reader
-        var entity: Schema.Entity?
-        try probe.readObject { member, key in
-            if key == "e" { entity = try readEntity(&member, schema: schema) } else { try member.skipValue() }
-        }
-        guard let entity else { throw fail(reader, "an inserted object has no entity") }
+        let entity = try entity(ofObjectAt: reader, schema: schema, role: "an inserted object")
         return try readWholeRow(&reader, entity: entity, withEntityKey: true)
     }
 
@@ -268,12 +266,7 @@ struct RecordDecoderV1: RecordDecoding {
     }
 
     private func readUpdate(_ reader: inout JSONReader, schema: Schema) throws -> ModelUpdate {
-        var probe = reader
-        var entity: Schema.Entity?
-        try probe.readObject { member, key in
-            if key == "e" { entity = try readEntity(&member, schema: schema) } else { try member.skipValue() }
-        }
-        guard let entity else { throw fail(reader, "an updated object has no entity") }
+        let entity = try entity(ofObjectAt: reader, schema: schema, role: "an updated object")
         var id: PersistentIdentifier?
         var attributes: [AttributeChange] = []
         var relationships: [RelationshipChange] = []
@@ -317,12 +310,7 @@ struct RecordDecoderV1: RecordDecoding {
     }
 
     private func readDeletion(_ reader: inout JSONReader, schema: Schema) throws -> ModelDeletion {
-        var probe = reader
-        var entity: Schema.Entity?
-        try probe.readObject { member, key in
-            if key == "e" { entity = try readEntity(&member, schema: schema) } else { try member.skipValue() }
-        }
-        guard let entity else { throw fail(reader, "a deleted object has no entity") }
+        let entity = try entity(ofObjectAt: reader, schema: schema, role: "a deleted object")
         var id: PersistentIdentifier?
         var tombstone: [String: StoredValue] = [:]
         let start = reader
@@ -343,6 +331,25 @@ struct RecordDecoderV1: RecordDecoding {
     }
 
     // MARK: Pieces
+
+    /// Stops a look-ahead as soon as it has what it wants.
+    private struct FoundAhead: Error {}
+
+    /// The entity named by the `"e"` member of the object at `reader`, read ahead on a copy of the reader. The
+    /// writer puts `"e"` first, so the look-ahead reads one member and stops.
+    private func entity(ofObjectAt reader: JSONReader, schema: Schema, role: String) throws -> Schema.Entity {
+        var probe = reader
+        var entity: Schema.Entity?
+        do {
+            try probe.readObject { member, key in
+                guard key == "e" else { return try member.skipValue() }
+                entity = try readEntity(&member, schema: schema)
+                throw FoundAhead()
+            }
+        } catch is FoundAhead {}
+        guard let entity else { throw fail(reader, "\(role) has no entity") }
+        return entity
+    }
 
     private func readEntity(_ reader: inout JSONReader, schema: Schema) throws -> Schema.Entity {
         let name = try reader.readString()
