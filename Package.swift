@@ -16,6 +16,8 @@ let package = Package(
         // What both test targets share: the kinds of store every behaviour test runs on, temporary directories,
         // a file system that fails on purpose.
         .target(name: "NoteKitTestSupport", dependencies: ["NoteKit", "NoteKitFileStore"], path: "Tests/TestSupport"),
+        // Writes Fixtures/v1–v3 through the frozen schemas: `swift run notekit-fixtures Fixtures`.
+        .executableTarget(name: "notekit-fixtures", dependencies: ["NoteKitTestSupport"], path: "Tests/FixtureGenerator"),
         .testTarget(name: "NoteKitTests", dependencies: ["NoteKit", "NoteKitFileStore", "NoteKitTestSupport"]),
         .testTarget(name: "FileStoreTests", dependencies: ["NoteKit", "NoteKitFileStore", "NoteKitTestSupport"]),
     ],

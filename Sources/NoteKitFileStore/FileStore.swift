@@ -61,7 +61,17 @@ public final class FileStore: DataStore {
 
     // MARK: Opening
 
-    init(configuration: FileStoreConfiguration, schema: Schema) throws {
+    /// Where the open's write lock comes from.
+    enum LockSource {
+        /// Take the store's lock (a writable open).
+        case acquire
+        /// Use this one, already held (a migration session handing its lock over), and release it at close.
+        case adopt(any StoreLockHandle)
+        /// A migration session holds the lock and keeps it.
+        case heldBySession
+    }
+
+    init(configuration: FileStoreConfiguration, schema: Schema, lockSource: LockSource = .acquire) throws {
         self.schema = schema
         self.configuration = configuration
         fileSystem = configuration.fileSystem
@@ -70,32 +80,36 @@ public final class FileStore: DataStore {
         let readOnly = configuration.mode == .readOnly
 
         var lock: (any StoreLockHandle)?
+        if case .adopt(let held) = lockSource { lock = held }
         var report = RecoveryReport()
-        if !fileSystem.exists(layout.manifest) {
-            guard case .readWrite(createIfMissing: true) = configuration.mode else {
-                if fileSystem.exists(layout.segments) {
-                    throw FileStoreError.inconsistentSegments(file: layout.manifest, reason: "the manifest is missing")
-                }
-                throw FileStoreError.storeNotFound(path: layout.root)
-            }
-            if fileSystem.exists(layout.segments),
-               !(try fileSystem.contentsOfDirectory(layout.segments)).isEmpty {
-                throw FileStoreError.inconsistentSegments(file: layout.manifest,
-                                                          reason: "the manifest is missing but segments exist")
-            }
-            try fileSystem.makeDirectory(layout.root)
-            lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout)
-            let now = Date()
-            let log = try SegmentLog.create(layout: layout, fileSystem: fileSystem, store: UUID(), now: now,
-                                            records: [encoder.schema(schema)])
-            recovery = report
-            state = Locked(State(rows: RowStorage(schema: schema), log: log, lock: lock, schemas: [schema],
-                                 lastTransaction: 0, operationsLogged: 0, closedSegmentBytes: 0))
-            return
-        }
-
-        if !readOnly { lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout) }
         do {
+            if !fileSystem.exists(layout.manifest) {
+                guard case .readWrite(createIfMissing: true) = configuration.mode else {
+                    if fileSystem.exists(layout.segments) {
+                        throw FileStoreError.inconsistentSegments(file: layout.manifest, reason: "the manifest is missing")
+                    }
+                    throw FileStoreError.storeNotFound(path: layout.root)
+                }
+                if fileSystem.exists(layout.segments),
+                   !(try fileSystem.contentsOfDirectory(layout.segments)).isEmpty {
+                    throw FileStoreError.inconsistentSegments(file: layout.manifest,
+                                                              reason: "the manifest is missing but segments exist")
+                }
+                try fileSystem.makeDirectory(layout.root)
+                if case .acquire = lockSource {
+                    lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout)
+                }
+                let log = try SegmentLog.create(layout: layout, fileSystem: fileSystem, store: UUID(), now: Date(),
+                                                records: [encoder.schema(schema)])
+                recovery = report
+                state = Locked(State(rows: RowStorage(schema: schema), log: log, lock: lock, schemas: [schema],
+                                     lastTransaction: 0, operationsLogged: 0, closedSegmentBytes: 0))
+                return
+            }
+
+            if !readOnly, case .acquire = lockSource {
+                lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout)
+            }
             let replay = try Self.replay(layout: layout, fileSystem: fileSystem, blobs: blobs,
                                          policy: configuration.recovery == .pointInTime && readOnly ? .pointInTime : .strict,
                                          readOnly: readOnly)
@@ -103,34 +117,54 @@ public final class FileStore: DataStore {
                 throw FileStoreError.undecodableRecord(file: layout.segment(replay.manifest.segments[0]), offset: 0,
                                                        reason: "the store records no schema")
             }
-            guard stored.contentHash == schema.contentHash else {
-                throw FileStoreError.schemaMismatch(stored: "\(stored.version) (\(stored.contentHash.prefix(12)))",
-                                                    current: "\(schema.version) (\(schema.contentHash.prefix(12)))")
+            // A schema change is checked (and refused) before anything is written.
+            var rows = replay.log.rows
+            var migration: MigrationRecord?
+            if stored.contentHash != schema.contentHash {
+                guard stored.version <= schema.version else {
+                    throw MigrationError.storeIsNewer(stored: stored.version, current: schema.version)
+                }
+                let lightweight = try LightweightMigration(from: stored, to: schema)
+                rows = try lightweight.convert(rows)
+                let fills = lightweight.fillUpdates(for: rows) { entity, attribute in
+                    schema.generatedDefault(entity: entity, attribute: attribute) ?? .null
+                }
+                rows = ReplayedObjects.applying(fills, to: rows, version: replay.log.lastTransaction + 1)
+                migration = MigrationRecord(number: replay.log.lastTransaction + 1, time: Date(), from: stored,
+                                            schema: schema, fills: fills)
             }
             report.damage = replay.log.damage
-            // Nothing has been written so far. A writable open now recovers: torn tail, then leftovers.
+            // Nothing has been written so far. A writable open now recovers (torn tail, leftovers), then records
+            // the migration, if any, as one more record.
             var log: SegmentLog?
             if !readOnly {
                 if let torn = replay.log.tornTail {
                     report.tornTail = try Self.quarantine(torn, layout: layout, fileSystem: fileSystem)
                 }
                 report.removedLeftovers = try Self.removeLeftovers(manifest: replay.manifest, rows: replay.log.rows,
-                                                                   schema: schema, layout: layout,
+                                                                   schema: stored, layout: layout,
                                                                    fileSystem: fileSystem)
                 log = try SegmentLog.open(layout: layout, fileSystem: fileSystem, manifest: replay.manifest)
+                if let migration {
+                    try log?.append(encoder.migration(migration))
+                    try log?.sync()
+                }
             } else if let torn = replay.log.tornTail {
                 report.tornTail = .init(segment: torn.path, offset: torn.offset, length: torn.length,
                                         reason: torn.reason, quarantinedAt: nil)
             }
-            let rows = RowStorage(schema: schema)
-            rows.load(replay.log.rows, generation: replay.log.lastTransaction)
+            let lastTransaction = replay.log.lastTransaction + (migration == nil ? 0 : 1)
+            let storage = RowStorage(schema: schema)
+            storage.load(rows, generation: lastTransaction)
             let closedBytes = replay.manifest.segments.dropLast().reduce(0) { $0 + (replay.log.segmentSizes[$1] ?? 0) }
             recovery = report
-            state = Locked(State(rows: rows, log: log, lock: lock, schemas: replay.log.schemas,
-                                 lastTransaction: replay.log.lastTransaction,
-                                 operationsLogged: replay.log.operationsLogged, closedSegmentBytes: closedBytes))
+            state = Locked(State(rows: storage, log: log, lock: lock,
+                                 schemas: replay.log.schemas + (migration == nil ? [] : [schema]),
+                                 lastTransaction: lastTransaction,
+                                 operationsLogged: replay.log.operationsLogged + (migration?.fills.count ?? 0),
+                                 closedSegmentBytes: closedBytes))
         } catch {
-            lock?.unlock()
+            if case .acquire = lockSource { lock?.unlock() }
             throw error
         }
     }

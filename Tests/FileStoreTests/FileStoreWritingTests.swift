@@ -141,7 +141,7 @@ struct FileStoreWritingTests {
         let url = TemporaryStores.newURL()
         try StoreFiles.close(try StoreFiles.open(url, NotesSchema.models))
         let before = StoreFiles.contents(of: url)
-        #expect(throws: FileStoreError.self) { _ = try StoreFiles.open(url, [EveryType.self]) }
+        #expect(throws: MigrationError.self) { _ = try StoreFiles.open(url, [EveryType.self]) }
         #expect(StoreFiles.contents(of: url) == before)
     }
 }

@@ -24,22 +24,30 @@ public final class ModelContainer: Sendable {
 
     /// A container for `types` (and every type they reach).
     ///
+    /// A store written with an older schema is migrated when it opens: lightweight changes by themselves (see
+    /// ``LightweightMigration``), other changes through `migrationPlan`'s custom stages.
+    ///
     /// - Parameters:
     ///   - types: the model types.
+    ///   - migrationPlan: the shipped schema versions and the stages between them, for changes that need code.
     ///   - uniquenessPolicy: upsert (SwiftData's behaviour, the default) or reject duplicates of unique keys.
     ///   - configurations: exactly one store configuration.
     /// - Throws: ``SchemaError`` for an invalid model declaration, ``ModelContainerError`` for a configuration
-    ///   NoteKit cannot use, or the store's own errors when it cannot be opened.
-    public convenience init(for types: any PersistentModel.Type..., uniquenessPolicy: UniquenessPolicy = .upsert,
+    ///   NoteKit cannot use, ``MigrationError`` when the store's schema cannot be migrated (the store is then left
+    ///   untouched), or the store's own errors when it cannot be opened.
+    public convenience init(for types: any PersistentModel.Type...,
+                            migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
+                            uniquenessPolicy: UniquenessPolicy = .upsert,
                             configurations: any DataStoreConfiguration...) throws {
-        try self.init(for: Schema(types), uniquenessPolicy: uniquenessPolicy, configurations: configurations)
+        try self.init(for: Schema(types), migrationPlan: migrationPlan, uniquenessPolicy: uniquenessPolicy,
+                      configurations: configurations)
     }
 
     /// A container for `schema`.
     ///
     /// - Throws: as ``init(for:uniquenessPolicy:configurations:)-(any PersistentModel.Type...,_,_)``.
-    public init(for schema: Schema, uniquenessPolicy: UniquenessPolicy = .upsert,
-                configurations: [any DataStoreConfiguration]) throws {
+    public init(for schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
+                uniquenessPolicy: UniquenessPolicy = .upsert, configurations: [any DataStoreConfiguration]) throws {
         guard let runtime = schema.runtime else { throw ModelContainerError.schemaWithoutModelTypes }
         guard let configuration = configurations.first else { throw ModelContainerError.noConfiguration }
         guard configurations.count == 1 else {
@@ -49,7 +57,23 @@ public final class ModelContainer: Sendable {
         self.runtime = runtime
         self.configuration = configuration
         self.uniquenessPolicy = uniquenessPolicy
-        store = try configuration.makeStore(schema: schema)
+        if let migrationPlan, let migratable = configuration as? any MigratableStoreConfiguration {
+            store = try MigrationRunner.open(schema, plan: migrationPlan, configuration: migratable,
+                                             uniquenessPolicy: uniquenessPolicy)
+        } else {
+            store = try configuration.makeStore(schema: schema)
+        }
+    }
+
+    /// A container over a store already opened (by a migration session).
+    init(schema: Schema, store: any DataStore, configuration: any DataStoreConfiguration,
+         uniquenessPolicy: UniquenessPolicy) throws {
+        guard let runtime = schema.runtime else { throw ModelContainerError.schemaWithoutModelTypes }
+        self.schema = schema
+        self.runtime = runtime
+        self.configuration = configuration
+        self.uniquenessPolicy = uniquenessPolicy
+        self.store = store
     }
 
     /// The context of the main actor, created on first use.

@@ -67,6 +67,15 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
         try SchemaValidator.validate(self.entities, runtime: nil)
     }
 
+    /// A fresh default value for attribute `attribute` of `entity`, made as inserting a new object would make it
+    /// (so `UUID()` gives a new identifier each time). Nil for a schema decoded from a store, which has no model
+    /// types to run.
+    public func generatedDefault(entity: String, attribute: Int) -> StoredValue? {
+        guard let metadata = runtime?.metadataByName[entity] else { return nil }
+        let object = metadata.type.init()
+        return object._$attributes[attribute]
+    }
+
     /// The entity named `name`, if the schema has it.
     public func entity(named name: String) -> Entity? {
         entities.first { $0.name == name }

@@ -9,6 +9,7 @@ enum StoreRecord {
     case snapshot(lastTransaction: UInt64, rowCount: Int)
     case rows(entity: String, rows: [ModelSnapshot])
     case manifest(Manifest)
+    case migration(MigrationRecord)
 }
 
 /// A segment's identity, from its first record.
@@ -23,6 +24,33 @@ struct Transaction {
     var number: UInt64
     var time: Date
     var changes: ChangeSet
+}
+
+/// A lightweight migration, recorded as one transaction: the new schema, and the values of new attributes whose
+/// defaults are generated per object (constant defaults need no record: replay recomputes them).
+struct MigrationRecord {
+    var number: UInt64
+    var time: Date
+    /// The content hash of the schema migrated from.
+    var fromHash: String
+    var schema: Schema
+    var fills: [ModelUpdate]
+
+    init(number: UInt64, time: Date, from: Schema, schema: Schema, fills: [ModelUpdate]) {
+        self.number = number
+        self.time = time
+        fromHash = from.contentHash
+        self.schema = schema
+        self.fills = fills
+    }
+
+    init(number: UInt64, time: Date, fromHash: String, schema: Schema, fills: [ModelUpdate]) {
+        self.number = number
+        self.time = time
+        self.fromHash = fromHash
+        self.schema = schema
+        self.fills = fills
+    }
 }
 
 /// What the manifest says: the store's identity and its segments in replay order.
@@ -64,10 +92,7 @@ struct RecordEncoder {
 
     /// The schema record: the `Codable` form of the schema, with a `"k"` and the content hash.
     func schema(_ schema: Schema) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding the schema's plain value types cannot fail.
-        let body = (try? encoder.encode(schema)) ?? Data("{}".utf8)
+        let body = Self.schemaBody(schema)
         var writer = JSONWriter(reservingCapacity: body.count + 128)
         writer.beginObject()
         writer.key("k"); writer.string("schema")
@@ -75,6 +100,33 @@ struct RecordEncoder {
         writer.key("schema"); writer.raw(body)
         writer.endObject()
         return writer.bytes
+    }
+
+    /// The migration record: like a transaction (it has the next number), with the schema migrated to and the
+    /// values filled in for new attributes with generated defaults, in the new schema's layout.
+    func migration(_ migration: MigrationRecord) -> [UInt8] {
+        let body = Self.schemaBody(migration.schema)
+        var writer = JSONWriter(reservingCapacity: body.count + 256 + migration.fills.count * 96)
+        writer.beginObject()
+        writer.key("k"); writer.string("migration")
+        writer.key("tx"); writer.uint(migration.number)
+        writer.key("time"); writer.double(migration.time.timeIntervalSinceReferenceDate)
+        writer.key("from"); writer.string(migration.fromHash)
+        writer.key("hash"); writer.string(migration.schema.contentHash)
+        writer.key("schema"); writer.raw(body)
+        writer.key("update")
+        writer.beginArray()
+        for update in migration.fills { writeUpdate(update, schema: migration.schema, to: &writer) }
+        writer.endArray()
+        writer.endObject()
+        return writer.bytes
+    }
+
+    private static func schemaBody(_ schema: Schema) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding the schema's plain value types cannot fail.
+        return (try? encoder.encode(schema)) ?? Data("{}".utf8)
     }
 
     func snapshot(lastTransaction: UInt64, rowCount: Int) -> [UInt8] {
@@ -127,37 +179,7 @@ struct RecordEncoder {
         if !changes.updated.isEmpty {
             writer.key("update")
             writer.beginArray()
-            for update in changes.updated {
-                let entity = beginObject(for: update.id, in: schema, to: &writer)
-                if !update.attributes.isEmpty {
-                    writer.key("a")
-                    writer.beginObject()
-                    for change in update.attributes {
-                        let attribute = entity.attributes[change.index]
-                        writer.key(attribute.name)
-                        writeValue(change.value, type: attribute.type, to: &writer)
-                    }
-                    writer.endObject()
-                }
-                if !update.relationships.isEmpty {
-                    writer.key("r")
-                    writer.beginObject()
-                    for change in update.relationships {
-                        writer.key(entity.relationships[change.index].name)
-                        switch change.kind {
-                        case .toOne(let target):
-                            if let target { writer.string(target.primaryKey.uuidString) } else { writer.null() }
-                        case let .toMany(added, removed):
-                            writer.beginObject()
-                            writer.key("add"); writeKeys(added, to: &writer)
-                            writer.key("remove"); writeKeys(removed, to: &writer)
-                            writer.endObject()
-                        }
-                    }
-                    writer.endObject()
-                }
-                writer.endObject()
-            }
+            for update in changes.updated { writeUpdate(update, schema: schema, to: &writer) }
             writer.endArray()
         }
         if !changes.deleted.isEmpty {
@@ -184,6 +206,39 @@ struct RecordEncoder {
     }
 
     // MARK: Values
+
+    /// `{"e":…,"id":…,"a":{changed attributes},"r":{changed relationships}}`.
+    private func writeUpdate(_ update: ModelUpdate, schema: Schema, to writer: inout JSONWriter) {
+        let entity = beginObject(for: update.id, in: schema, to: &writer)
+        if !update.attributes.isEmpty {
+            writer.key("a")
+            writer.beginObject()
+            for change in update.attributes {
+                let attribute = entity.attributes[change.index]
+                writer.key(attribute.name)
+                writeValue(change.value, type: attribute.type, to: &writer)
+            }
+            writer.endObject()
+        }
+        if !update.relationships.isEmpty {
+            writer.key("r")
+            writer.beginObject()
+            for change in update.relationships {
+                writer.key(entity.relationships[change.index].name)
+                switch change.kind {
+                case .toOne(let target):
+                    if let target { writer.string(target.primaryKey.uuidString) } else { writer.null() }
+                case let .toMany(added, removed):
+                    writer.beginObject()
+                    writer.key("add"); writeKeys(added, to: &writer)
+                    writer.key("remove"); writeKeys(removed, to: &writer)
+                    writer.endObject()
+                }
+            }
+            writer.endObject()
+        }
+        writer.endObject()
+    }
 
     /// Begins the object of one inserted, updated or deleted model: `{"e":…,"id":…`.
     private func beginObject(for id: PersistentIdentifier, in schema: Schema, to writer: inout JSONWriter)

@@ -77,6 +77,7 @@ struct RecordDecoderV1: RecordDecoding {
         case "snapshot": return try decodeSnapshot(&reader)
         case "rows": return try decodeRows(&reader, schema: try require(schema, reader))
         case "tx": return .transaction(try decodeTransaction(&reader, schema: try require(schema, reader)))
+        case "migration": return .migration(try decodeMigration(&reader))
         case let other?: throw fail(reader, "unknown record kind \(String(reflecting: other))")
         case nil: throw fail(reader, "the record has no \"k\"")
         }
@@ -134,28 +135,56 @@ struct RecordDecoderV1: RecordDecoding {
             switch key {
             case "k": _ = try member.readString()
             case "hash": hash = try member.readString()
-            case "schema":
-                let valueStart = member.offset - start.offset
-                try member.skipValue()
-                let valueEnd = member.offset - start.offset
-                let bytes = Data(UnsafeRawBufferPointer(rebasing: start.buffer[valueStart..<valueEnd]))
-                do {
-                    schema = try JSONDecoder().decode(Schema.self, from: bytes)
-                } catch {
-                    throw fail(member, "the schema does not decode: \(error)")
-                }
+            case "schema": schema = try decodeSchemaBody(&member, start: start)
             default: throw fail(member, "unknown key \(String(reflecting: key.string)) in a schema record")
             }
         }
         guard let schema else { throw fail(start, "a schema record has no schema") }
-        let validated: Schema
-        do { validated = try Schema(version: schema.version, entities: schema.entities) } catch {
-            throw fail(start, "the stored schema is inconsistent: \(error)")
+        if let hash, hash != schema.contentHash {
+            throw fail(start, "the schema's content hash is \(schema.contentHash), the record says \(hash)")
         }
-        if let hash, hash != validated.contentHash {
-            throw fail(start, "the schema's content hash is \(validated.contentHash), the record says \(hash)")
+        return schema
+    }
+
+    /// Decodes a schema's `Codable` form (validated by decoding) from the value at `member`; `start` is the
+    /// record's reader, whose buffer holds the value's bytes.
+    private func decodeSchemaBody(_ member: inout JSONReader, start: JSONReader) throws -> Schema {
+        let valueStart = member.offset - start.offset
+        try member.skipValue()
+        let valueEnd = member.offset - start.offset
+        let bytes = Data(UnsafeRawBufferPointer(rebasing: start.buffer[valueStart..<valueEnd]))
+        do {
+            return try JSONDecoder().decode(Schema.self, from: bytes)
+        } catch {
+            throw fail(member, "the schema does not decode: \(error)")
         }
-        return validated
+    }
+
+    private func decodeMigration(_ reader: inout JSONReader) throws -> MigrationRecord {
+        var number: UInt64?, time: Date?, from: String?, hash: String?, schema: Schema?
+        var fills: [ModelUpdate] = []
+        let start = reader
+        try reader.readObject { member, key in
+            switch key {
+            case "k": _ = try member.readString()
+            case "tx": number = try member.readUInt64()
+            case "time": time = Date(timeIntervalSinceReferenceDate: try member.readDouble())
+            case "from": from = try member.readString()
+            case "hash": hash = try member.readString()
+            case "schema": schema = try decodeSchemaBody(&member, start: start)
+            case "update":
+                guard let schema else { throw fail(member, "a migration's updates come before its schema") }
+                try member.readArray { element in fills.append(try readUpdate(&element, schema: schema)) }
+            default: throw fail(member, "unknown key \(String(reflecting: key.string)) in a migration record")
+            }
+        }
+        guard let number, let time, let from, let schema else {
+            throw fail(start, "a migration record lacks tx, time, from or schema")
+        }
+        if let hash, hash != schema.contentHash {
+            throw fail(start, "the schema's content hash is \(schema.contentHash), the record says \(hash)")
+        }
+        return MigrationRecord(number: number, time: time, fromHash: from, schema: schema, fills: fills)
     }
 
     private func decodeSnapshot(_ reader: inout JSONReader) throws -> StoreRecord {

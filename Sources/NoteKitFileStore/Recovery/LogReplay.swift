@@ -161,6 +161,8 @@ struct LogReplay {
             throw FileStoreError.undecodableRecord(file: file, offset: offset, reason: "a manifest record in a segment")
         case .schema(let schema):
             schemas.append(schema)
+        case .migration(let migration):
+            try apply(migration, at: offset, file: file)
         case let .snapshot(last, _):
             objects.beginSnapshot(after: last)
             operationsLogged = 0
@@ -176,5 +178,19 @@ struct LogReplay {
             let changes = transaction.changes
             operationsLogged += changes.inserted.count + changes.updated.count + changes.deleted.count
         }
+    }
+
+    /// Converts the objects to the migration's schema (constant defaults are recomputed), then applies the
+    /// values the migration recorded for generated defaults.
+    private mutating func apply(_ migration: MigrationRecord, at offset: Int, file: String) throws {
+        guard let previous = schemas.last, previous.contentHash == migration.fromHash else {
+            throw FileStoreError.undecodableRecord(file: file, offset: offset,
+                                                   reason: "a migration from a schema that is not the current one")
+        }
+        if let reason = objects.migrate(from: previous, by: migration) {
+            throw FileStoreError.undecodableRecord(file: file, offset: offset, reason: reason)
+        }
+        schemas.append(migration.schema)
+        operationsLogged += migration.fills.count
     }
 }

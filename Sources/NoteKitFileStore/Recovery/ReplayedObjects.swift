@@ -72,6 +72,33 @@ struct ReplayedObjects {
         return nil
     }
 
+    /// Converts every object from `previous` to the migration's schema and applies the values it recorded, as one
+    /// transaction; returns why it does not apply (and changes nothing).
+    mutating func migrate(from previous: Schema, by migration: MigrationRecord, consecutive: Bool = true) -> String? {
+        let converted: [ModelSnapshot]
+        do {
+            converted = try LightweightMigration(from: previous, to: migration.schema).convert(rows)
+        } catch {
+            return "the recorded migration no longer applies: \(error)"
+        }
+        var next = ReplayedObjects()
+        next.lastTransaction = lastTransaction
+        for row in converted { next.insert(row) }
+        let transaction = Transaction(number: migration.number, time: migration.time,
+                                      changes: ChangeSet(updated: migration.fills))
+        if let reason = next.apply(transaction, consecutive: consecutive) { return reason }
+        self = next
+        return nil
+    }
+
+    /// `rows` with `updates` applied, in the same order.
+    static func applying(_ updates: [ModelUpdate], to rows: [ModelSnapshot], version: UInt64) -> [ModelSnapshot] {
+        guard !updates.isEmpty else { return rows }
+        var byID: [PersistentIdentifier: ModelUpdate] = [:]
+        for update in updates { byID[update.id] = update }
+        return rows.map { row in byID[row.id].map { row.applying($0, version: version) } ?? row }
+    }
+
     private mutating func insert(_ row: ModelSnapshot) {
         objects[row.id] = (order.count, row)
         order.append(row.id)

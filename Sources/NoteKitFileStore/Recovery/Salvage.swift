@@ -84,6 +84,15 @@ extension FileStore {
                                                             schema: schemas.last)
                             switch record {
                             case .schema(let schema): schemas.append(schema)
+                            case .migration(let migration):
+                                if let previous = schemas.last,
+                                   let reason = state.migrate(from: previous, by: migration) {
+                                    report.skippedRecords.append(.init(file: path, offset: offset,
+                                                                       length: next - offset, reason: reason))
+                                } else {
+                                    report.transactionsKept += 1
+                                }
+                                schemas.append(migration.schema)
                             case .segment(let header):
                                 if storeID == nil { storeID = header.store }
                             default:
@@ -160,8 +169,12 @@ private struct SalvageState {
             return objects.addSnapshotRows(rows)
         case .transaction(let transaction):
             return objects.apply(transaction, consecutive: false)
-        case .segment, .schema, .manifest:
+        case .segment, .schema, .manifest, .migration:
             return nil
         }
+    }
+
+    mutating func migrate(from previous: Schema, by migration: MigrationRecord) -> String? {
+        objects.migrate(from: previous, by: migration, consecutive: false)
     }
 }

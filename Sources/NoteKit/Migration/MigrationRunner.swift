@@ -1,0 +1,72 @@
+/// Runs a migration plan against a store, holding its lock across every step.
+enum MigrationRunner {
+    /// Opens the store for `schema`, first running the plan's stages from the stored schema's version.
+    ///
+    /// Each custom stage runs in order: `willMigrate` on the store opened with the stage's old schema, then the
+    /// store is opened with its new schema (a lightweight migration recorded in the store), then `didMigrate`.
+    /// What a stage saves stays saved if a later step fails; the schema moves on only when a stage completes, so
+    /// the next open runs a failed stage again (write stages so that running one twice does no harm).
+    ///
+    /// - Throws: ``MigrationError``, ``SchemaError`` for an invalid versioned schema, or the store's errors.
+    static func open(_ schema: Schema, plan: any SchemaMigrationPlan.Type,
+                     configuration: any MigratableStoreConfiguration,
+                     uniquenessPolicy: UniquenessPolicy) throws -> any DataStore {
+        let session = try configuration.beginMigration()
+        var ended = false
+        defer { if !ended { session.end() } }
+        func finish() throws -> any DataStore {
+            let store = try session.openStore(schema: schema, keepingLock: true)
+            ended = true
+            session.end()
+            return store
+        }
+        guard let stored = session.storedSchema, stored.contentHash != schema.contentHash, !session.isReadOnly else {
+            return try finish()
+        }
+        guard stored.version <= schema.version else {
+            throw MigrationError.storeIsNewer(stored: stored.version, current: schema.version)
+        }
+        let versions = try plan.schemas.map { try Schema(versionedSchema: $0) }
+        guard var position = versions.firstIndex(where: { $0.contentHash == stored.contentHash }) else {
+            // A store written by no version the plan knows: infer a lightweight migration to today's schema.
+            return try finish()
+        }
+        while let stage = plan.stages.first(where: { stageVersion($0.fromVersion, in: versions) == position }) {
+            guard let target = stageVersion(stage.toVersion, in: versions), target > position else {
+                throw MigrationError.stageFailed(from: versions[position].version, to: versions[position].version,
+                                                 reason: "the stage does not lead to a later version of the plan")
+            }
+            let from = versions[position], to = versions[target]
+            if case .custom(_, _, let willMigrate?, _) = stage {
+                let store = try session.openStore(schema: from, keepingLock: false)
+                try run(willMigrate, on: store, schema: from, configuration: configuration,
+                        uniquenessPolicy: uniquenessPolicy, stage: (from.version, to.version))
+            }
+            let store = try session.openStore(schema: to, keepingLock: false)
+            if case .custom(_, _, _, let didMigrate?) = stage {
+                try run(didMigrate, on: store, schema: to, configuration: configuration,
+                        uniquenessPolicy: uniquenessPolicy, stage: (from.version, to.version))
+            }
+            position = target
+        }
+        return try finish()
+    }
+
+    private static func stageVersion(_ type: any VersionedSchema.Type, in versions: [Schema]) -> Int? {
+        versions.firstIndex { $0.version == type.versionIdentifier }
+    }
+
+    private static func run(_ body: (ModelContext) throws -> Void, on store: any DataStore, schema: Schema,
+                            configuration: any DataStoreConfiguration, uniquenessPolicy: UniquenessPolicy,
+                            stage: (Schema.Version, Schema.Version)) throws {
+        let container = try ModelContainer(schema: schema, store: store, configuration: configuration,
+                                           uniquenessPolicy: uniquenessPolicy)
+        let context = ModelContext(container)
+        do {
+            try body(context)
+            if context.hasChanges { try context.save() }
+        } catch {
+            throw MigrationError.stageFailed(from: stage.0, to: stage.1, reason: "\(error)")
+        }
+    }
+}

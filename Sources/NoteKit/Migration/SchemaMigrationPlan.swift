@@ -1,0 +1,69 @@
+/// The shipped versions of a schema, oldest first, and how to get from each to the next (SwiftData's
+/// `SchemaMigrationPlan`).
+///
+/// ```swift
+/// enum NotesMigrationPlan: SchemaMigrationPlan {
+///     static var schemas: [any VersionedSchema.Type] { [SchemaV1.self, SchemaV2.self] }
+///     static var stages: [MigrationStage] {
+///         [.custom(fromVersion: SchemaV1.self, toVersion: SchemaV2.self,
+///                  willMigrate: { context in /* remove duplicates before a unique constraint */ },
+///                  didMigrate: nil)]
+///     }
+/// }
+/// let container = try ModelContainer(for: SchemaV2.Note.self, migrationPlan: NotesMigrationPlan.self,
+///                                    configurations: FileStoreConfiguration(url: url))
+/// ```
+///
+/// A plan is needed only for changes a lightweight migration cannot infer; without one, NoteKit compares the stored
+/// schema with today's and migrates by itself (see ``LightweightMigration``). A store whose schema matches none of
+/// the plan's versions is migrated lightweight to the current schema rather than refused.
+public protocol SchemaMigrationPlan {
+    /// Every shipped version, oldest first.
+    static var schemas: [any VersionedSchema.Type] { get }
+    /// The steps between consecutive versions.
+    static var stages: [MigrationStage] { get }
+}
+
+/// One step of a migration plan.
+public enum MigrationStage {
+    /// A step a lightweight migration makes by itself.
+    case lightweight(fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type)
+    /// A step with code: `willMigrate` runs on a context over the old version's models before the schema changes,
+    /// `didMigrate` on a context over the new version's models after; what each changes is saved when it returns.
+    case custom(fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type,
+                willMigrate: ((ModelContext) throws -> Void)?, didMigrate: ((ModelContext) throws -> Void)?)
+
+    var fromVersion: any VersionedSchema.Type {
+        switch self {
+        case .lightweight(let from, _), .custom(let from, _, _, _): from
+        }
+    }
+
+    var toVersion: any VersionedSchema.Type {
+        switch self {
+        case .lightweight(_, let to), .custom(_, let to, _, _): to
+        }
+    }
+}
+
+/// A store configuration that can run a migration plan: it holds the store's write lock across every step, so
+/// that a custom stage runs once even when several processes open the store together (the others wait, then find
+/// the store migrated).
+public protocol MigratableStoreConfiguration: DataStoreConfiguration {
+    /// Takes the store's write lock (waiting as the configuration allows) and reads which schema it was written with.
+    func beginMigration() throws -> any StoreMigrationSession
+}
+
+/// A store held for migration.
+public protocol StoreMigrationSession: AnyObject {
+    /// The schema the store was last written with; nil for a store that does not exist yet.
+    var storedSchema: Schema? { get }
+    /// Opens the store with `schema` under the session's lock, migrating lightweight from the stored schema if they
+    /// differ. With `keepingLock`, the store takes the lock over and the session ends.
+    func openStore(schema: Schema, keepingLock: Bool) throws -> any DataStore
+    /// Releases the lock, unless a store took it over.
+    func end()
+    /// Whether the store is opened read-only: lightweight steps then happen in memory only, and custom stages,
+    /// whose changes could not be saved, do not run.
+    var isReadOnly: Bool { get }
+}

@@ -1,0 +1,98 @@
+import FoundationEssentials
+import NoteKit
+
+extension FileStoreConfiguration: MigratableStoreConfiguration {
+    /// Takes the store's write lock for a whole migration plan, waiting for another process that holds it (up to
+    /// `lockTimeout`, or 30 seconds when none is set: a process that finds the store being migrated waits and then
+    /// finds it migrated, rather than failing).
+    ///
+    /// - Throws: ``FileStoreError/locked(path:)`` after the wait; errors reading the store's schema history.
+    public func beginMigration() throws -> any StoreMigrationSession {
+        try FileStoreMigrationSession(configuration: self)
+    }
+}
+
+/// A file store held for a migration plan: the lock, and the schema the store was written with.
+final class FileStoreMigrationSession: StoreMigrationSession {
+    let configuration: FileStoreConfiguration
+    let storedSchema: Schema?
+    private var lock: (any StoreLockHandle)?
+    private var open: FileStore?
+
+    init(configuration: FileStoreConfiguration) throws {
+        self.configuration = configuration
+        let layout = StoreLayout(root: configuration.url.path)
+        let fileSystem = configuration.fileSystem
+        if configuration.mode != .readOnly && fileSystem.exists(layout.root) {
+            lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout ?? 30)
+        }
+        do {
+            storedSchema = fileSystem.exists(layout.manifest)
+                ? try LogReplay.schemaHistory(layout: layout, fileSystem: fileSystem).last : nil
+        } catch {
+            lock?.unlock()
+            throw error
+        }
+    }
+
+    func openStore(schema: Schema, keepingLock: Bool) throws -> any DataStore {
+        try open?.close()
+        open = nil
+        if configuration.mode == .readOnly {
+            return try FileStore(configuration: configuration, schema: schema)
+        }
+        guard let held = lock else {
+            // The store did not exist: the open creates it and takes the lock itself.
+            let store = try FileStore(configuration: configuration, schema: schema)
+            if !keepingLock { open = store }
+            return store
+        }
+        if keepingLock {
+            let store = try FileStore(configuration: configuration, schema: schema, lockSource: .adopt(held))
+            lock = nil
+            return store
+        }
+        let store = try FileStore(configuration: configuration, schema: schema, lockSource: .heldBySession)
+        open = store
+        return store
+    }
+
+    func end() {
+        try? open?.close()
+        open = nil
+        lock?.unlock()
+        lock = nil
+    }
+
+    var isReadOnly: Bool { configuration.mode == .readOnly }
+}
+
+extension LogReplay {
+    /// The schemas a store was written with, oldest first, read without decoding its transactions.
+    static func schemaHistory(layout: StoreLayout, fileSystem: any StoreFileSystem) throws -> [Schema] {
+        let manifest = try SegmentLog.readManifest(layout: layout, fileSystem: fileSystem)
+        var schemas: [Schema] = []
+        for number in manifest.segments {
+            let scan = try SegmentScan.read(layout.segment(number), number: number, fileSystem: fileSystem)
+            guard let decoder = RecordDecoders.decoder(for: scan.version, blobs: nil) else {
+                throw FileStoreError.unsupportedFormatVersion(file: scan.path, found: scan.version,
+                                                              supported: MagicLine.supportedVersions)
+            }
+            try scan.bytes.withUnsafeBytes { buffer in
+                for range in scan.records {
+                    let payload = UnsafeRawBufferPointer(rebasing: buffer[range])
+                    // The writer puts "k" first: only schema and migration records need decoding.
+                    let prefix = Array(payload.prefix(16))
+                    guard prefix.starts(with: Array(#"{"k":"schema""#.utf8))
+                        || prefix.starts(with: Array(#"{"k":"migration""#.utf8)) else { continue }
+                    switch try decoder.decode(payload, offset: range.lowerBound, file: scan.path, schema: schemas.last) {
+                    case .schema(let schema): schemas.append(schema)
+                    case .migration(let migration): schemas.append(migration.schema)
+                    default: break
+                    }
+                }
+            }
+        }
+        return schemas
+    }
+}

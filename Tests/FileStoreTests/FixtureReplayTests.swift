@@ -1,0 +1,159 @@
+import Foundation
+import NoteKit
+import NoteKitFileStore
+import NoteKitTestSupport
+import Testing
+
+/// DOMAIN.md M1–M6: the committed fixtures, written through frozen declarations, reopen under today's models.
+@Suite("Migration fixtures: v1–v3 reopen under today's models")
+struct FixtureReplayTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fixtures")
+
+    static func fixture(_ version: Int) -> URL { fixtures.appendingPathComponent("v\(version)") }
+
+    @Test("Every fixture matches its checksum list: committed fixtures are never modified", arguments: [1, 2, 3])
+    func checksums(version: Int) throws {
+        #expect(try StoreFixture.verify(Self.fixture(version)) == [])
+    }
+
+    @Test("M1: each fixture was written through its frozen declarations, not today's models", arguments: [1, 2, 3])
+    func m1(version: Int) throws {
+        let frozen = try Schema(versionedSchema: NotesFixtureData.versionedSchema(version))
+        let today = try Schema(NotesSchema.models, version: NotesSchema.versionIdentifier)
+        #expect(frozen.contentHash != today.contentHash)
+        // Opening a copy read-only with the frozen declarations needs no migration at all: the schemas match.
+        let (container, copy) = try StoreFixture.openCopy(of: Self.fixture(version), schema: frozen) {
+            $0.mode = .readOnly
+        }
+        defer { try? FileManager.default.removeItem(at: copy) }
+        let segment = try String(contentsOf: StoreFiles.segment(copy), encoding: .utf8)
+        #expect(segment.contains(#""hash":"\#(frozen.contentHash)""#))
+        #expect(!segment.contains(today.contentHash))
+        let stored = try container.store.fetch(StoreFetchRequest(entity: "Note", resultType: .count))
+        #expect(stored.count == NotesFixtureData.notes(version: version).count)
+        #expect(throws: FetchError.unknownEntity("Note"), "today's Note is not a model of the frozen schema") {
+            try ModelContext(container).fetchCount(FetchDescriptor<Note>())
+        }
+    }
+
+    @Test("M2: naming only Note registers all five entities")
+    func m2() throws {
+        let (container, copy) = try StoreFixture.openCopy(of: Self.fixture(3), schema: Schema([Note.self],
+                                                                                            version: NotesSchema.versionIdentifier))
+        defer { try? FileManager.default.removeItem(at: copy) }
+        #expect(container.schema.entities.map(\.name) == ["Folder", "Note", "NoteAttachment", "NoteDrawing", "NoteRevision"])
+        #expect(container.schema.contentHash == (try Schema(versionedSchema: NotesSchema.self)).contentHash)
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<Note>()) == NotesFixtureData.notes(version: 3).count)
+    }
+
+    @Test("M3: reopening a v2 store keeps every folder as a root, filing, drawings, revisions, text and timestamps")
+    func m3() throws {
+        try replay(version: 2) { context in
+            let hierarchy = FolderHierarchy(context: context)
+            let folders = try context.fetch(FetchDescriptor<Folder>())
+            #expect(folders.allSatisfy { $0.parent == nil && $0.children.isEmpty }, "every folder is a root folder")
+            #expect(Set(try hierarchy.roots().map(\.name)) == Set(NotesFixtureData.folders(version: 2).map(\.name)))
+            #expect(try hierarchy.isForest(), "the hierarchy is cycle free")
+            try expectNotes(version: 2, in: context)
+        }
+    }
+
+    @Test("M4: reopening a v3 store keeps notes, nested folders, filing, drawings and revisions; no attachments")
+    func m4() throws {
+        try replay(version: 3) { context in
+            let hierarchy = FolderHierarchy(context: context)
+            let folders = try context.fetch(FetchDescriptor<Folder>())
+            let byName = Dictionary(uniqueKeysWithValues: folders.map { ($0.name, $0) })
+            for spec in NotesFixtureData.folders(version: 3) {
+                #expect(byName[spec.name]?.parent?.name == spec.parent, "\(spec.name)'s parent")
+            }
+            #expect(hierarchy.path(of: try #require(byName["NoteKit"])).map(\.name) == ["Work", "Projects", "NoteKit"])
+            #expect(try hierarchy.isForest())
+            try expectNotes(version: 3, in: context)
+            #expect(try context.fetch(FetchDescriptor<Note>()).allSatisfy { $0.attachments.isEmpty })
+            #expect(try context.fetchCount(FetchDescriptor<NoteAttachment>()) == 0)
+        }
+    }
+
+    @Test("M5: reopening a v1 store keeps notes, folders, filing and drawings; every note has an empty history")
+    func m5() throws {
+        try replay(version: 1) { context in
+            #expect(Set(try context.fetch(FetchDescriptor<Folder>()).map(\.name))
+                    == Set(NotesFixtureData.folders(version: 1).map(\.name)))
+            try expectNotes(version: 1, in: context)
+            let notes = try context.fetch(FetchDescriptor<Note>())
+            #expect(notes.allSatisfy { NoteEditor(context: context).history(of: $0).isEmpty })
+            #expect(try context.fetchCount(FetchDescriptor<NoteRevision>()) == 0)
+        }
+    }
+
+    @Test("M6: every frozen schema has its fixture and the current schema is one version past the newest")
+    func m6() throws {
+        let frozen: [any VersionedSchema.Type] = [PreRevisionSchema.self, PreNestedFolderSchema.self,
+                                                  PreAttachmentSchema.self]
+        for (index, schema) in frozen.enumerated() {
+            #expect(schema.versionIdentifier == Schema.Version(index + 1, 0, 0))
+            #expect(FileManager.default.fileExists(atPath: Self.fixture(index + 1).appendingPathComponent("MANIFEST").path))
+        }
+        // A new schema version needs a new frozen declaration, a new Fixtures/vN and a replay test like those above.
+        #expect(NotesSchema.versionIdentifier == Schema.Version(frozen.count + 1, 0, 0),
+                "NotesSchema changed version: add Fixtures/v\(frozen.count + 1) through a frozen declaration")
+        let newest = try Schema(versionedSchema: frozen.last!)
+        let today = try Schema(versionedSchema: NotesSchema.self)
+        let migration = try LightweightMigration(from: newest, to: today)
+        #expect(!migration.diff.isRefused && !migration.diff.changes.isEmpty)
+    }
+
+    /// Copies the fixture, opens it with today's models, checks; edits, saves, reopens, checks; compacts, reopens,
+    /// checks again.
+    private func replay(version: Int, check: (ModelContext) throws -> Void) throws {
+        let (container, copy) = try StoreFixture.openCopy(of: Self.fixture(version),
+                                                          schema: try Schema(versionedSchema: NotesSchema.self))
+        defer { try? FileManager.default.removeItem(at: copy) }
+        do {
+            let context = ModelContext(container)
+            try check(context)
+            // An edit and a save under today's schema.
+            let note = Note()
+            note.title = "added after migration"
+            context.insert(note)
+            try context.save()
+            try context.delete(note)
+            try context.save()
+            try StoreFiles.close(container)
+        }
+        let reopened = try StoreFiles.open(copy, NotesSchema.models)
+        try check(ModelContext(reopened))
+        try StoreFiles.store(reopened).compact()
+        try StoreFiles.close(reopened)
+        let compacted = try StoreFiles.open(copy, NotesSchema.models)
+        try check(ModelContext(compacted))
+        let text = try String(contentsOf: StoreFiles.segment(copy, 2), encoding: .utf8)
+        #expect(text.contains(#""k":"rows","e":"NoteAttachment""#) == false, "no attachments to write")
+        #expect(text.contains(#""k":"rows","e":"Note""#), "compaction writes the state in today's schema")
+        try StoreFiles.close(compacted)
+    }
+
+    /// The notes read back exactly as the fixture wrote them: text, dates, filing, drawings, revisions.
+    private func expectNotes(version: Int, in context: ModelContext) throws {
+        let notes = try context.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.createdAt)]))
+        let expected = NotesFixtureData.notes(version: version)
+        #expect(notes.map(\.id) == expected.map(\.id))
+        for (note, spec) in zip(notes, expected) {
+            #expect(note.title == spec.title && note.body == spec.body, "\(spec.title)")
+            #expect(note.eventDate == spec.eventDate && note.createdAt == spec.createdAt && note.updatedAt == spec.updatedAt)
+            #expect(note.folder?.name == spec.folder, "filing of \(spec.title)")
+            #expect(note.drawing?.data == spec.drawing, "drawing of \(spec.title)")
+            let history = NoteEditor(context: context).history(of: note)
+            #expect(history.map(\.id) == spec.revisions.sorted { $0.capturedAt > $1.capturedAt }.map(\.id))
+            for revision in history {
+                let revisionSpec = try #require(spec.revisions.first { $0.id == revision.id })
+                #expect(revision.title == revisionSpec.title && revision.body == revisionSpec.body)
+                #expect(revision.updatedAt == revisionSpec.updatedAt && revision.capturedAt == revisionSpec.capturedAt)
+                #expect(revision.eventDate == revisionSpec.eventDate)
+            }
+        }
+        #expect(context.readFailures.isEmpty)
+    }
+}
