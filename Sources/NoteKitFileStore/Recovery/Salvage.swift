@@ -47,7 +47,7 @@ extension FileStore {
         }
         var report = SalvageReport()
         // The manifest says which segments count; without a readable one, every segment file does, in order.
-        var numbers: [Int]
+        let numbers: [Int]
         var storeID: UUID?
         if let manifest = try? SegmentLog.readManifest(layout: layout, fileSystem: fileSystem) {
             numbers = manifest.segments
@@ -61,7 +61,7 @@ extension FileStore {
         let sourceBlobs = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
         var schemas: [Schema] = []
         var state = SalvageState()
-        for number in numbers.sorted(by: { numbers.firstIndex(of: $0)! < numbers.firstIndex(of: $1)! }) {
+        for number in numbers {
             let path = layout.segment(number)
             guard let bytes = try? fileSystem.read(path) else {
                 report.skippedBytes.append(.init(file: path, offset: 0, length: 0, reason: "the segment is missing"))
@@ -74,46 +74,37 @@ extension FileStore {
                                                      reason: "not a segment of a format this build reads"))
                     return
                 }
-                var offset = start
-                while offset < buffer.count {
-                    switch RecordFrame.scan(buffer, at: offset) {
-                    case let .record(payload, next):
-                        do {
-                            let record = try decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[payload]),
-                                                            offset: payload.lowerBound, file: path,
-                                                            schema: schemas.last)
-                            switch record {
-                            case .schema(let schema): schemas.append(schema)
-                            case .migration(let migration):
-                                if let previous = schemas.last,
-                                   let reason = state.migrate(from: previous, by: migration) {
-                                    report.skippedRecords.append(.init(file: path, offset: offset,
-                                                                       length: next - offset, reason: reason))
-                                } else {
-                                    report.transactionsKept += 1
-                                }
-                                schemas.append(migration.schema)
-                            case .segment(let header):
-                                if storeID == nil { storeID = header.store }
-                            default:
-                                if let reason = state.apply(record) {
-                                    report.skippedRecords.append(.init(file: path, offset: offset,
-                                                                       length: next - offset, reason: reason))
-                                } else if case .transaction = record {
-                                    report.transactionsKept += 1
-                                }
+                RecordFrame.walk(buffer, from: start) { payload, next in
+                    let offset = payload.lowerBound - RecordFrame.headerLength
+                    do {
+                        let record = try decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[payload]),
+                                                        offset: payload.lowerBound, file: path, schema: schemas.last)
+                        switch record {
+                        case .schema(let schema): schemas.append(schema)
+                        case .migration(let migration):
+                            if let previous = schemas.last, let reason = state.migrate(from: previous, by: migration) {
+                                report.skippedRecords.append(.init(file: path, offset: offset, length: next - offset,
+                                                                   reason: reason))
+                            } else {
+                                report.transactionsKept += 1
                             }
-                        } catch {
-                            report.skippedRecords.append(.init(file: path, offset: offset, length: next - offset,
-                                                               reason: "\(error)"))
+                            schemas.append(migration.schema)
+                        case .segment(let header):
+                            if storeID == nil { storeID = header.store }
+                        default:
+                            if let reason = state.apply(record) {
+                                report.skippedRecords.append(.init(file: path, offset: offset, length: next - offset,
+                                                                   reason: reason))
+                            } else if case .transaction = record {
+                                report.transactionsKept += 1
+                            }
                         }
-                        offset = next
-                    case .truncated(let reason), .invalid(let reason):
-                        let resume = RecordFrame.nextIntactRecord(in: buffer, after: offset) ?? buffer.count
-                        report.skippedBytes.append(.init(file: path, offset: offset, length: resume - offset,
-                                                         reason: reason))
-                        offset = resume
+                    } catch {
+                        report.skippedRecords.append(.init(file: path, offset: offset, length: next - offset,
+                                                           reason: "\(error)"))
                     }
+                } damaged: { offset, length, reason, _ in
+                    report.skippedBytes.append(.init(file: path, offset: offset, length: length, reason: reason))
                 }
             }
         }

@@ -1,0 +1,154 @@
+import FoundationEssentials
+import NoteKit
+
+/// Looking inside any NoteKit store without its model types: by the schema stored in it. What the `notekit` tool
+/// is made of.
+public enum StoreInspector {
+    /// Every schema the store at `url` was written with, oldest first.
+    ///
+    /// - Throws: ``FileStoreError`` when the manifest or a segment cannot be read.
+    public static func schemaHistory(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> [Schema] {
+        let layout = StoreLayout(root: url.path)
+        guard fileSystem.exists(layout.manifest) else { throw FileStoreError.storeNotFound(path: layout.root) }
+        return try LogReplay.schemaHistory(layout: layout, fileSystem: fileSystem)
+    }
+
+    /// Opens the store at `url` read-only, in the schema stored in it: nothing is written, not even recovery.
+    ///
+    /// - Throws: what opening a store throws.
+    public static func openReadOnly(at url: URL, recovery: FileStoreConfiguration.RecoveryMode = .tolerateTornTail,
+                                    fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> FileStore {
+        guard let schema = try schemaHistory(at: url, fileSystem: fileSystem).last else {
+            throw FileStoreError.undecodableRecord(file: url.path, offset: 0, reason: "the store records no schema")
+        }
+        let configuration = FileStoreConfiguration(url: url, mode: .readOnly, recovery: recovery,
+                                                   automaticCompaction: nil, fileSystem: fileSystem)
+        return try FileStore(configuration: configuration, schema: schema)
+    }
+
+    /// Opens the store at `url` for writing, in the schema stored in it (for compaction by a tool).
+    public static func openForWriting(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> FileStore {
+        guard let schema = try schemaHistory(at: url, fileSystem: fileSystem).last else {
+            throw FileStoreError.undecodableRecord(file: url.path, offset: 0, reason: "the store records no schema")
+        }
+        let configuration = FileStoreConfiguration(url: url, mode: .readWrite(createIfMissing: false),
+                                                   automaticCompaction: nil, fileSystem: fileSystem)
+        return try FileStore(configuration: configuration, schema: schema)
+    }
+
+    /// A store's sizes and counts.
+    public struct Statistics: Sendable, Hashable {
+        /// The format version of the manifest.
+        public var formatVersion: Int
+        /// The current schema's version and content hash.
+        public var schemaVersion: Schema.Version
+        public var schemaHash: String
+        /// Live objects per entity.
+        public var entities: [String: Int]
+        /// The segment files the manifest lists.
+        public var segments: Int
+        /// Bytes of every file of the store (manifest, segments, blobs).
+        public var bytes: Int
+        /// Bytes of the segments.
+        public var segmentBytes: Int
+        /// Blob files and their bytes.
+        public var blobs: Int
+        public var blobBytes: Int
+        /// The numbers of the first and last transactions still in the log (nil when there are none).
+        public var firstTransaction: UInt64?
+        public var lastTransaction: UInt64
+    }
+
+    /// The statistics of the store at `url`, read without writing.
+    ///
+    /// - Throws: what opening the store read-only throws.
+    public static func statistics(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> Statistics {
+        let layout = StoreLayout(root: url.path)
+        let store = try openReadOnly(at: url, fileSystem: fileSystem)
+        let manifestBytes = try fileSystem.read(layout.manifest)
+        let formatVersion = try manifestBytes.withUnsafeBytes {
+            try MagicLine.parse($0, expecting: .manifest, file: layout.manifest).version
+        }
+        let manifest = try SegmentLog.readManifest(layout: layout, fileSystem: fileSystem)
+        var segmentBytes = 0
+        var firstTransaction: UInt64?
+        for number in manifest.segments {
+            let scan = try SegmentScan.read(layout.segment(number), number: number, fileSystem: fileSystem)
+            segmentBytes += scan.bytes.count
+            if firstTransaction == nil { firstTransaction = scan.firstTransactionNumber }
+        }
+        let blobStore = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
+        let blobNames = fileSystem.exists(layout.blobs) ? try blobStore.inventory().blobs : []
+        let blobBytes = try blobNames.reduce(0) { $0 + (try fileSystem.read(blobStore.path(of: $1)).count) }
+        let statistics = store.statistics
+        return Statistics(formatVersion: formatVersion, schemaVersion: store.schema.version,
+                          schemaHash: store.schema.contentHash, entities: statistics.objectsPerEntity,
+                          segments: manifest.segments.count, bytes: manifestBytes.count + segmentBytes + blobBytes,
+                          segmentBytes: segmentBytes, blobs: blobNames.count, blobBytes: blobBytes,
+                          firstTransaction: firstTransaction.map { min($0, statistics.lastTransaction) },
+                          lastTransaction: statistics.lastTransaction)
+    }
+}
+
+extension SegmentScan {
+    /// The number of the first transaction (or migration) record of the segment, read from its first bytes.
+    var firstTransactionNumber: UInt64? {
+        bytes.withUnsafeBytes { buffer in
+            for range in records {
+                let payload = UnsafeRawBufferPointer(rebasing: buffer[range])
+                let prefix = Array(payload.prefix(24))
+                for kind in [#"{"k":"tx","tx":"#, #"{"k":"migration","tx":"#] where prefix.starts(with: Array(kind.utf8)) {
+                    let digits = payload.dropFirst(kind.utf8.count).prefix { $0 >= 0x30 && $0 <= 0x39 }
+                    return UInt64(String(decoding: digits, as: UTF8.self))
+                }
+            }
+            return nil
+        }
+    }
+}
+
+extension StoreInspector {
+    /// Every live object of `store` (of `entity` only, when given) as one JSON object per line:
+    /// `{"entity":…,"id":…,"attributes":{…},"relationships":{…}}`, values in the store format's JSON forms.
+    ///
+    /// - Parameter body: receives each line, in entity order then insertion order.
+    /// - Throws: ``FetchError/unknownEntity(_:)`` when `entity` is not in the schema.
+    public static func dump(_ store: FileStore, entity name: String? = nil, _ body: (String) -> Void) throws {
+        let entities = try name.map { name in
+            guard let entity = store.schema.entity(named: name) else { throw FetchError.unknownEntity(name) }
+            return [entity]
+        } ?? store.schema.entities
+        let encoder = RecordEncoder()
+        for entity in entities {
+            for row in try store.fetch(StoreFetchRequest(entity: entity.name)).snapshots {
+                var writer = JSONWriter(reservingCapacity: 512)
+                writer.beginObject()
+                writer.key("entity"); writer.string(entity.name)
+                writer.key("id"); writer.string(row.id.primaryKey.uuidString)
+                writer.key("attributes")
+                writer.beginObject()
+                for (slot, attribute) in entity.attributes.enumerated() {
+                    writer.key(attribute.name)
+                    encoder.writeValue(row.attributes[slot], type: attribute.type, to: &writer)
+                }
+                writer.endObject()
+                writer.key("relationships")
+                writer.beginObject()
+                for (slot, relationship) in entity.relationships.enumerated() {
+                    writer.key(relationship.name)
+                    switch row.relationships[slot] {
+                    case .toOne(let target):
+                        if let target { writer.string(target.primaryKey.uuidString) } else { writer.null() }
+                    case .toMany(let targets):
+                        writer.beginArray()
+                        for target in targets { writer.string(target.primaryKey.uuidString) }
+                        writer.endArray()
+                    }
+                }
+                writer.endObject()
+                writer.endObject()
+                body(String(decoding: writer.bytes, as: UTF8.self))
+            }
+        }
+    }
+}

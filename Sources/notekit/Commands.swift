@@ -1,0 +1,101 @@
+import Foundation
+import NoteKit
+import NoteKitFileStore
+
+/// The inspection commands: each reads the store by the schema stored in it, so any NoteKit store works.
+enum Commands {
+    static func storeURL(_ path: String) throws -> URL {
+        let url = URL(fileURLWithPath: path)
+        guard FileManager.default.fileExists(atPath: url.appendingPathComponent("MANIFEST").path) else {
+            throw FileStoreError.storeNotFound(path: url.path)
+        }
+        return url
+    }
+
+    static func stats(path: String, json: Bool) throws -> Int32 {
+        let statistics = try StoreInspector.statistics(at: storeURL(path))
+        if json {
+            var object: [String: Any] = [
+                "formatVersion": statistics.formatVersion,
+                "schemaVersion": statistics.schemaVersion.description,
+                "schemaHash": statistics.schemaHash,
+                "entities": statistics.entities,
+                "segments": statistics.segments,
+                "bytes": statistics.bytes,
+                "segmentBytes": statistics.segmentBytes,
+                "blobs": statistics.blobs,
+                "blobBytes": statistics.blobBytes,
+                "lastTransaction": statistics.lastTransaction,
+            ]
+            object["firstTransaction"] = statistics.firstTransaction.map { $0 as Any } ?? NSNull()
+            printJSON(object)
+            return 0
+        }
+        print("format version   \(statistics.formatVersion)")
+        print("schema           \(statistics.schemaVersion) (\(statistics.schemaHash))")
+        print("records")
+        for (entity, count) in statistics.entities.sorted(by: { $0.key < $1.key }) {
+            print("  \(entity.padding(toLength: max(15, entity.count), withPad: " ", startingAt: 0)) \(count)")
+        }
+        print("segments         \(statistics.segments) (\(statistics.segmentBytes) bytes)")
+        print("blobs            \(statistics.blobs) (\(statistics.blobBytes) bytes)")
+        print("bytes            \(statistics.bytes)")
+        let range = statistics.firstTransaction.map { "\($0)...\(statistics.lastTransaction)" } ?? "none in the log"
+        print("history          transactions \(range) (last committed: \(statistics.lastTransaction))")
+        return 0
+    }
+
+    static func verify(path: String, json: Bool) throws -> Int32 {
+        let url = URL(fileURLWithPath: path)
+        guard FileManager.default.fileExists(atPath: url.path) else { throw FileStoreError.storeNotFound(path: url.path) }
+        let report = StoreVerifier.verify(at: url)
+        if json {
+            printJSON([
+                "ok": report.ok,
+                "problems": report.problems.map {
+                    ["file": $0.file, "offset": $0.offset, "kind": $0.kind.rawValue, "message": $0.message] as [String: Any]
+                },
+            ])
+        } else if report.ok {
+            print("ok: \(url.path) is healthy")
+        } else {
+            for problem in report.problems {
+                fail("\(problem.file) at byte \(problem.offset): \(problem.kind.rawValue): \(problem.message)")
+            }
+            print("\(report.problems.count) problem\(report.problems.count == 1 ? "" : "s") in \(url.path)")
+        }
+        return report.ok ? 0 : 1
+    }
+
+    static func dump(path: String, entity: String?) throws -> Int32 {
+        let store = try StoreInspector.openReadOnly(at: storeURL(path))
+        try StoreInspector.dump(store, entity: entity) { print($0) }
+        return 0
+    }
+
+    static func schema(path: String) throws -> Int32 {
+        let schemas = try StoreInspector.schemaHistory(at: storeURL(path))
+        for (index, schema) in schemas.enumerated() {
+            if index > 0 { print("") }
+            print(index == schemas.count - 1 ? "current: \(schema.description)" : schema.description)
+        }
+        return 0
+    }
+
+    static func compact(path: String) throws -> Int32 {
+        let store = try StoreInspector.openForWriting(at: storeURL(path))
+        let report = try store.compact()
+        try store.close()
+        print("compacted \(path): \(report.bytesBefore) bytes of segments before, \(report.bytesAfter) after; "
+              + "removed \(report.segmentsRemoved.count) segment(s) and \(report.blobsRemoved.count) blob(s)")
+        return 0
+    }
+
+    static func salvage(path: String, to destination: String) throws -> Int32 {
+        let report = try FileStore.salvage(from: storeURL(path), to: URL(fileURLWithPath: destination))
+        print("salvaged \(report.transactionsKept) transaction(s) and \(report.objectsKept) object(s) into \(destination)")
+        for skipped in report.skippedBytes { fail("left out \(skipped)") }
+        for skipped in report.skippedRecords { fail("left out \(skipped)") }
+        return report.isComplete ? 0 : 1
+    }
+}
