@@ -15,6 +15,7 @@ let package = Package(
         .target(name: "NoteKit"),
         .target(name: "NoteKitFileStore", dependencies: ["NoteKit"]),
         .executableTarget(name: "notekit", dependencies: ["NoteKit", "NoteKitFileStore"]),
+        .executableTarget(name: "notekit-bench", dependencies: ["NoteKit", "NoteKitFileStore"]),
         // What both test targets share: the kinds of store every behaviour test runs on, temporary directories,
         // a file system that fails on purpose.
         .target(name: "NoteKitTestSupport", dependencies: ["NoteKit", "NoteKitFileStore"], path: "Tests/TestSupport"),

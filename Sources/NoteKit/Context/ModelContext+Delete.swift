@@ -83,7 +83,7 @@ extension ModelContext {
             case .registered:
                 _willChange(object)
                 object._$state = .deleted
-                deletedOrder.append(object)
+                list(object, in: .deleted)
             case .deleted, .unmanaged:
                 break
             }

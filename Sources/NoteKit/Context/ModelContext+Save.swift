@@ -57,9 +57,7 @@ extension ModelContext {
             registry[object._$id] = nil
             object._$context = nil
         }
-        insertedOrder.removeAll()
-        changedOrder.removeAll()
-        deletedOrder.removeAll()
+        clearLists()
     }
 
     /// The changed properties of `object` since it was last read or saved; nil when nothing differs.

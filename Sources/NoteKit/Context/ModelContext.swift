@@ -85,20 +85,37 @@ public final class ModelContext {
     }
 
     var insertedObjects: [ModelObject] {
-        unique(insertedOrder.filter { $0._$state == .inserted && $0._$context === self })
+        insertedOrder.filter { $0._$state == .inserted && $0._$context === self }
     }
 
     var changedObjects: [ModelObject] {
-        unique(changedOrder.filter { $0._$isChanged && $0._$state == .registered && $0._$context === self })
+        changedOrder.filter { $0._$isChanged && $0._$state == .registered && $0._$context === self }
     }
 
     var deletedObjects: [ModelObject] {
-        unique(deletedOrder.filter { $0._$state == .deleted && $0._$context === self })
+        deletedOrder.filter { $0._$state == .deleted && $0._$context === self }
     }
 
-    private func unique(_ objects: [ModelObject]) -> [ModelObject] {
-        var seen = Set<ObjectIdentifier>()
-        return objects.filter { seen.insert(ObjectIdentifier($0)).inserted }
+    /// Appends `object` to one of the lists, once: an object listed already (say, inserted, deleted and inserted
+    /// again before a save) is not listed twice; the list's filter on state does the rest.
+    func list(_ object: ModelObject, in list: ModelObject.Listing) {
+        guard !object._$listed.contains(list) else { return }
+        object._$listed.insert(list)
+        switch list {
+        case .inserted: insertedOrder.append(object)
+        case .changed: changedOrder.append(object)
+        default: deletedOrder.append(object)
+        }
+    }
+
+    /// Empties the three lists.
+    func clearLists() {
+        for object in insertedOrder { object._$listed.remove(.inserted) }
+        for object in changedOrder { object._$listed.remove(.changed) }
+        for object in deletedOrder { object._$listed.remove(.deleted) }
+        insertedOrder.removeAll()
+        changedOrder.removeAll()
+        deletedOrder.removeAll()
     }
 
     // MARK: Inserting
@@ -126,16 +143,18 @@ public final class ModelContext {
                 next._$context = self
                 next._$state = .inserted
                 registry[next._$id] = next
-                insertedOrder.append(next)
+                list(next, in: .inserted)
                 // Only objects still related are inserted; one set and later replaced stays out.
-                let related = Set(next._$relationships.flatMap(\.identifiers))
-                pending.append(contentsOf: next._$unmanagedTargets.values.filter { related.contains($0._$id) })
-                next._$unmanagedTargets = [:]
+                if !next._$unmanagedTargets.isEmpty {
+                    let related = Set(next._$relationships.flatMap(\.identifiers))
+                    pending.append(contentsOf: next._$unmanagedTargets.values.filter { related.contains($0._$id) })
+                    next._$unmanagedTargets = [:]
+                }
             case .deleted where next._$context === self:
                 record(next)
                 next._$state = next._$committed == nil ? .inserted : .registered
                 registry[next._$id] = next
-                if next._$state == .inserted { insertedOrder.append(next) }
+                if next._$state == .inserted { list(next, in: .inserted) }
             case .deleted:
                 // Deleted and saved elsewhere: insert it again as a new object with the same identity.
                 record(next)
@@ -143,7 +162,7 @@ public final class ModelContext {
                 next._$state = .inserted
                 next._$committed = nil
                 registry[next._$id] = next
-                insertedOrder.append(next)
+                list(next, in: .inserted)
             case .inserted, .registered:
                 precondition(next._$context === self, "\(next) belongs to another context")
             }
@@ -231,7 +250,7 @@ public final class ModelContext {
         record(object)
         if object._$state == .registered && !object._$isChanged {
             object._$isChanged = true
-            changedOrder.append(object)
+            list(object, in: .changed)
         }
     }
 
@@ -255,9 +274,7 @@ public final class ModelContext {
             object._$state = .registered
             registry[object._$id] = object
         }
-        insertedOrder.removeAll()
-        changedOrder.removeAll()
-        deletedOrder.removeAll()
+        clearLists()
         journal = journal.map { _ in [:] }
     }
 

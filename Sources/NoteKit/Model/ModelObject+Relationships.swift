@@ -33,18 +33,30 @@ extension ModelObject {
     final func _$setRelationship(at slot: Int, to models: [ModelObject]) {
         guard !_$isMaterializing else { return }
         let relationship = _$metadata.relationships[slot]
+        if !relationship.isToMany {
+            // The common case, kept free of sets and arrays: one target replaced by another.
+            let target = models.first
+            _$adoptContext(of: target.map { [$0] } ?? [])
+            guard case .toOne(let old) = _$relationships[slot], old != target?._$id else { return }
+            let previous = old.flatMap(_$resolve)
+            _$writeRelationship(slot, .toOne(target?._$id))
+            guard let inverse = _$metadata.inverse(ofRelationship: slot) else { return }
+            previous?._$removeTarget(self._$id, from: inverse.slot)
+            target?._$linkInverse(inverse.slot, to: self, forwardSlot: slot)
+            return
+        }
         var seen = Set<PersistentIdentifier>()
-        let targets = relationship.isToMany ? models.filter { seen.insert($0._$id).inserted } : Array(models.prefix(1))
+        let targets = models.filter { seen.insert($0._$id).inserted }
         _$adoptContext(of: targets)
 
         let oldIDs = _$relationships[slot].identifiers
         let newIDs = targets.map(\._$id)
         guard oldIDs != newIDs else { return }
-        let kept = Set(newIDs), previous = Set(oldIDs)
-        let removed = oldIDs.filter { !kept.contains($0) }.compactMap(_$resolve)
+        let previous = Set(oldIDs)
+        let removed = oldIDs.filter { !seen.contains($0) }.compactMap(_$resolve)
         let added = targets.filter { !previous.contains($0._$id) }
 
-        _$writeRelationship(slot, relationship.isToMany ? .toMany(newIDs) : .toOne(newIDs.first))
+        _$writeRelationship(slot, .toMany(newIDs))
         guard let inverse = _$metadata.inverse(ofRelationship: slot) else { return }
         for target in removed { target._$removeTarget(self._$id, from: inverse.slot) }
         for target in added { target._$linkInverse(inverse.slot, to: self, forwardSlot: slot) }
@@ -71,8 +83,10 @@ extension ModelObject {
         if _$context == nil { _$unmanagedTargets[owner._$id] = owner }
         switch _$relationships[inverseSlot] {
         case .toMany(let ids):
-            guard !ids.contains(owner._$id) else { return }
-            _$writeRelationship(inverseSlot, .toMany(ids + [owner._$id]))
+            // `owner` gained this object, so by the inverse invariant it is not in this list yet; the check guards
+            // short lists only, to keep a notebook of thousands of notes from costing a scan per note.
+            guard ids.count > 64 || !ids.contains(owner._$id) else { return }
+            _$appendTarget(owner._$id, to: inverseSlot)
         case .toOne(let current):
             guard current != owner._$id else { return }
             // A to-one inverse can point at one owner only: the previous owner loses this object.
@@ -106,6 +120,17 @@ extension ModelObject {
             _$writeRelationship(slot, .toMany(replaced))
         default:
             return
+        }
+    }
+
+    /// Appends `id` to the to-many relationship `slot` in place (the list is not copied unless shared).
+    final func _$appendTarget(_ id: PersistentIdentifier, to slot: Int) {
+        _$context?._willChange(self)
+        _$metadata.relationshipNotifiers[slot].withMutation(of: self) {
+            guard case .toMany(var ids) = _$relationships[slot] else { return }
+            _$relationships[slot] = .toOne(nil)
+            ids.append(id)
+            _$relationships[slot] = .toMany(ids)
         }
     }
 

@@ -26,6 +26,8 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     final var _$state: State = .unmanaged
     /// Whether the object has changes its context has not saved (meaningful for registered objects).
     final var _$isChanged = false
+    /// Which of its context's change lists the object is in.
+    final var _$listed: Listing = []
     /// Targets of relationships set while this object had no context, kept until it is inserted.
     final var _$unmanagedTargets: [PersistentIdentifier: ModelObject] = [:]
     final var _$isPrototype = false
@@ -43,6 +45,14 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
         case registered
         /// Deleted in its context (saved or not).
         case deleted
+    }
+
+    /// The change lists of a context.
+    struct Listing: OptionSet {
+        let rawValue: UInt8
+        static let inserted = Listing(rawValue: 1)
+        static let changed = Listing(rawValue: 2)
+        static let deleted = Listing(rawValue: 4)
     }
 
     struct ProbeRecord {

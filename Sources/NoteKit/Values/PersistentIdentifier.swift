@@ -32,8 +32,10 @@ public struct PersistentIdentifier: Sendable, Hashable, Comparable, Codable, Cus
     }
 
     public func hash(into hasher: inout Hasher) {
-        // The key alone is unique; hashing the entity name too would only cost time.
-        withUnsafeBytes(of: primaryKey.uuid) { hasher.combine(bytes: $0) }
+        // The key alone is unique; hashing the entity name too would only cost time. Two words, not 16 bytes.
+        let (high, low) = withUnsafeBytes(of: primaryKey.uuid) { ($0.load(as: UInt64.self), $0.load(fromByteOffset: 8, as: UInt64.self)) }
+        hasher.combine(high)
+        hasher.combine(low)
     }
 
     public static func < (lhs: PersistentIdentifier, rhs: PersistentIdentifier) -> Bool {

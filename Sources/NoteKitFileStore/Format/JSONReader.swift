@@ -1,3 +1,4 @@
+import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -314,6 +315,21 @@ struct JSONReader {
         guard position < input.count, input[position] == UInt8(ascii: "\"") else { throw expected("a string") }
         let (start, end, hasEscapes) = try scanString()
         return makeString(start, end, hasEscapes: hasEscapes)
+    }
+
+    /// Reads a string holding a UUID (`E621E1F8-C36C-495A-93FC-0C247A3E6E5F`, either case) without making a `String`.
+    ///
+    /// - throws: ``JSONReadError`` when the value is not a string or not a UUID.
+    mutating func readUUID() throws -> UUID {
+        skipWhitespace()
+        guard position < input.count, input[position] == UInt8(ascii: "\"") else { throw expected("a UUID string") }
+        let stringStart = position
+        let (start, end, hasEscapes) = try scanString()
+        guard !hasEscapes, end - start == 36, let uuid = UUIDText.parse(UnsafeRawBufferPointer(rebasing: input[start..<end]))
+        else {
+            throw failure("\(found(at: stringStart)) is not a UUID", at: stringStart)
+        }
+        return uuid
     }
 
     /// Reads an integer number exactly.

@@ -1,3 +1,4 @@
+import FoundationEssentials
 /// Appends compact JSON (RFC 8259) to a byte buffer: the one encoder of record payloads.
 ///
 /// Values are written in order; the writer places commas and colons itself, keeping a small stack of the containers
@@ -43,6 +44,24 @@ struct JSONWriter {
     init(reservingCapacity capacity: Int = 0) {
         bytes = []
         bytes.reserveCapacity(capacity)
+    }
+
+    /// Creates a writer whose buffer starts with `prefix` (a record header to fill in later), so the finished record
+    /// needs no copy.
+    init(prefix: [UInt8], reservingCapacity capacity: Int) {
+        bytes = prefix
+        bytes.reserveCapacity(prefix.count + capacity)
+    }
+
+    /// Hands the buffer over (the writer is done).
+    consuming func finish() -> [UInt8] { bytes }
+
+    /// Writes a UUID as a string, uppercase (as `UUID.uuidString`), without making a `String`.
+    mutating func uuid(_ value: UUID) {
+        beginValue()
+        bytes.append(UInt8(ascii: "\""))
+        UUIDText.append(value, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
     }
 
     // MARK: Containers

@@ -61,25 +61,26 @@ struct Manifest: Equatable {
     var created: Date
 }
 
-/// Turns records into payload JSON and back, in format version 1 (docs/FORMAT.md). One encoder writes the
-/// current version; the decoder registry (``RecordDecoding``) holds one decoder per version read.
+/// Turns records into framed JSON lines, ready to append, in format version 1 (docs/FORMAT.md). One encoder writes
+/// the current version; the decoder registry (``RecordDecoding``) holds one decoder per version read. Each method
+/// returns the whole record (header, payload, newline), written in place so that a large payload is never copied.
 struct RecordEncoder {
     func segment(_ header: SegmentHeader) -> [UInt8] {
-        var writer = JSONWriter(reservingCapacity: 128)
+        var writer = RecordFrame.writer(reservingCapacity: 128)
         writer.beginObject()
         writer.key("k"); writer.string("segment")
-        writer.key("store"); writer.string(header.store.uuidString)
+        writer.key("store"); writer.uuid(header.store)
         writer.key("number"); writer.int(Int64(header.number))
         writer.key("created"); writer.double(header.created.timeIntervalSinceReferenceDate)
         writer.endObject()
-        return writer.bytes
+        return RecordFrame.seal(writer)
     }
 
     func manifest(_ manifest: Manifest) -> [UInt8] {
-        var writer = JSONWriter(reservingCapacity: 128)
+        var writer = RecordFrame.writer(reservingCapacity: 128)
         writer.beginObject()
         writer.key("k"); writer.string("manifest")
-        writer.key("store"); writer.string(manifest.store.uuidString)
+        writer.key("store"); writer.uuid(manifest.store)
         writer.key("segments")
         writer.beginArray()
         for number in manifest.segments { writer.int(Int64(number)) }
@@ -87,26 +88,26 @@ struct RecordEncoder {
         writer.key("nextSegment"); writer.int(Int64(manifest.nextSegment))
         writer.key("created"); writer.double(manifest.created.timeIntervalSinceReferenceDate)
         writer.endObject()
-        return writer.bytes
+        return RecordFrame.seal(writer)
     }
 
     /// The schema record: the `Codable` form of the schema, with a `"k"` and the content hash.
     func schema(_ schema: Schema) -> [UInt8] {
         let body = Self.schemaBody(schema)
-        var writer = JSONWriter(reservingCapacity: body.count + 128)
+        var writer = RecordFrame.writer(reservingCapacity: body.count + 128)
         writer.beginObject()
         writer.key("k"); writer.string("schema")
         writer.key("hash"); writer.string(schema.contentHash)
         writer.key("schema"); writer.raw(body)
         writer.endObject()
-        return writer.bytes
+        return RecordFrame.seal(writer)
     }
 
     /// The migration record: like a transaction (it has the next number), with the schema migrated to and the
     /// values filled in for new attributes with generated defaults, in the new schema's layout.
     func migration(_ migration: MigrationRecord) -> [UInt8] {
         let body = Self.schemaBody(migration.schema)
-        var writer = JSONWriter(reservingCapacity: body.count + 256 + migration.fills.count * 96)
+        var writer = RecordFrame.writer(reservingCapacity: body.count + 256 + migration.fills.count * 96)
         writer.beginObject()
         writer.key("k"); writer.string("migration")
         writer.key("tx"); writer.uint(migration.number)
@@ -119,7 +120,7 @@ struct RecordEncoder {
         for update in migration.fills { writeUpdate(update, schema: migration.schema, to: &writer) }
         writer.endArray()
         writer.endObject()
-        return writer.bytes
+        return RecordFrame.seal(writer)
     }
 
     private static func schemaBody(_ schema: Schema) -> Data {
@@ -130,17 +131,17 @@ struct RecordEncoder {
     }
 
     func snapshot(lastTransaction: UInt64, rowCount: Int) -> [UInt8] {
-        var writer = JSONWriter(reservingCapacity: 64)
+        var writer = RecordFrame.writer(reservingCapacity: 64)
         writer.beginObject()
         writer.key("k"); writer.string("snapshot")
         writer.key("lastTx"); writer.uint(lastTransaction)
         writer.key("rows"); writer.int(Int64(rowCount))
         writer.endObject()
-        return writer.bytes
+        return RecordFrame.seal(writer)
     }
 
     func rows(entity: Schema.Entity, _ rows: ArraySlice<ModelSnapshot>) -> [UInt8] {
-        var writer = JSONWriter(reservingCapacity: rows.count * 256 + 64)
+        var writer = RecordFrame.writer(reservingCapacity: rows.count * 256 + 64)
         writer.beginObject()
         writer.key("k"); writer.string("rows")
         writer.key("e"); writer.string(entity.name)
@@ -148,19 +149,19 @@ struct RecordEncoder {
         writer.beginArray()
         for row in rows {
             writer.beginObject()
-            writer.key("id"); writer.string(row.id.primaryKey.uuidString)
+            writer.key("id"); writer.uuid(row.id.primaryKey)
             writeWholeRow(row, of: entity, to: &writer)
             writer.endObject()
         }
         writer.endArray()
         writer.endObject()
-        return writer.bytes
+        return RecordFrame.seal(writer)
     }
 
     /// A transaction record. External data in `changes` must already be `.external` (its blob written).
     func transaction(_ transaction: Transaction, schema: Schema) -> [UInt8] {
         let changes = transaction.changes
-        var writer = JSONWriter(reservingCapacity: 256 + changes.inserted.count * 320 + changes.updated.count * 128)
+        var writer = RecordFrame.writer(reservingCapacity: 256 + changes.inserted.count * 320 + changes.updated.count * 128)
         writer.beginObject()
         writer.key("k"); writer.string("tx")
         writer.key("tx"); writer.uint(transaction.number)
@@ -202,7 +203,7 @@ struct RecordEncoder {
             writer.endArray()
         }
         writer.endObject()
-        return writer.bytes
+        return RecordFrame.seal(writer)
     }
 
     // MARK: Values
@@ -227,7 +228,7 @@ struct RecordEncoder {
                 writer.key(entity.relationships[change.index].name)
                 switch change.kind {
                 case .toOne(let target):
-                    if let target { writer.string(target.primaryKey.uuidString) } else { writer.null() }
+                    if let target { writer.uuid(target.primaryKey) } else { writer.null() }
                 case let .toMany(added, removed):
                     writer.beginObject()
                     writer.key("add"); writeKeys(added, to: &writer)
@@ -247,7 +248,7 @@ struct RecordEncoder {
         let entity = schema.entity(named: id.entityName)!
         writer.beginObject()
         writer.key("e"); writer.string(entity.name)
-        writer.key("id"); writer.string(id.primaryKey.uuidString)
+        writer.key("id"); writer.uuid(id.primaryKey)
         return entity
     }
 
@@ -265,7 +266,7 @@ struct RecordEncoder {
             writer.key(relationship.name)
             switch row.relationships[index] {
             case .toOne(let target):
-                if let target { writer.string(target.primaryKey.uuidString) } else { writer.null() }
+                if let target { writer.uuid(target.primaryKey) } else { writer.null() }
             case .toMany(let targets):
                 writeKeys(targets, to: &writer)
             }
@@ -275,7 +276,7 @@ struct RecordEncoder {
 
     private func writeKeys(_ ids: [PersistentIdentifier], to writer: inout JSONWriter) {
         writer.beginArray()
-        for id in ids { writer.string(id.primaryKey.uuidString) }
+        for id in ids { writer.uuid(id.primaryKey) }
         writer.endArray()
     }
 
@@ -294,7 +295,7 @@ struct RecordEncoder {
         case .string(let v): writer.string(v)
         case .date(let v): writer.double(v.timeIntervalSinceReferenceDate)
         case .data(let v): writer.string(v.base64EncodedString())
-        case .uuid(let v): writer.string(v.uuidString)
+        case .uuid(let v): writer.uuid(v)
         case .decimal(let v): writer.string(v.description)
         case .array(let items):
             let element: Schema.AttributeType = if case .array(let e) = type.nonOptional { e } else { .codable(typeName: "") }
@@ -334,7 +335,7 @@ struct RecordEncoder {
         case .string(let v): writer.key("string"); writer.string(v)
         case .date(let v): writer.key("date"); writer.double(v.timeIntervalSinceReferenceDate)
         case .data(let v): writer.key("data"); writer.string(v.base64EncodedString())
-        case .uuid(let v): writer.key("uuid"); writer.string(v.uuidString)
+        case .uuid(let v): writer.key("uuid"); writer.uuid(v)
         case .decimal(let v): writer.key("decimal"); writer.string(v.description)
         case .array(let items):
             writer.key("array")

@@ -34,6 +34,10 @@ struct RecordDecoderV1: RecordDecoding {
     static let version = 1
     /// Where external data lives, so that decoded rows can read blobs lazily; nil when decoding without a store.
     let blobs: BlobStore?
+    /// What decoding needs of each entity, worked out once instead of per value.
+    private let plans = DecodingPlans()
+
+    init(blobs: BlobStore?) { self.blobs = blobs }
 
     func decode(_ payload: UnsafeRawBufferPointer, offset: Int, file: String, schema: Schema?) throws -> StoreRecord {
         var reader = JSONReader(payload, baseOffset: offset)
@@ -257,41 +261,43 @@ struct RecordDecoderV1: RecordDecoding {
     /// Reads `{"id":…, "a":{…}, "r":{…}}` (with `"e"` too when `withEntityKey`), requiring every attribute and
     /// relationship of the entity.
     private func readWholeRow(_ reader: inout JSONReader, entity: Schema.Entity, withEntityKey: Bool) throws -> ModelSnapshot {
+        let plan = plans.plan(for: entity)
         var id: PersistentIdentifier?
-        var attributes = [StoredValue?](repeating: nil, count: entity.attributes.count)
-        var relationships = [RelationshipTargets?](repeating: nil, count: entity.relationships.count)
+        var attributes = [StoredValue](repeating: .null, count: plan.attributeTypes.count)
+        var relationships = [RelationshipTargets](repeating: .toOne(nil), count: plan.toMany.count)
+        var seenAttributes = PresenceSet(count: attributes.count), seenRelationships = PresenceSet(count: relationships.count)
         let start = reader
         try reader.readObject { member, key in
             switch key {
             case "e" where withEntityKey: try member.skipValue()
-            case "id": id = PersistentIdentifier(entityName: entity.name, primaryKey: try readUUID(&member))
+            case "id": id = PersistentIdentifier(entityName: plan.name, primaryKey: try member.readUUID())
             case "a":
+                var expected = 0
                 try member.readObject { value, name in
-                    let index = try attributeIndex(name, in: entity, value)
-                    guard attributes[index] == nil else { throw fail(value, "attribute \(name.string) appears twice") }
-                    attributes[index] = try readValue(&value, attribute: entity.attributes[index])
+                    let index = try attributeIndex(name, in: entity, value, expected: &expected)
+                    guard seenAttributes.insert(index) else { throw fail(value, "attribute \(name.string) appears twice") }
+                    attributes[index] = plan.external[index]
+                        ? try readExternal(&value) : try readValue(&value, type: plan.attributeTypes[index])
                 }
             case "r":
+                var expected = 0
                 try member.readObject { value, name in
-                    let index = try relationshipIndex(name, in: entity, value)
-                    let relationship = entity.relationships[index]
-                    guard let destination = schema(for: relationship, in: entity) else {
-                        throw fail(value, "\(entity.name).\(relationship.name) has no destination")
-                    }
-                    relationships[index] = try readTargets(&value, toMany: relationship.isToMany,
-                                                           destination: destination)
+                    let index = try relationshipIndex(name, in: entity, value, expected: &expected)
+                    guard seenRelationships.insert(index) else { throw fail(value, "relationship \(name.string) appears twice") }
+                    relationships[index] = try readTargets(&value, toMany: plan.toMany[index],
+                                                           destination: plan.destinations[index])
                 }
             default: throw fail(member, "unknown key \(String(reflecting: key.string)) in an object of \(entity.name)")
             }
         }
         guard let id else { throw fail(start, "an object of \(entity.name) has no id") }
-        if let missing = attributes.firstIndex(where: { $0 == nil }) {
+        if let missing = seenAttributes.firstMissing {
             throw fail(start, "\(id) lacks attribute \(entity.attributes[missing].name)")
         }
-        if let missing = relationships.firstIndex(where: { $0 == nil }) {
+        if let missing = seenRelationships.firstMissing {
             throw fail(start, "\(id) lacks relationship \(entity.relationships[missing].name)")
         }
-        return ModelSnapshot(id: id, attributes: attributes.map { $0! }, relationships: relationships.map { $0! })
+        return ModelSnapshot(id: id, attributes: attributes, relationships: relationships)
     }
 
     private func readUpdate(_ reader: inout JSONReader, schema: Schema) throws -> ModelUpdate {
@@ -392,6 +398,30 @@ struct RecordDecoderV1: RecordDecoding {
         relationship.destination
     }
 
+    /// The attribute `key` names. Writers list attributes in declaration order, so the one after the previous key
+    /// (`expected`) is tried first, without making a `String`.
+    private func attributeIndex(_ key: JSONKey, in entity: Schema.Entity, _ reader: JSONReader,
+                                expected: inout Int) throws -> Int {
+        if expected < entity.attributes.count, key == entity.attributes[expected].name {
+            expected += 1
+            return expected - 1
+        }
+        let index = try attributeIndex(key, in: entity, reader)
+        expected = index + 1
+        return index
+    }
+
+    private func relationshipIndex(_ key: JSONKey, in entity: Schema.Entity, _ reader: JSONReader,
+                                   expected: inout Int) throws -> Int {
+        if expected < entity.relationships.count, key == entity.relationships[expected].name {
+            expected += 1
+            return expected - 1
+        }
+        let index = try relationshipIndex(key, in: entity, reader)
+        expected = index + 1
+        return index
+    }
+
     private func attributeIndex(_ key: JSONKey, in entity: Schema.Entity, _ reader: JSONReader) throws -> Int {
         let name = key.string
         guard let index = entity.attributeIndex(named: name) else {
@@ -423,32 +453,32 @@ struct RecordDecoderV1: RecordDecoding {
     }
 
     private func readUUID(_ reader: inout JSONReader) throws -> UUID {
-        let text = try reader.readString()
-        guard let uuid = UUID(uuidString: text) else { throw fail(reader, "\(String(reflecting: text)) is not a UUID") }
-        return uuid
+        try reader.readUUID()
     }
 
     /// Reads a value in the JSON form its attribute's type calls for.
     private func readValue(_ reader: inout JSONReader, attribute: Schema.Attribute) throws -> StoredValue {
-        if attribute.has(.externalStorage) {
-            if reader.readNullIfPresent() { return .null }
-            var name: String?, size: Int?
-            try reader.readObject { member, key in
-                switch key {
-                case "blob": name = try member.readString()
-                case "size": size = Int(try member.readInt64())
-                default: throw fail(member, "external data has only \"blob\" and \"size\"")
-                }
+        attribute.has(.externalStorage) ? try readExternal(&reader) : try readValue(&reader, type: attribute.type)
+    }
+
+    /// Reads an external-storage value: `null`, or `{"blob":…,"size":…}` made into a lazy reference.
+    private func readExternal(_ reader: inout JSONReader) throws -> StoredValue {
+        if reader.readNullIfPresent() { return .null }
+        var name: String?, size: Int?
+        try reader.readObject { member, key in
+            switch key {
+            case "blob": name = try member.readString()
+            case "size": size = Int(try member.readInt64())
+            default: throw fail(member, "external data has only \"blob\" and \"size\"")
             }
-            guard let name, let size, size >= 0 else { throw fail(reader, "external data lacks blob or size") }
-            guard let blobs else {
-                return .external(ExternalData(name: name, size: size) {
-                    throw StoredValueError.externalDataUnreadable(name: name, reason: "no store to read it from")
-                })
-            }
-            return .external(blobs.reference(name: name, size: size))
         }
-        return try readValue(&reader, type: attribute.type)
+        guard let name, let size, size >= 0 else { throw fail(reader, "external data lacks blob or size") }
+        guard let blobs else {
+            return .external(ExternalData(name: name, size: size) {
+                throw StoredValueError.externalDataUnreadable(name: name, reason: "no store to read it from")
+            })
+        }
+        return .external(blobs.reference(name: name, size: size))
     }
 
     private func readValue(_ reader: inout JSONReader, type: Schema.AttributeType) throws -> StoredValue {
@@ -544,5 +574,68 @@ struct RecordDecoderV1: RecordDecoding {
         }
         guard let result else { throw fail(reader, "a tagged value has no kind") }
         return result
+    }
+}
+
+/// What decoding an entity's rows needs, taken out of the schema once: reading `entity.attributes[i]` for every value
+/// would copy the attribute's description (its name, options, default) each time.
+final class EntityDecodingPlan {
+    let name: String
+    let attributeTypes: [Schema.AttributeType]
+    let external: [Bool]
+    let toMany: [Bool]
+    let destinations: [String]
+
+    init(_ entity: Schema.Entity) {
+        name = entity.name
+        attributeTypes = entity.attributes.map(\.type)
+        external = entity.attributes.map { $0.has(.externalStorage) }
+        toMany = entity.relationships.map(\.isToMany)
+        destinations = entity.relationships.map(\.destination)
+    }
+}
+
+/// The decoding plans of the entities met so far, by entity description (a stored schema can change mid-log).
+final class DecodingPlans {
+    private var plans: [String: (entity: Schema.Entity, plan: EntityDecodingPlan)] = [:]
+
+    func plan(for entity: Schema.Entity) -> EntityDecodingPlan {
+        if let known = plans[entity.name], known.entity == entity { return known.plan }
+        let plan = EntityDecodingPlan(entity)
+        plans[entity.name] = (entity, plan)
+        return plan
+    }
+}
+
+/// Which of `count` positions were seen, without allocating for up to 64.
+struct PresenceSet {
+    private var bits: UInt64 = 0
+    private var overflow: [Bool]
+    let count: Int
+
+    init(count: Int) {
+        self.count = count
+        overflow = count > 64 ? [Bool](repeating: false, count: count) : []
+    }
+
+    /// Marks `index`; false when it was marked already.
+    mutating func insert(_ index: Int) -> Bool {
+        if count > 64 {
+            if overflow[index] { return false }
+            overflow[index] = true
+            return true
+        }
+        let bit: UInt64 = 1 << UInt64(index)
+        if bits & bit != 0 { return false }
+        bits |= bit
+        return true
+    }
+
+    /// The first position not marked.
+    var firstMissing: Int? {
+        if count > 64 { return overflow.firstIndex(of: false) }
+        let all: UInt64 = count == 64 ? .max : (1 << UInt64(count)) - 1
+        let missing = ~bits & all
+        return missing == 0 ? nil : missing.trailingZeroBitCount
     }
 }

@@ -9,16 +9,27 @@ enum RecordFrame {
     /// The largest payload a record may have.
     static let maximumPayloadLength = 1 << 30
 
-    /// Appends the framed record for `payload` to `output`.
-    static func append(payload: [UInt8], to output: inout [UInt8]) {
-        let checksum = payload.withUnsafeBytes { CRC32C.masked(CRC32C.checksum($0)) }
-        output.reserveCapacity(output.count + headerLength + payload.count + 1)
-        appendHex(UInt32(payload.count), to: &output)
-        output.append(0x20)
-        appendHex(checksum, to: &output)
-        output.append(0x20)
-        output.append(contentsOf: payload)
-        output.append(0x0A)
+    /// A writer whose buffer starts with room for the header, to be sealed by ``seal(_:)``.
+    static func writer(reservingCapacity capacity: Int) -> JSONWriter {
+        JSONWriter(prefix: [UInt8](repeating: 0x20, count: headerLength), reservingCapacity: capacity + 1)
+    }
+
+    /// The record whose payload `writer` wrote after the header room: the header filled in, the newline appended.
+    static func seal(_ writer: consuming JSONWriter) -> [UInt8] {
+        var bytes = writer.finish()
+        let payloadLength = bytes.count - headerLength
+        let checksum = bytes.withUnsafeBytes {
+            CRC32C.masked(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[headerLength...])))
+        }
+        var header: [UInt8] = []
+        header.reserveCapacity(headerLength)
+        appendHex(UInt32(payloadLength), to: &header)
+        header.append(0x20)
+        appendHex(checksum, to: &header)
+        header.append(0x20)
+        bytes.replaceSubrange(0..<headerLength, with: header)
+        bytes.append(0x0A)
+        return bytes
     }
 
     /// What was found at an offset of a file.

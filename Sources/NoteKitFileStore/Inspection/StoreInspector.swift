@@ -124,7 +124,7 @@ extension StoreInspector {
                 var writer = JSONWriter(reservingCapacity: 512)
                 writer.beginObject()
                 writer.key("entity"); writer.string(entity.name)
-                writer.key("id"); writer.string(row.id.primaryKey.uuidString)
+                writer.key("id"); writer.uuid(row.id.primaryKey)
                 writer.key("attributes")
                 writer.beginObject()
                 for (slot, attribute) in entity.attributes.enumerated() {
@@ -138,10 +138,10 @@ extension StoreInspector {
                     writer.key(relationship.name)
                     switch row.relationships[slot] {
                     case .toOne(let target):
-                        if let target { writer.string(target.primaryKey.uuidString) } else { writer.null() }
+                        if let target { writer.uuid(target.primaryKey) } else { writer.null() }
                     case .toMany(let targets):
                         writer.beginArray()
-                        for target in targets { writer.string(target.primaryKey.uuidString) }
+                        for target in targets { writer.uuid(target.primaryKey) }
                         writer.endArray()
                     }
                 }

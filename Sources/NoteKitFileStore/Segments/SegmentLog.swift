@@ -28,7 +28,8 @@ final class SegmentLog {
         return SegmentLog(layout: layout, fileSystem: fileSystem, manifest: manifest, active: file)
     }
 
-    /// Creates the files of a new, empty store: its first segment (with `records` after the segment record), then
+    /// Creates the files of a new, empty store: its first segment (with the framed `records` after the segment
+    /// record), then
     /// its manifest.
     static func create(layout: StoreLayout, fileSystem: any StoreFileSystem, store: UUID, now: Date,
                        records: [[UInt8]]) throws -> SegmentLog {
@@ -40,13 +41,11 @@ final class SegmentLog {
         return log
     }
 
-    /// Frames `payload` and appends it to the active segment, without flushing.
+    /// Appends a framed record (as ``RecordEncoder`` makes them) to the active segment, without flushing.
     ///
     /// - Throws: the write's error. A partly written record is cut off again when possible; if even that fails,
     ///   the error says so and the caller must stop writing.
-    func append(_ payload: [UInt8]) throws {
-        var framed: [UInt8] = []
-        RecordFrame.append(payload: payload, to: &framed)
+    func append(_ framed: [UInt8]) throws {
         let before = active.size
         do {
             try framed.withUnsafeBytes { try active.append($0) }
@@ -96,8 +95,7 @@ final class SegmentLog {
     /// Writes the manifest under a temporary name, flushes it, renames it over `MANIFEST` and flushes the directory.
     private func replaceManifest(with manifest: Manifest) throws {
         if fileSystem.exists(layout.temporaryManifest) { try fileSystem.remove(layout.temporaryManifest) }
-        var bytes = MagicLine.bytes(.manifest)
-        RecordFrame.append(payload: encoder.manifest(manifest), to: &bytes)
+        let bytes = MagicLine.bytes(.manifest) + encoder.manifest(manifest)
         let file = try fileSystem.create(layout.temporaryManifest)
         do {
             try bytes.withUnsafeBytes { try file.append($0) }
@@ -123,10 +121,8 @@ final class SegmentLog {
         // A file of this number can only be a leftover of an interrupted operation: no manifest names it.
         if fileSystem.exists(path) { try fileSystem.remove(path) }
         var bytes = MagicLine.bytes(.segment)
-        let encoder = RecordEncoder()
-        RecordFrame.append(payload: encoder.segment(SegmentHeader(store: store, number: number, created: now)),
-                           to: &bytes)
-        for record in records { RecordFrame.append(payload: record, to: &bytes) }
+        bytes += RecordEncoder().segment(SegmentHeader(store: store, number: number, created: now))
+        for record in records { bytes += record }
         let file = try fileSystem.create(path)
         do {
             try bytes.withUnsafeBytes { try file.append($0) }

@@ -1,0 +1,170 @@
+import Foundation
+import NoteKit
+import NoteKitFileStore
+
+/// Workload W1 (docs/BENCHMARKS.md), phase for phase as `shared/bench/sqlite_anchor.c` runs it on SQLite: the same
+/// data, the same number of durable saves, the same query, medians where it takes medians.
+enum W1 {
+    struct Result {
+        var notes = 0
+        var bulkInsert = 0.0
+        var openLoadAll = 0.0
+        var pinnedTop20 = 0.0
+        var singleUpdate = 0.0
+        var deleteFolderNullify = 0.0
+        var bytesOnDisk = 0
+        var peakRSS = 0.0
+
+        var json: String {
+            func number(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }
+            return "{\"engine\":\"notekit\",\"notes\":\(notes),\"bulk_insert_ms\":\(number(bulkInsert, 1)),"
+                + "\"open_load_all_ms\":\(number(openLoadAll, 1)),\"pinned_top20_ms\":\(number(pinnedTop20, 4)),"
+                + "\"single_update_tx_ms\":\(number(singleUpdate, 4)),"
+                + "\"delete_folder_nullify_ms\":\(number(deleteFolderNullify, 2)),\"bytes_on_disk\":\(bytesOnDisk),"
+                + "\"peak_rss_mb\":\(number(peakRSS, 1))}"
+        }
+    }
+
+    /// With NOTEKIT_BENCH_TRACE set, prints how long a part of a phase took, to standard error.
+    static func trace(_ label: String, _ start: UInt64) {
+        guard ProcessInfo.processInfo.environment["NOTEKIT_BENCH_TRACE"] != nil else { return }
+        let line = "  \(label): \(String(format: "%.1f", milliseconds(since: start))) ms, "
+            + "resident \(String(format: "%.0f", residentMegabytes())) MB\n"
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+
+    static func milliseconds(since start: UInt64) -> Double {
+        Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
+    }
+
+    static func run(notes n: Int, directory: URL) throws -> Result {
+        var result = Result()
+        result.notes = n
+        let url = directory.appendingPathComponent("w1.notekit")
+        try? FileManager.default.removeItem(at: url)
+        let configuration = FileStoreConfiguration(url: url, automaticCompaction: nil)
+        let body = String((0..<240).map { Array("lorem ipsum ")[$0 % 12] })
+
+        // Bulk insert: open a new store, 100 notebooks and n notes, one durable save.
+        var start = DispatchTime.now().uptimeNanoseconds
+        var folderIDs: [PersistentIdentifier] = []
+        var noteIDs: [PersistentIdentifier] = []
+        do {
+            let container = try ModelContainer(for: NoteRecord.self, configurations: configuration)
+            let context = ModelContext(container)
+            var notebooks: [NotebookRecord] = []
+            for f in 0..<100 {
+                let notebook = NotebookRecord()
+                notebook.name = "Folder \(f)"
+                context.insert(notebook)
+                notebooks.append(notebook)
+            }
+            noteIDs.reserveCapacity(n)
+            for i in 0..<n {
+                let note = NoteRecord()
+                note.title = "Note \(i)"
+                note.body = body
+                note.createdAt = Date(timeIntervalSince1970: 1.7e9 + Double(i))
+                note.updatedAt = note.createdAt
+                note.isPinned = i % 50 == 0
+                context.insert(note)
+                if i % 10 != 9 { note.notebook = notebooks[i % 100] }
+                noteIDs.append(note.persistentModelID)
+            }
+            trace("create and insert", start)
+            let saveStart = DispatchTime.now().uptimeNanoseconds
+            try context.save()
+            trace("save", saveStart)
+            result.bulkInsert = milliseconds(since: start)
+            folderIDs = notebooks.map(\.persistentModelID)
+            try (container.store as? FileStore)?.close()
+        }
+        if let keep = ProcessInfo.processInfo.environment["NOTEKIT_BENCH_KEEP"] {
+            // For profiling the reopen: a copy of the store as the bulk insert left it.
+            try? FileManager.default.removeItem(atPath: keep)
+            try FileManager.default.copyItem(at: url, to: URL(fileURLWithPath: keep))
+        }
+
+        // Reopen and load every note: every note's attributes readable in memory, as model objects.
+        start = DispatchTime.now().uptimeNanoseconds
+        let container = try ModelContainer(for: NoteRecord.self, configurations: configuration)
+        trace("open (replay)", start)
+        let fetchStart = DispatchTime.now().uptimeNanoseconds
+        let context = ModelContext(container)
+        let all = try context.fetch(FetchDescriptor<NoteRecord>())
+        trace("fetch all", fetchStart)
+        result.openLoadAll = milliseconds(since: start)
+        guard all.count == n else { throw BenchmarkError.wrongCount("loaded \(all.count) notes of \(n)") }
+
+        // Pinned notes, newest first, limit 20: hot, median of 101.
+        var pinned = FetchDescriptor<NoteRecord>(predicate: #Predicate { $0.isPinned },
+                                                 sortBy: [SortDescriptor(\.createdAt, order: .reverse)])
+        pinned.fetchLimit = 20
+        var times: [Double] = []
+        for _ in 0..<101 {
+            let queryStart = DispatchTime.now().uptimeNanoseconds
+            let found = try context.fetch(pinned)
+            times.append(milliseconds(since: queryStart))
+            guard found.count == min(20, (n + 49) / 50) else { throw BenchmarkError.wrongCount("query found \(found.count)") }
+        }
+        result.pinnedTop20 = times.sorted()[50]
+
+        // 1,000 single-note edits, each its own durable save.
+        let byID = Dictionary(uniqueKeysWithValues: all.map { ($0.persistentModelID, $0) })
+        start = DispatchTime.now().uptimeNanoseconds
+        for i in 0..<1000 {
+            let note = byID[noteIDs[(i * 97) % n]]!
+            note.title = "Edited \(i)"
+            note.updatedAt = Date(timeIntervalSince1970: 1.8e9 + Double(i))
+            try context.save()
+        }
+        result.singleUpdate = milliseconds(since: start) / 1000
+        trace("1,000 saves", start)
+
+        // Delete one notebook: its notes are nullified, one durable save.
+        start = DispatchTime.now().uptimeNanoseconds
+        guard let notebook = context[folderIDs[3], as: NotebookRecord.self] else {
+            throw BenchmarkError.wrongCount("notebook 3 is missing")
+        }
+        try context.delete(notebook)
+        try context.save()
+        result.deleteFolderNullify = milliseconds(since: start)
+
+        // Bytes on disk after compaction.
+        let store = container.store as! FileStore
+        try store.compact()
+        try store.close()
+        result.bytesOnDisk = directorySize(url)
+        result.peakRSS = peakResidentMegabytes()
+        return result
+    }
+
+    static func directorySize(_ url: URL) -> Int {
+        var total = 0
+        guard let walker = FileManager.default.enumerator(at: url, includingPropertiesForKeys: [.fileSizeKey]) else { return 0 }
+        for case let file as URL in walker {
+            total += (try? file.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0
+        }
+        return total
+    }
+
+    /// The process's peak resident set (VmHWM), in megabytes.
+    static func peakResidentMegabytes() -> Double { statusMegabytes("VmHWM:") }
+
+    /// The process's resident set now (VmRSS), in megabytes.
+    static func residentMegabytes() -> Double { statusMegabytes("VmRSS:") }
+
+    private static func statusMegabytes(_ field: String) -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }),
+              let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+        return kilobytes / 1024
+    }
+
+    enum BenchmarkError: Error, CustomStringConvertible {
+        case wrongCount(String)
+        var description: String {
+            switch self { case .wrongCount(let message): "W1 went wrong: \(message)" }
+        }
+    }
+}

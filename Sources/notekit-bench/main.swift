@@ -1,0 +1,40 @@
+// notekit-bench: workload W1 on the file store, one JSON line per run (docs/BENCHMARKS.md).
+//
+//     swift run -c release notekit-bench w1 --notes 100000 --dir /tmp/bench
+//     swift run -c release notekit-bench open STORE     # reopens a store three times, for profiling replay
+//
+// NOTEKIT_BENCH_TRACE=1 prints the parts of the insert and open phases to standard error;
+// NOTEKIT_BENCH_KEEP=PATH keeps a copy of the store as the bulk insert left it.
+import Foundation
+import NoteKit
+import NoteKitFileStore
+
+func value(_ name: String, in arguments: [String]) -> String? {
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "open", let path = arguments.dropFirst().first {
+    // Opens an existing store three times, for profiling the replay.
+    for _ in 0..<3 {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let container = try ModelContainer(for: NoteRecord.self,
+                                           configurations: FileStoreConfiguration(url: URL(fileURLWithPath: path), mode: .readOnly))
+        print("open: \(W1.milliseconds(since: start)) ms", container.schema.entities.count)
+    }
+    exit(0)
+}
+guard arguments.first == "w1" else {
+    FileHandle.standardError.write(Data("usage: notekit-bench w1 [--notes N] [--dir DIR]\n".utf8))
+    exit(2)
+}
+let notes = value("--notes", in: arguments).flatMap(Int.init) ?? 100_000
+let directory = URL(fileURLWithPath: value("--dir", in: arguments) ?? FileManager.default.temporaryDirectory.path)
+do {
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    print(try W1.run(notes: notes, directory: directory).json)
+} catch {
+    FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+    exit(1)
+}
