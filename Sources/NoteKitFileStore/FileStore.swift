@@ -21,12 +21,13 @@ public final class FileStore: DataStore {
     public let recovery: RecoveryReport
 
     let layout: StoreLayout
-    private let fileSystem: any StoreFileSystem
-    private let blobs: BlobStore
+    let fileSystem: any StoreFileSystem
+    let blobs: BlobStore
     private let encoder = RecordEncoder()
-    private let state: Locked<State>
+    let state: Locked<State>
+    let broadcaster = HistoryBroadcaster()
 
-    private struct State {
+    struct State {
         var rows: RowStorage
         var log: SegmentLog?
         var lock: (any StoreLockHandle)?
@@ -38,6 +39,22 @@ public final class FileStore: DataStore {
         var writesStopped: String?
         var unsyncedSince: Date?
         var lastCompactionError: String?
+        /// How far a read-only open has read the log, for ``refresh()``; nil for a writable open.
+        var position: ReadPosition?
+        var lastRefreshCheck: ContinuousClock.Instant?
+        var lastRefreshError: String?
+        /// The log's size right after the last compaction of this open (0 before one).
+        var bytesAfterCompaction = 0
+    }
+
+    /// Where a read-only open stands in the log: the manifest it read, and the segment and offset after the last
+    /// record it applied.
+    struct ReadPosition {
+        var manifest: Manifest
+        var manifestStatus: StoreFileStatus?
+        var segment: Int
+        var offset: Int
+        var version: Int
     }
 
     /// What an open found and did.
@@ -110,6 +127,8 @@ public final class FileStore: DataStore {
             if !readOnly, case .acquire = lockSource {
                 lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout)
             }
+            // Taken before the manifest is read: a manifest replaced after this makes the next refresh look again.
+            let manifestStatus = readOnly ? try fileSystem.status(layout.manifest) : nil
             let replay = try Self.replay(layout: layout, fileSystem: fileSystem, blobs: blobs,
                                          policy: configuration.recovery == .pointInTime && readOnly ? .pointInTime : .strict,
                                          readOnly: readOnly)
@@ -156,13 +175,24 @@ public final class FileStore: DataStore {
             let lastTransaction = replay.log.lastTransaction + (migration == nil ? 0 : 1)
             let storage = RowStorage(schema: schema)
             storage.load(rows, generation: lastTransaction)
+            storage.history = replay.log.history
+            if let migration { storage.history.append(migration.historyRecord) }
+            if case .latest(let count) = configuration.historyRetention {
+                storage.history.keepLatest(count, slack: 0)
+            }
+            var position: ReadPosition?
+            if readOnly, replay.log.damage == nil, let active = replay.manifest.segments.last {
+                position = ReadPosition(manifest: replay.manifest, manifestStatus: manifestStatus, segment: active,
+                                        offset: replay.log.segmentSizes[active] ?? 0,
+                                        version: replay.log.segmentVersions[active] ?? MagicLine.currentVersion)
+            }
             let closedBytes = replay.manifest.segments.dropLast().reduce(0) { $0 + (replay.log.segmentSizes[$1] ?? 0) }
             recovery = report
             state = Locked(State(rows: storage, log: log, lock: lock,
                                  schemas: replay.log.schemas + (migration == nil ? [] : [schema]),
                                  lastTransaction: lastTransaction,
                                  operationsLogged: replay.log.operationsLogged + (migration?.fills.count ?? 0),
-                                 closedSegmentBytes: closedBytes))
+                                 closedSegmentBytes: closedBytes, position: position))
         } catch {
             if case .acquire = lockSource { lock?.unlock() }
             throw error
@@ -262,23 +292,83 @@ public final class FileStore: DataStore {
     // MARK: DataStore
 
     public func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
-        state.withLock { state in ids.map { state.rows.snapshot(for: $0) } }
+        state.withLock { state in
+            refreshAutomatically(&state)
+            return ids.map { state.rows.snapshot(for: $0) }
+        }
     }
 
     public func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult {
-        try state.withLock { try $0.rows.fetch(request) }
+        try state.withLock { state in
+            refreshAutomatically(&state)
+            return try state.rows.fetch(request)
+        }
     }
 
     public func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) -> PersistentIdentifier? {
-        state.withLock { $0.rows.identifier(entity: entity, uniqueConstraint: constraint, key: key) }
+        state.withLock { state in
+            refreshAutomatically(&state)
+            return state.rows.identifier(entity: entity, uniqueConstraint: constraint, key: key)
+        }
     }
 
     public func identifiers(entity: String, relationship: Int, referencing target: PersistentIdentifier)
         -> [PersistentIdentifier] {
-        state.withLock { $0.rows.identifiers(entity: entity, relationship: relationship, referencing: target) }
+        state.withLock { state in
+            refreshAutomatically(&state)
+            return state.rows.identifiers(entity: entity, relationship: relationship, referencing: target)
+        }
     }
 
-    public var generation: UInt64 { state.withLock { $0.lastTransaction } }
+    public var generation: UInt64 {
+        state.withLock { state in
+            refreshAutomatically(&state)
+            return state.lastTransaction
+        }
+    }
+
+    // MARK: History
+
+    /// The history the store keeps: every transaction since the store was created, across reopening and
+    /// compaction, less what ``deleteHistory(_:)`` deleted.
+    public func history() throws -> HistoryLog {
+        state.withLock { state in
+            refreshAutomatically(&state)
+            return state.rows.history
+        }
+    }
+
+    /// Deletes the transactions in `ranges` from the history by appending a `trim` record (flushed as a save is);
+    /// the space is reclaimed at the next compaction.
+    ///
+    /// - Throws: ``SaveError/readOnly(reason:)``, ``FileStoreError/writesStopped(reason:)`` or an I/O error; the
+    ///   history is then unchanged.
+    public func deleteHistory(_ ranges: [ClosedRange<UInt64>]) throws {
+        try state.withLock { state in
+            guard let log = state.log else {
+                throw SaveError.readOnly(reason: "\(layout.root) was opened read-only")
+            }
+            if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
+            var history = state.rows.history
+            history.delete(ranges, committedThrough: state.lastTransaction)
+            guard history.deleted != state.rows.history.deleted else { return }
+            do {
+                try log.append(encoder.trim(deleted: history.deleted))
+            } catch let error as FileStoreError {
+                if case .writesStopped(let reason) = error { state.writesStopped = reason }
+                throw error
+            }
+            do {
+                try flush(log, &state, forced: false)
+            } catch {
+                state.writesStopped = "flushing a history deletion failed: \(error)"
+                throw error
+            }
+            state.rows.history = history
+        }
+    }
+
+    public func transactions() -> AsyncStream<HistoryRecord> { broadcaster.subscribe() }
 
     /// Appends `changes` as one transaction record and, with ``FileStoreConfiguration/Durability/everySave``,
     /// flushes it before returning; only then are the changes applied in memory.
@@ -321,7 +411,11 @@ public final class FileStore: DataStore {
                 state.writesStopped = "flushing transaction \(transaction.number) failed: \(error)"
                 throw error
             }
-            state.rows.apply(stored)
+            let record = state.rows.apply(stored, timestamp: transaction.time)
+            if case .latest(let count) = configuration.historyRetention {
+                state.rows.history.keepLatest(count, slack: max(64, count / 4))
+            }
+            broadcaster.publish([record])
             state.lastTransaction = transaction.number
             state.operationsLogged += changes.inserted.count + changes.updated.count + changes.deleted.count
             compactIfWorthIt(&state)
@@ -389,6 +483,7 @@ public final class FileStore: DataStore {
 
     /// Flushes, closes the active segment and releases the lock. Saving afterwards is refused.
     public func close() throws {
+        broadcaster.finish()
         try state.withLock { state in
             guard let log = state.log else { return }
             state.log = nil
@@ -401,6 +496,7 @@ public final class FileStore: DataStore {
     }
 
     deinit {
+        broadcaster.finish()
         state.withLock { state in
             try? state.log?.close()
             state.lock?.unlock()
@@ -478,6 +574,8 @@ public final class FileStore: DataStore {
                 start = end
             }
         }
+        if case .latest(let count) = configuration.historyRetention { state.rows.history.keepLatest(count, slack: 0) }
+        records += historyRecords(state.rows.history)
         records.append(encoder.snapshot(lastTransaction: state.lastTransaction, rowCount: allRows.count))
         records += rowRecords
 
@@ -503,8 +601,28 @@ public final class FileStore: DataStore {
         if !removedBlobs.isEmpty { try? fileSystem.syncDirectory(layout.blobs) }
         state.closedSegmentBytes = 0
         state.operationsLogged = allRows.count
+        state.bytesAfterCompaction = log.activeSize
         return CompactionReport(bytesBefore: bytesBefore, bytesAfter: log.activeSize, segmentsRemoved: removedSegments,
                                 blobsRemoved: removedBlobs)
+    }
+
+    /// The history as `history` records of at most about 16,384 changes each; the first carries the deleted ranges.
+    private func historyRecords(_ history: HistoryLog) -> [[UInt8]] {
+        guard !history.records.isEmpty || !history.deleted.isEmpty else { return [] }
+        var chunks: [[UInt8]] = []
+        var start = history.records.startIndex, changes = 0
+        for index in history.records.indices {
+            changes += history.records[index].changeCount + 1
+            if changes >= 16_384 {
+                chunks.append(encoder.history(history.records[start...index], deleted: chunks.isEmpty ? history.deleted : []))
+                start = index + 1
+                changes = 0
+            }
+        }
+        if start < history.records.endIndex || chunks.isEmpty {
+            chunks.append(encoder.history(history.records[start...], deleted: chunks.isEmpty ? history.deleted : []))
+        }
+        return chunks
     }
 
     /// Compacts after a save when the configuration's thresholds are passed. A failure does not fail the save that
@@ -512,7 +630,10 @@ public final class FileStore: DataStore {
     private func compactIfWorthIt(_ state: inout State) {
         guard let policy = configuration.automaticCompaction, let log = state.log else { return }
         let logBytes = state.closedSegmentBytes + log.activeSize
-        guard logBytes >= policy.minimumLogSize, state.operationsLogged > 0 else { return }
+        // Kept history cannot be reclaimed: the log must also have doubled since the last compaction, so that
+        // rewriting what is kept costs at most as much as what was appended since.
+        guard logBytes >= policy.minimumLogSize, logBytes >= 2 * state.bytesAfterCompaction,
+              state.operationsLogged > 0 else { return }
         let live = schema.entities.reduce(0) { $0 + state.rows.count(of: $1.name) }
         let garbage = 1 - Double(live) / Double(state.operationsLogged)
         guard garbage > policy.garbageRatio else { return }

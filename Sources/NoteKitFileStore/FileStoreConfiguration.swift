@@ -40,7 +40,8 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
 
     /// When compaction runs by itself, after a save.
     public struct AutomaticCompaction: Sendable, Hashable {
-        /// The log must be at least this many bytes.
+        /// The log must be at least this many bytes (and, after a compaction, twice its size right after it: the
+        /// history kept cannot be reclaimed, so it is not rewritten more often than the log doubles).
         public var minimumLogSize: Int
         /// And more than this fraction of what it holds must be superseded (0…1).
         public var garbageRatio: Double
@@ -49,6 +50,17 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
             self.minimumLogSize = minimumLogSize
             self.garbageRatio = garbageRatio
         }
+    }
+
+    /// How much history (``FileStore/history()``) the store keeps.
+    public enum HistoryRetention: Sendable, Hashable {
+        /// Every transaction, until ``NoteKit/ModelContext/deleteHistory(_:)`` deletes it (SwiftData's behaviour).
+        /// Compaction cannot reclaim history that is kept: delete what every consumer has processed.
+        case untilDeleted
+        /// At least the latest `count` transactions; older ones are deleted as new ones are committed (a consumer
+        /// whose token is older gets ``NoteKit/HistoryError/historyTokenExpired(oldestRetained:)``). `latest(0)`
+        /// keeps no history past the next compaction.
+        case latest(Int)
     }
 
     public var name: String
@@ -63,6 +75,12 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     public var automaticCompaction: AutomaticCompaction?
     /// How long a writable open waits for another process's lock; nil refuses at once.
     public var lockTimeout: Double?
+    /// For a read-only open: how often reads check whether another process committed, and pick it up
+    /// (``FileStore/refresh()``), in seconds; 0 checks on every read (one `stat` of the manifest and of the active
+    /// segment); nil (the default) refreshes only when asked.
+    public var automaticRefreshInterval: Double?
+    /// How much history the store keeps; ``HistoryRetention/untilDeleted`` by default.
+    public var historyRetention: HistoryRetention
     /// The file operations used; tests substitute one that fails on purpose.
     public var fileSystem: any StoreFileSystem
 
@@ -70,7 +88,9 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     public init(url: URL, name: String? = nil, mode: Mode = .readWrite(createIfMissing: true),
                 recovery: RecoveryMode = .tolerateTornTail, durability: Durability = .everySave,
                 maximumSegmentSize: Int = 64 << 20, automaticCompaction: AutomaticCompaction? = AutomaticCompaction(),
-                lockTimeout: Double? = nil, fileSystem: any StoreFileSystem = POSIXFileSystem()) {
+                lockTimeout: Double? = nil, automaticRefreshInterval: Double? = nil,
+                historyRetention: HistoryRetention = .untilDeleted,
+                fileSystem: any StoreFileSystem = POSIXFileSystem()) {
         self.name = name ?? url.lastPathComponent
         self.url = url
         self.mode = mode
@@ -79,6 +99,8 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
         self.maximumSegmentSize = maximumSegmentSize
         self.automaticCompaction = automaticCompaction
         self.lockTimeout = lockTimeout
+        self.automaticRefreshInterval = automaticRefreshInterval
+        self.historyRetention = historyRetention
         self.fileSystem = fileSystem
     }
 

@@ -24,6 +24,8 @@ struct FileStoreCompactionTests {
         let container = try StoreFiles.open(url, NotesSchema.models) {
             $0.automaticCompaction = nil
             $0.maximumSegmentSize = 4096
+            // Kept history is not garbage; this test measures what compaction reclaims of superseded rows.
+            $0.historyRetention = .latest(0)
         }
         let context = ModelContext(container)
         let editor = NoteEditor(context: context)
@@ -78,6 +80,7 @@ struct FileStoreCompactionTests {
         let url = TemporaryStores.newURL()
         let container = try StoreFiles.open(url, NotesSchema.models) {
             $0.automaticCompaction = .init(minimumLogSize: 8_000, garbageRatio: 0.6)
+            $0.historyRetention = .latest(0)
         }
         let context = ModelContext(container)
         let note = Note()

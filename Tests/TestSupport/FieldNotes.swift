@@ -401,3 +401,32 @@ public final class NoteStore {
         }
     }
 }
+
+// Seed 001's SwiftDataNotePersistence+History.swift, ported: what a sync or a widget asks of history.
+extension FieldNotePersistence {
+    /// The ids of notes deleted since `token`, plus the token to pass next time.
+    public func deletedNoteIDs(after token: DefaultHistoryToken?)
+        throws -> (ids: [FieldNote.ID], nextToken: DefaultHistoryToken?) {
+        var descriptor = HistoryDescriptor<DefaultHistoryTransaction>()
+        if let token {
+            descriptor.predicate = #Predicate { $0.token > token }
+        }
+        let transactions = try modelContext.fetchHistory(descriptor)
+        var ids: [FieldNote.ID] = []
+        for transaction in transactions {
+            for change in transaction.changes {
+                if case .delete(let deletion as DefaultHistoryDelete<NoteRecord>) = change,
+                   let id = deletion.tombstone[\.id] as? UUID {
+                    ids.append(id)
+                }
+            }
+        }
+        return (ids, transactions.last?.token ?? token)
+    }
+
+    /// Drops transactions that every consumer has already processed.
+    public func trimHistory(before token: DefaultHistoryToken) throws {
+        try modelContext.deleteHistory(HistoryDescriptor<DefaultHistoryTransaction>(
+            predicate: #Predicate { $0.token < token }))
+    }
+}

@@ -13,6 +13,7 @@ extension ModelContext {
     /// - Complexity: O(changed objects × their properties), plus the store's cost of making the transaction durable.
     public func save() throws {
         guard hasChanges else { return }
+        postWillSave()
         try resolveUniqueInserts()
         let inserted = insertedObjects, changed = changedObjects, deleted = deletedObjects
         var changes = ChangeSet(author: author)
@@ -58,6 +59,7 @@ extension ModelContext {
             object._$context = nil
         }
         clearLists()
+        if !changes.isEmpty { postDidSave(changes, transaction: generation) }
     }
 
     /// The changed properties of `object` since it was last read or saved; nil when nothing differs.

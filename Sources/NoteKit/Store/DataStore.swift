@@ -36,8 +36,33 @@ public protocol DataStore: AnyObject, Sendable {
     /// - Returns: the transaction's token.
     func save(_ changes: ChangeSet) throws -> SaveResult
 
-    /// A number that changes whenever a save changes the store; contexts use it to skip work.
+    /// A number that changes whenever a save changes the store; contexts use it to skip work. Both NoteKit
+    /// stores use the number of the last committed transaction.
     var generation: UInt64 { get }
+
+    /// The history the store keeps: a record of every committed transaction not deleted from it.
+    ///
+    /// - Throws: ``HistoryError/unsupported(store:)`` when the store keeps no history (the default).
+    /// - Complexity: O(1): the log is copied on write.
+    func history() throws -> HistoryLog
+
+    /// Deletes the transactions numbered in `ranges` from the history, durably for a persistent store.
+    ///
+    /// - Throws: ``HistoryError/unsupported(store:)`` (the default), or the store's own errors (then nothing was
+    ///   deleted).
+    func deleteHistory(_ ranges: [ClosedRange<UInt64>]) throws
+
+    /// Every transaction committed from now on (by any context, or by another process once the store has picked
+    /// it up), until the consumer stops iterating or the store closes.
+    func transactions() -> AsyncStream<HistoryRecord>
+}
+
+extension DataStore {
+    public func history() throws -> HistoryLog { throw HistoryError.unsupported(store: "\(Self.self)") }
+    public func deleteHistory(_ ranges: [ClosedRange<UInt64>]) throws {
+        throw HistoryError.unsupported(store: "\(Self.self)")
+    }
+    public func transactions() -> AsyncStream<HistoryRecord> { AsyncStream { $0.finish() } }
 }
 
 /// One object's values as a store holds them: attribute values and relationship targets, in declaration order.
@@ -108,6 +133,9 @@ public struct ChangeSet: Sendable, Hashable {
 
     /// Whether the change set changes nothing.
     public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+
+    /// How many objects the change set changes.
+    public var changeCount: Int { inserted.count + updated.count + deleted.count }
 }
 
 /// The changed properties of one saved object. Only what changed is sent, so two contexts editing different

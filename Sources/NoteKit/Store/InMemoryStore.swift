@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Synchronization
 
 /// A store that keeps its rows in memory only: for tests, previews and scratch data.
@@ -7,12 +8,15 @@ import Synchronization
 public final class InMemoryStore: DataStore {
     public let schema: Schema
     private let storage: Locked<RowStorage>
+    private let broadcaster = HistoryBroadcaster()
 
     /// An empty store for `schema`.
     public init(schema: Schema) {
         self.schema = schema
         storage = Locked(RowStorage(schema: schema))
     }
+
+    deinit { broadcaster.finish() }
 
     public func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
         storage.withLock { storage in ids.map { storage.snapshot(for: $0) } }
@@ -34,9 +38,20 @@ public final class InMemoryStore: DataStore {
     public func save(_ changes: ChangeSet) throws -> SaveResult {
         try storage.withLock { storage in
             try storage.validate(changes)
-            return SaveResult(generation: storage.apply(changes))
+            let record = storage.apply(changes)
+            broadcaster.publish([record])
+            return SaveResult(generation: record.number)
         }
     }
 
     public var generation: UInt64 { storage.withLock { $0.generation } }
+
+    /// The history of every save, less what was deleted.
+    public func history() throws -> HistoryLog { storage.withLock { $0.history } }
+
+    public func deleteHistory(_ ranges: [ClosedRange<UInt64>]) throws {
+        storage.withLock { $0.history.delete(ranges, committedThrough: $0.generation) }
+    }
+
+    public func transactions() -> AsyncStream<HistoryRecord> { broadcaster.subscribe() }
 }

@@ -13,6 +13,8 @@ public final class RowStorage {
     private var tables: [String: EntityTable]
     /// Increases by one with each applied change set.
     public private(set) var generation: UInt64 = 0
+    /// A record of every change set applied, less what was deleted from history.
+    public var history = HistoryLog()
 
     /// Empty storage for `schema`.
     public init(schema: Schema) {
@@ -78,11 +80,21 @@ public final class RowStorage {
         }
     }
 
-    /// Applies a validated change set, stamping the rows it writes with the next generation.
+    /// Applies a validated change set, stamping the rows it writes with the next generation, and records it in
+    /// ``history`` as committed at `timestamp`.
     ///
     /// - Precondition: ``validate(_:)`` accepted `changes` and nothing changed since.
+    /// - Returns: the history record of the transaction.
     @discardableResult
-    public func apply(_ changes: ChangeSet) -> UInt64 {
+    public func apply(_ changes: ChangeSet, timestamp: Date = Date()) -> HistoryRecord {
+        applyRows(changes)
+        let record = HistoryRecord(number: generation, timestamp: timestamp, changes: changes, schema: schema)
+        history.append(record)
+        return record
+    }
+
+    /// Applies a validated change set without recording history (the record was read from a log).
+    public func applyRows(_ changes: ChangeSet) {
         generation += 1
         for deletion in changes.deleted { tables[deletion.id.entityName]?.remove(deletion.id) }
         for update in changes.updated { tables[update.id.entityName]?.update(update, version: generation) }
@@ -92,7 +104,6 @@ public final class RowStorage {
             inserted[row.id.entityName, default: []].append(row)
         }
         for (entity, rows) in inserted { tables[entity]?.insert(rows) }
-        return generation
     }
 
     /// Replaces every row at once (a store's initial load): indexes are built once, not row by row.

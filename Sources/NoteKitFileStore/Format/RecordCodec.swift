@@ -10,6 +10,10 @@ enum StoreRecord {
     case rows(entity: String, rows: [ModelSnapshot])
     case manifest(Manifest)
     case migration(MigrationRecord)
+    /// Part of a compacted store's history: these records, with the transactions in `deleted` gone.
+    case history(records: [HistoryRecord], deleted: [ClosedRange<UInt64>])
+    /// Transactions deleted from history: every deleted range so far, not only the new ones.
+    case trim(deleted: [ClosedRange<UInt64>])
 }
 
 /// A segment's identity, from its first record.
@@ -50,6 +54,14 @@ struct MigrationRecord {
         self.fromHash = fromHash
         self.schema = schema
         self.fills = fills
+    }
+
+    /// How the migration appears in history: a transaction by ``HistoryRecord/migrationAuthor`` updating the
+    /// objects whose generated defaults it filled.
+    var historyRecord: HistoryRecord {
+        HistoryRecord(number: number, timestamp: time, changes: ChangeSet(updated: fills,
+                                                                          author: HistoryRecord.migrationAuthor),
+                      schema: schema)
     }
 }
 
@@ -204,6 +216,107 @@ struct RecordEncoder {
         }
         writer.endObject()
         return RecordFrame.seal(writer)
+    }
+
+    // MARK: History
+
+    /// A `history` record: `records` (a slice of the history kept, in order) and, in the first such record of a
+    /// compacted segment, every deleted range.
+    func history(_ records: ArraySlice<HistoryRecord>, deleted: [ClosedRange<UInt64>]) -> [UInt8] {
+        let changes = records.reduce(0) { $0 + $1.changeCount }
+        var writer = RecordFrame.writer(reservingCapacity: 128 + records.count * 96 + changes * 48)
+        writer.beginObject()
+        writer.key("k"); writer.string("history")
+        if !deleted.isEmpty { writer.key("deleted"); writeRanges(deleted, to: &writer) }
+        writer.key("tx")
+        writer.beginArray()
+        for record in records { writeHistoryRecord(record, to: &writer) }
+        writer.endArray()
+        writer.endObject()
+        return RecordFrame.seal(writer)
+    }
+
+    /// A `trim` record: every transaction number deleted from history so far.
+    func trim(deleted: [ClosedRange<UInt64>]) -> [UInt8] {
+        var writer = RecordFrame.writer(reservingCapacity: 64 + deleted.count * 24)
+        writer.beginObject()
+        writer.key("k"); writer.string("trim")
+        writer.key("deleted"); writeRanges(deleted, to: &writer)
+        writer.endObject()
+        return RecordFrame.seal(writer)
+    }
+
+    private func writeRanges(_ ranges: [ClosedRange<UInt64>], to writer: inout JSONWriter) {
+        writer.beginArray()
+        for range in ranges {
+            writer.beginArray()
+            writer.uint(range.lowerBound)
+            writer.uint(range.upperBound)
+            writer.endArray()
+        }
+        writer.endArray()
+    }
+
+    /// `{"tx":…,"time":…,"author":…,"insert":[["Entity",id,…],…],"update":[{"e","id","p":[names]}],
+    /// "delete":[{"e","id","tombstone":{name: tagged value}}]}`. Inserts are written as runs of one entity, in
+    /// order; tombstone values are tagged because the entity may since have changed or gone.
+    private func writeHistoryRecord(_ record: HistoryRecord, to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("tx"); writer.uint(record.number)
+        writer.key("time"); writer.double(record.timestamp.timeIntervalSinceReferenceDate)
+        if let author = record.author { writer.key("author"); writer.string(author) }
+        if !record.inserted.isEmpty {
+            writer.key("insert")
+            writer.beginArray()
+            var runEntity: String?
+            for id in record.inserted {
+                if id.entityName != runEntity {
+                    if runEntity != nil { writer.endArray() }
+                    writer.beginArray()
+                    writer.string(id.entityName)
+                    runEntity = id.entityName
+                }
+                writer.uuid(id.primaryKey)
+            }
+            writer.endArray()
+            writer.endArray()
+        }
+        if !record.updated.isEmpty {
+            writer.key("update")
+            writer.beginArray()
+            for update in record.updated {
+                writer.beginObject()
+                writer.key("e"); writer.string(update.id.entityName)
+                writer.key("id"); writer.uuid(update.id.primaryKey)
+                writer.key("p")
+                writer.beginArray()
+                for name in update.properties { writer.string(name) }
+                writer.endArray()
+                writer.endObject()
+            }
+            writer.endArray()
+        }
+        if !record.deleted.isEmpty {
+            writer.key("delete")
+            writer.beginArray()
+            for deletion in record.deleted {
+                writer.beginObject()
+                writer.key("e"); writer.string(deletion.id.entityName)
+                writer.key("id"); writer.uuid(deletion.id.primaryKey)
+                if !deletion.tombstone.isEmpty {
+                    writer.key("tombstone")
+                    writer.beginObject()
+                    for name in deletion.tombstone.keys.sorted() {
+                        writer.key(name)
+                        writeTagged(deletion.tombstone[name]!, to: &writer)
+                    }
+                    writer.endObject()
+                }
+                writer.endObject()
+            }
+            writer.endArray()
+        }
+        writer.endObject()
     }
 
     // MARK: Values

@@ -33,6 +33,44 @@ public struct POSIXFileSystem: StoreFileSystem {
         return bytes
     }
 
+    /// The bytes from `offset` to the end, read with `pread`: a refresh reads only what was appended.
+    public func read(_ path: String, from offset: Int) throws -> [UInt8] {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw StoreIOError(operation: "open", path: path, code: errno) }
+        defer { _ = Glibc.close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw StoreIOError(operation: "stat", path: path, code: errno) }
+        let expected = max(0, Int(status.st_size) - offset)
+        var bytes = [UInt8](repeating: 0, count: expected)
+        var filled = 0
+        while filled < expected {
+            let count = bytes.withUnsafeMutableBytes { buffer in
+                pread(descriptor, buffer.baseAddress! + filled, expected - filled, off_t(offset + filled))
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw StoreIOError(operation: "read", path: path, code: errno)
+            }
+            if count == 0 { break }
+            filled += count
+        }
+        if filled < expected { bytes.removeSubrange(filled...) }
+        return bytes
+    }
+
+    /// One `stat`: size, device, inode and modification time.
+    public func status(_ path: String) throws -> StoreFileStatus? {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            if errno == ENOENT { return nil }
+            throw StoreIOError(operation: "stat", path: path, code: errno)
+        }
+        return StoreFileStatus(size: Int(status.st_size), identity: [
+            Int64(bitPattern: UInt64(status.st_dev)), Int64(bitPattern: UInt64(status.st_ino)),
+            Int64(status.st_mtim.tv_sec), Int64(status.st_mtim.tv_nsec),
+        ])
+    }
+
     public func create(_ path: String) throws -> any StoreFile {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw StoreIOError(operation: "create", path: path, code: errno) }

@@ -12,6 +12,10 @@ import Darwin
 public protocol StoreFileSystem: Sendable {
     /// The whole content of the file at `path`.
     func read(_ path: String) throws -> [UInt8]
+    /// The content of the file at `path` from `offset` on (empty past the end).
+    func read(_ path: String, from offset: Int) throws -> [UInt8]
+    /// The size and identity of the file at `path`; nil when it does not exist.
+    func status(_ path: String) throws -> StoreFileStatus?
     /// Creates a new, empty file (failing if it exists) and opens it for writing.
     func create(_ path: String) throws -> any StoreFile
     /// Opens an existing file for appending at its end.
@@ -36,6 +40,41 @@ public protocol StoreFileSystem: Sendable {
 }
 
 /// An open file the store writes to.
+/// What a refresh needs to know to tell whether a file changed: its size and an identity that changes when the
+/// file is replaced (a new inode) or modified.
+public struct StoreFileStatus: Sendable, Hashable {
+    public var size: Int
+    /// Changes when the file is replaced or written (for POSIX: device, inode and modification time).
+    public var identity: [Int64]
+
+    public init(size: Int, identity: [Int64]) {
+        self.size = size
+        self.identity = identity
+    }
+}
+
+extension StoreFileSystem {
+    /// The bytes of the file at `path` from `offset` to its end. The default reads the whole file; a file system
+    /// that can read from an offset should.
+    ///
+    /// - Throws: an I/O error.
+    public func read(_ path: String, from offset: Int) throws -> [UInt8] {
+        let bytes = try read(path)
+        return offset >= bytes.count ? [] : Array(bytes[offset...])
+    }
+
+    /// The status of the file at `path`, or nil when it does not exist. The default reads the whole file.
+    ///
+    /// - Throws: an I/O error other than the file's absence.
+    public func status(_ path: String) throws -> StoreFileStatus? {
+        guard exists(path) else { return nil }
+        let bytes = try read(path)
+        var hasher = Hasher()
+        hasher.combine(bytes)
+        return StoreFileStatus(size: bytes.count, identity: [Int64(hasher.finalize())])
+    }
+}
+
 public protocol StoreFile: AnyObject {
     /// How many bytes the file has.
     var size: Int { get }

@@ -65,10 +65,14 @@ struct LogReplay {
     var operationsLogged = 0
     /// Bytes of each segment up to its last intact record.
     var segmentSizes: [Int: Int] = [:]
+    /// The format version of each segment.
+    var segmentVersions: [Int: Int] = [:]
     /// The torn tail found at the end of the last segment, not yet cut off.
     var tornTail: (segment: Int, path: String, offset: Int, length: Int, reason: String)?
     /// The first damage met, when the policy lets replay stop there instead of failing.
     var damage: FileStoreError?
+    /// The history the log records: compacted history, then a record per transaction, less what was trimmed.
+    var history = HistoryLog()
 
     enum Policy {
         /// Refuse any damage but a torn tail of the last segment.
@@ -141,6 +145,7 @@ struct LogReplay {
                                                    + (scan.tail.map { ": \($0.reason)" } ?? ""))
         }
         segmentSizes[scan.number] = scan.end
+        segmentVersions[scan.number] = scan.version
         if let tail = scan.tail {
             guard tail.isTorn && isLast else {
                 throw FileStoreError.damagedRecord(
@@ -177,6 +182,19 @@ struct LogReplay {
             }
             let changes = transaction.changes
             operationsLogged += changes.inserted.count + changes.updated.count + changes.deleted.count
+            if let schema = schemas.last {
+                history.append(HistoryRecord(number: transaction.number, timestamp: transaction.time,
+                                             changes: changes, schema: schema))
+            }
+        case let .history(records, deleted):
+            if let last = history.records.last, let first = records.first, first.number <= last.number {
+                throw FileStoreError.undecodableRecord(
+                    file: file, offset: offset, reason: "history transaction \(first.number) follows \(last.number)")
+            }
+            for record in records { history.append(record) }
+            history.delete(deleted)
+        case .trim(let deleted):
+            history.delete(deleted)
         }
     }
 
@@ -192,5 +210,6 @@ struct LogReplay {
         }
         schemas.append(migration.schema)
         operationsLogged += migration.fills.count
+        history.append(migration.historyRecord)
     }
 }

@@ -160,7 +160,8 @@ private struct SalvageState {
             return objects.addSnapshotRows(rows)
         case .transaction(let transaction):
             return objects.apply(transaction, consecutive: false)
-        case .segment, .schema, .manifest, .migration:
+        case .segment, .schema, .manifest, .migration, .history, .trim:
+            // A salvaged store starts a new history: what a damaged log says of it is not worth the doubt.
             return nil
         }
     }

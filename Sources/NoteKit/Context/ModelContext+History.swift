@@ -1,0 +1,138 @@
+import Foundation
+
+extension ModelContext {
+    /// The transactions of the store's history that `descriptor` selects, oldest first.
+    ///
+    /// ```swift
+    /// var descriptor = HistoryDescriptor<DefaultHistoryTransaction>()
+    /// descriptor.predicate = #Predicate { $0.token > lastToken }
+    /// for transaction in try context.fetchHistory(descriptor) { … }
+    /// ```
+    ///
+    /// History covers saves of every context of the store (and of other processes a file store has picked up),
+    /// not only this one's; it survives reopening and compaction up to what ``deleteHistory(_:)`` deleted.
+    ///
+    /// - Throws: ``HistoryError/historyTokenExpired(oldestRetained:)`` when the predicate selects transactions that
+    ///   were deleted from history (a token older than the history kept: start over from the current state);
+    ///   ``HistoryError/unsupported(store:)`` for a store without history; what evaluating the predicate throws.
+    /// - Complexity: O(transactions kept) predicate evaluations; each transaction's ``HistoryTransaction/changes``
+    ///   are built only when read.
+    public func fetchHistory<Transaction: HistoryTransaction>(_ descriptor: HistoryDescriptor<Transaction>) throws
+        -> [Transaction] {
+        let log = try store.history()
+        if let predicate = descriptor.predicate {
+            // The predicate is asked about each deleted range's first and last transaction, without changes: a
+            // consumer whose token is older than the history kept is told so, instead of silently missing changes.
+            for range in log.deleted {
+                for number in Set([range.lowerBound, range.upperBound]) {
+                    let probe = Transaction(_$record: HistoryRecord(number: number, timestamp: .distantPast, author: nil,
+                                                                    inserted: [], updated: [], deleted: []),
+                                            container: container)
+                    if try predicate.evaluate(probe) {
+                        throw HistoryError.historyTokenExpired(
+                            oldestRetained: log.oldestRetained.map(DefaultHistoryToken.init(transactionNumber:)))
+                    }
+                }
+            }
+        }
+        let limit = descriptor.fetchLimit.flatMap { $0 > 0 ? $0 : nil } ?? .max
+        var transactions: [Transaction] = []
+        for record in log.records {
+            let transaction = Transaction(_$record: record, container: container)
+            guard try descriptor.predicate?.evaluate(transaction) ?? true else { continue }
+            transactions.append(transaction)
+            if transactions.count == limit { break }
+        }
+        return transactions
+    }
+
+    /// Deletes the transactions `descriptor`'s predicate selects (every transaction kept, when it has none) from
+    /// the store's history; a file store records the deletion and reclaims the space at its next compaction.
+    /// The descriptor's `fetchLimit` is ignored.
+    ///
+    /// Delete what every consumer has processed: `#Predicate { $0.token < oldestTokenStillNeeded }`. A consumer
+    /// whose token is older then gets ``HistoryError/historyTokenExpired(oldestRetained:)`` from
+    /// ``fetchHistory(_:)``.
+    ///
+    /// - Throws: ``HistoryError/unsupported(store:)``, what evaluating the predicate throws, or the store's I/O
+    ///   errors (nothing is deleted then).
+    /// - Complexity: O(transactions kept).
+    public func deleteHistory<Transaction: HistoryTransaction>(_ descriptor: HistoryDescriptor<Transaction>) throws {
+        let log = try store.history()
+        var numbers: [UInt64] = []
+        for record in log.records {
+            if let predicate = descriptor.predicate {
+                guard try predicate.evaluate(Transaction(_$record: record, container: container)) else { continue }
+            }
+            numbers.append(record.number)
+        }
+        guard !numbers.isEmpty else { return }
+        try store.deleteHistory(HistoryLog.ranges(of: numbers))
+    }
+
+    /// The token of the store's last committed transaction; nil when nothing was ever saved. A consumer that
+    /// starts from the current state reads it first, then asks for the history after it.
+    public func currentHistoryToken() -> DefaultHistoryToken? {
+        let last = store.generation
+        return last == 0 ? nil : DefaultHistoryToken(transactionNumber: last)
+    }
+}
+
+extension ModelContainer {
+    /// Every transaction committed to the store from now on, by any context of any container on the store (and,
+    /// for a file store, by other processes once ``FileStore/refresh()`` or automatic refresh picked them up),
+    /// until the consumer stops iterating or the store closes.
+    ///
+    /// ```swift
+    /// for await transaction in container.transactions() {
+    ///     let deleted = transaction.changes.filter { if case .delete = $0 { true } else { false } }
+    ///     …
+    /// }
+    /// ```
+    ///
+    /// The stream buffers what its consumer has not read yet; stop iterating to unsubscribe.
+    public func transactions() -> AsyncMapSequence<AsyncStream<HistoryRecord>, DefaultHistoryTransaction> {
+        store.transactions().map { [self] record in DefaultHistoryTransaction(_$record: record, container: self) }
+    }
+}
+
+extension ModelContext {
+    /// Posted by a context before it saves, with the context as the notification's object.
+    public static let willSave = Notification.Name("NoteKit.ModelContext.willSave")
+    /// Posted by a context after a save committed a transaction, with the context as the notification's object
+    /// and the identifiers of what the transaction inserted, updated and deleted (objects deleted by a cascade
+    /// delete rule included) in `userInfo` under ``NotificationKey``.
+    ///
+    /// ```swift
+    /// NotificationCenter.default.addObserver(forName: ModelContext.didSave, object: context, queue: nil) { note in
+    ///     let deleted = note.userInfo?[ModelContext.NotificationKey.deletedIdentifiers.rawValue]
+    ///         as? [PersistentIdentifier] ?? []
+    /// }
+    /// ```
+    public static let didSave = Notification.Name("NoteKit.ModelContext.didSave")
+
+    /// The keys of ``didSave``'s `userInfo`.
+    public enum NotificationKey: String, Sendable {
+        /// `[PersistentIdentifier]`: the objects inserted.
+        case insertedIdentifiers
+        /// `[PersistentIdentifier]`: the objects updated.
+        case updatedIdentifiers
+        /// `[PersistentIdentifier]`: the objects deleted.
+        case deletedIdentifiers
+        /// ``DefaultHistoryToken``: the transaction's token in the store's history.
+        case historyToken
+    }
+
+    func postWillSave() {
+        NotificationCenter.default.post(name: Self.willSave, object: self)
+    }
+
+    func postDidSave(_ changes: ChangeSet, transaction: UInt64) {
+        NotificationCenter.default.post(name: Self.didSave, object: self, userInfo: [
+            NotificationKey.insertedIdentifiers.rawValue: changes.inserted.map(\.id),
+            NotificationKey.updatedIdentifiers.rawValue: changes.updated.map(\.id),
+            NotificationKey.deletedIdentifiers.rawValue: changes.deleted.map(\.id),
+            NotificationKey.historyToken.rawValue: DefaultHistoryToken(transactionNumber: transaction),
+        ])
+    }
+}

@@ -1,0 +1,195 @@
+import FoundationEssentials
+import NoteKit
+
+extension FileStore {
+    /// Reads what other processes committed since this store was opened or last refreshed, and applies it: the
+    /// new objects and values become visible to every context, and the transactions join ``history()`` and are
+    /// published to ``transactions()``.
+    ///
+    /// Only a read-only open can fall behind: a writable open holds the store's lock, so no other process can
+    /// commit while it is open, and `refresh()` returns at once. A read-only open normally reads only the records
+    /// appended since the last read; when another process compacted the store (or migrated it), it reloads the
+    /// whole store. A record being appended while it reads is left for the next refresh.
+    ///
+    /// With ``FileStoreConfiguration/automaticRefreshInterval`` set, reads refresh by themselves.
+    ///
+    /// - Returns: the records of the transactions picked up, oldest first.
+    /// - Throws: ``FileStoreError`` when what was appended is damaged or inconsistent, or an I/O error; the store
+    ///   then keeps the state it had.
+    /// - Complexity: O(bytes appended) when only appends happened; O(store) after a compaction.
+    @discardableResult
+    public func refresh() throws -> [HistoryRecord] {
+        try state.withLock { state in try refresh(&state) }
+    }
+
+    /// Refreshes when the configuration asks for it and the interval has passed. A failure is kept in
+    /// ``statistics`` and the store keeps the state it had.
+    func refreshAutomatically(_ state: inout State) {
+        guard let interval = configuration.automaticRefreshInterval, state.position != nil else { return }
+        let now = ContinuousClock.now
+        if let last = state.lastRefreshCheck, now - last < .seconds(interval) { return }
+        state.lastRefreshCheck = now
+        do {
+            _ = try refresh(&state)
+            state.lastRefreshError = nil
+        } catch {
+            state.lastRefreshError = "\(error)"
+        }
+    }
+
+    private func refresh(_ state: inout State) throws -> [HistoryRecord] {
+        guard var position = state.position else { return [] }
+        let manifestStatus = try fileSystem.status(layout.manifest)
+        var manifest = position.manifest
+        if manifestStatus == nil || manifestStatus != position.manifestStatus {
+            // Replaced: segments were added (rotation), or replaced (compaction, migration), which needs a reload.
+            manifest = try SegmentLog.readManifest(layout: layout, fileSystem: fileSystem)
+            guard manifest.store == position.manifest.store,
+                  let index = position.manifest.segments.firstIndex(of: position.segment),
+                  manifest.segments.starts(with: position.manifest.segments[...index]) else {
+                return try reload(&state)
+            }
+        } else if manifest.segments.last == position.segment,
+                  try fileSystem.status(layout.segment(position.segment))?.size == position.offset {
+            return []
+        }
+
+        // First decode everything appended, changing nothing; then apply it record by record.
+        let pending: [PendingRecord]
+        do {
+            guard let decoded = try decodeAppended(after: position, in: manifest, schema: state.schemas.last) else {
+                return try reload(&state)
+            }
+            pending = decoded
+        } catch FileStoreError.inconsistentSegments(_, _) {
+            // A segment went away while it was read: another process compacted since the manifest was read.
+            return try reload(&state)
+        }
+        position.manifest = manifest
+        position.manifestStatus = manifestStatus
+        var picked: [HistoryRecord] = []
+        defer {
+            state.position = position
+            broadcaster.publish(picked)
+        }
+        for entry in pending {
+            switch entry.record {
+            case .transaction(let transaction):
+                let path = layout.segment(entry.segment)
+                guard transaction.number == state.lastTransaction + 1 else {
+                    throw FileStoreError.danglingReference(
+                        file: path, offset: entry.offset,
+                        reason: "transaction \(transaction.number) follows transaction \(state.lastTransaction)")
+                }
+                do {
+                    try state.rows.validate(transaction.changes)
+                } catch {
+                    throw FileStoreError.danglingReference(file: path, offset: entry.offset,
+                                                           reason: "transaction \(transaction.number): \(error)")
+                }
+                let changes = transaction.changes
+                picked.append(state.rows.apply(changes, timestamp: transaction.time))
+                state.lastTransaction = transaction.number
+                state.operationsLogged += changes.changeCount
+            case .trim(let deleted):
+                state.rows.history.delete(deleted, committedThrough: state.lastTransaction)
+            default:
+                break
+            }
+            position.segment = entry.segment
+            position.offset = entry.end
+            position.version = entry.version
+        }
+        return picked
+    }
+
+    /// A record appended since the read position, with where it is and where it ends.
+    private struct PendingRecord {
+        var segment: Int
+        var version: Int
+        var offset: Int
+        var end: Int
+        var record: StoreRecord
+    }
+
+    /// Decodes the intact records after `position`, through the last segment of `manifest`.
+    ///
+    /// - Returns: the records (a segment's header included, so that the position can move past it), or nil when one
+    ///   calls for a full reload: a schema, a migration, a snapshot, which only a compaction or a migration writes,
+    ///   or a transaction in a stored schema this open converted from.
+    private func decodeAppended(after position: ReadPosition, in manifest: Manifest, schema stored: Schema?) throws
+        -> [PendingRecord]? {
+        guard let first = manifest.segments.firstIndex(of: position.segment) else { return nil }
+        let storedSchemaMatches = stored?.contentHash == schema.contentHash
+        var pending: [PendingRecord] = []
+        for (index, number) in manifest.segments[first...].enumerated() {
+            let path = layout.segment(number)
+            let isLast = first + index == manifest.segments.count - 1
+            let continuing = index == 0
+            let bytes: [UInt8]
+            do {
+                bytes = try continuing ? fileSystem.read(path, from: position.offset) : fileSystem.read(path)
+            } catch let error as StoreIOError where error.code == 2 {
+                throw FileStoreError.inconsistentSegments(file: path, reason: "the segment was removed")
+            }
+            let base = continuing ? position.offset : 0
+            let complete = try bytes.withUnsafeBytes { buffer -> Bool in
+                var version = position.version, cursor = 0
+                if !continuing { (version, cursor) = try MagicLine.parse(buffer, expecting: .segment, file: path) }
+                guard let decoder = RecordDecoders.decoder(for: version, blobs: blobs) else {
+                    throw FileStoreError.unsupportedFormatVersion(file: path, found: version,
+                                                                  supported: MagicLine.supportedVersions)
+                }
+                var expectsHeader = !continuing
+                while cursor < buffer.count {
+                    switch RecordFrame.scan(buffer, at: cursor) {
+                    case let .record(payload, next):
+                        let record = try decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[payload]),
+                                                        offset: base + payload.lowerBound, file: path, schema: stored)
+                        if expectsHeader {
+                            guard case .segment(let header) = record, header.number == number,
+                                  header.store == manifest.store else {
+                                throw FileStoreError.inconsistentSegments(
+                                    file: path, reason: "it does not begin with its own segment record")
+                            }
+                            expectsHeader = false
+                        } else {
+                            switch record {
+                            case .transaction where !storedSchemaMatches: return false
+                            case .transaction, .trim: break
+                            case .schema, .migration, .snapshot, .rows, .history: return false
+                            case .segment, .manifest:
+                                throw FileStoreError.undecodableRecord(
+                                    file: path, offset: base + cursor, reason: "a bookkeeping record in the middle of a segment")
+                            }
+                        }
+                        pending.append(PendingRecord(segment: number, version: version, offset: base + cursor,
+                                                     end: base + next, record: record))
+                        cursor = next
+                    case .truncated(let reason), .invalid(let reason):
+                        // In the last segment, a record being appended (or torn): not committed as far as this reader
+                        // can tell, so it waits. Anywhere else it is damage.
+                        if !isLast || RecordFrame.nextIntactRecord(in: buffer, after: cursor) != nil {
+                            throw FileStoreError.damagedRecord(file: path, offset: base + cursor, reason: reason)
+                        }
+                        return true
+                    }
+                }
+                return true
+            }
+            if !complete { return nil }
+        }
+        return pending
+    }
+
+    /// Reopens the store from scratch and takes over the new state; returns the transactions that are new.
+    private func reload(_ state: inout State) throws -> [HistoryRecord] {
+        let fresh = try FileStore(configuration: configuration, schema: schema)
+        let before = state.lastTransaction
+        let refreshed = fresh.state.withLock { $0 }
+        let picked = refreshed.rows.history.records.filter { $0.number > before }
+        state = refreshed
+        broadcaster.publish(picked)
+        return picked
+    }
+}
