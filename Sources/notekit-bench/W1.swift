@@ -29,7 +29,7 @@ enum W1 {
     static func trace(_ label: String, _ start: UInt64) {
         guard ProcessInfo.processInfo.environment["NOTEKIT_BENCH_TRACE"] != nil else { return }
         let line = "  \(label): \(String(format: "%.1f", milliseconds(since: start))) ms, "
-            + "resident \(String(format: "%.0f", residentMegabytes())) MB\n"
+            + "resident \(String(format: "%.0f", residentMegabytes())) MB, peak \(String(format: "%.0f", peakResidentMegabytes())) MB\n"
         FileHandle.standardError.write(Data(line.utf8))
     }
 
@@ -132,7 +132,9 @@ enum W1 {
 
         // Bytes on disk after compaction.
         let store = container.store as! FileStore
+        start = DispatchTime.now().uptimeNanoseconds
         try store.compact()
+        trace("compact", start)
         try store.close()
         result.bytesOnDisk = directorySize(url)
         result.peakRSS = peakResidentMegabytes()

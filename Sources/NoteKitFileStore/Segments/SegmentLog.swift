@@ -122,10 +122,24 @@ final class SegmentLog {
         if fileSystem.exists(path) { try fileSystem.remove(path) }
         var bytes = MagicLine.bytes(.segment)
         bytes += RecordEncoder().segment(SegmentHeader(store: store, number: number, created: now))
-        for record in records { bytes += record }
         let file = try fileSystem.create(path)
         do {
-            try bytes.withUnsafeBytes { try file.append($0) }
+            // Written in pieces of about 8 MiB rather than concatenated: a compaction's records are as large as
+            // the store, and one buffer of all of them (grown by doubling) would hold up to three times that.
+            let piece = 8 << 20
+            bytes.reserveCapacity(piece)
+            for record in records {
+                if !bytes.isEmpty && bytes.count + record.count > piece {
+                    try bytes.withUnsafeBytes { try file.append($0) }
+                    bytes.removeAll(keepingCapacity: true)
+                }
+                if record.count >= piece {
+                    try record.withUnsafeBytes { try file.append($0) }
+                } else {
+                    bytes += record
+                }
+            }
+            if !bytes.isEmpty { try bytes.withUnsafeBytes { try file.append($0) } }
             try file.sync()
             try fileSystem.syncDirectory(layout.segments)
         } catch {
