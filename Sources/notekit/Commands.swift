@@ -26,7 +26,9 @@ enum Commands {
                 "blobs": statistics.blobs,
                 "blobBytes": statistics.blobBytes,
                 "lastTransaction": statistics.lastTransaction,
+                "historyTransactions": statistics.historyTransactions,
             ]
+            object["historyOldest"] = statistics.historyKept.map { $0.lowerBound as Any } ?? NSNull()
             object["firstTransaction"] = statistics.firstTransaction.map { $0 as Any } ?? NSNull()
             printJSON(object)
             return 0
@@ -41,7 +43,9 @@ enum Commands {
         print("blobs            \(statistics.blobs) (\(statistics.blobBytes) bytes)")
         print("bytes            \(statistics.bytes)")
         let range = statistics.firstTransaction.map { "\($0)...\(statistics.lastTransaction)" } ?? "none in the log"
-        print("history          transactions \(range) (last committed: \(statistics.lastTransaction))")
+        print("log              transactions \(range) (last committed: \(statistics.lastTransaction))")
+        let kept = statistics.historyKept.map { "\($0.lowerBound)...\($0.upperBound)" } ?? "none"
+        print("history          \(statistics.historyTransactions) transaction(s) kept: \(kept)")
         return 0
     }
 
@@ -70,6 +74,41 @@ enum Commands {
     static func dump(path: String, entity: String?) throws -> Int32 {
         let store = try StoreInspector.openReadOnly(at: storeURL(path))
         try StoreInspector.dump(store, entity: entity) { print($0) }
+        return 0
+    }
+
+    /// The store's history: each transaction kept after `after`, oldest first, at most `limit`.
+    static func history(path: String, after: UInt64?, limit: Int?, json: Bool) throws -> Int32 {
+        let store = try StoreInspector.openReadOnly(at: storeURL(path))
+        let log = try store.history()
+        var records = log.records.filter { $0.number > (after ?? 0) }
+        if let limit { records = Array(records.prefix(max(0, limit))) }
+        if let after, log.deleted.contains(where: { $0.upperBound > after }) {
+            fail("transactions after \(after) were deleted from history: "
+                 + log.deleted.map { "\($0.lowerBound)...\($0.upperBound)" }.joined(separator: ", "))
+        }
+        let time = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        for record in records {
+            if json {
+                var object: [String: Any] = [
+                    "tx": record.number,
+                    "time": record.timestamp.formatted(time),
+                    "inserted": record.inserted.map { ["entity": $0.entityName, "id": $0.primaryKey.uuidString] },
+                    "updated": record.updated.map {
+                        ["entity": $0.id.entityName, "id": $0.id.primaryKey.uuidString, "properties": $0.properties] as [String: Any]
+                    },
+                    "deleted": record.deleted.map {
+                        ["entity": $0.id.entityName, "id": $0.id.primaryKey.uuidString,
+                         "tombstone": $0.tombstone.mapValues { "\($0)" }] as [String: Any]
+                    },
+                ]
+                object["author"] = record.author.map { $0 as Any } ?? NSNull()
+                printJSON(object)
+            } else {
+                print("#\(record.number)  \(record.timestamp.formatted(time))  \(record.author ?? "-")  "
+                      + "\(record.inserted.count) inserted, \(record.updated.count) updated, \(record.deleted.count) deleted")
+            }
+        }
         return 0
     }
 

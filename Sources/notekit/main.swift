@@ -12,6 +12,8 @@ let usage = """
       stats PATH [--json]          format version, schema, records per entity, segments, bytes, blobs, history range
       verify PATH [--json]         read everything, write nothing; exit 1 when anything is wrong
       dump PATH [--entity NAME]    every live record as one JSON object per line
+      history PATH [--after N] [--limit N] [--json]
+                                   the transactions the store's history keeps, oldest first
       schema PATH                  the schemas the store was written with, version by version
       compact PATH                 rewrite the store as one segment; prints bytes before and after
       salvage PATH --to NEWPATH    copy every intact transaction into a new store; never touches PATH
@@ -43,6 +45,14 @@ let help: [String: String] = [
     "dump": """
         usage: notekit dump PATH [--entity NAME]
         Prints every live record as one JSON object per line: {"entity", "id", "attributes", "relationships"}.
+        """,
+    "history": """
+        usage: notekit history PATH [--after N] [--limit N] [--json]
+        Prints each transaction the store's history keeps (after transaction N, at most --limit of them), oldest
+        first: its number, time, author and how many objects it inserted, updated and deleted. --json prints one
+        JSON object per line with tx, time, author, inserted [{entity, id}], updated [{entity, id, properties}] and
+        deleted [{entity, id, tombstone}]. Says so on standard error when transactions after N were deleted from
+        history. Writes nothing.
         """,
     "schema": """
         usage: notekit schema PATH
@@ -100,6 +110,18 @@ func run(_ words: [String]) -> Int32 {
             let arguments = try Arguments(rest, options: ["entity"])
             if arguments.flags.contains("help") { print(help["dump"]!); return 0 }
             return try Commands.dump(path: arguments.path(), entity: arguments.options["entity"])
+        case "history":
+            let arguments = try Arguments(rest, flags: ["json"], options: ["after", "limit"])
+            if arguments.flags.contains("help") { print(help["history"]!); return 0 }
+            func number(_ name: String) throws -> Int? {
+                guard let text = arguments.options[name] else { return nil }
+                guard let value = Int(text), value >= 0 else {
+                    throw Arguments.UsageError(description: "--\(name) takes a whole number, not \(text)")
+                }
+                return value
+            }
+            return try Commands.history(path: arguments.path(), after: try number("after").map(UInt64.init),
+                                        limit: try number("limit"), json: arguments.flags.contains("json"))
         case "schema":
             let arguments = try Arguments(rest)
             if arguments.flags.contains("help") { print(help["schema"]!); return 0 }

@@ -198,6 +198,44 @@ struct CommandLineTests {
         #expect(run.output.contains("entity NoteAttachment"))
     }
 
+    @Test("history lists the transactions kept, after a number and up to a limit, as text or JSON lines")
+    func history() throws {
+        let url = try store()
+        do {
+            let container = try StoreFiles.open(url, NotesSchema.models)
+            let context = ModelContext(container)
+            context.author = "cli test"
+            for title in ["one", "two"] {
+                context.insert(Note.titled(title))
+                try context.save()
+            }
+            try StoreFiles.close(container)
+        }
+        let kept = try StoreInspector.openReadOnly(at: url).history().records
+        try #require(kept.count >= 3)
+        let all = try notekit("history", url.path)
+        #expect(all.status == 0)
+        let lines = all.output.split(separator: "\n")
+        #expect(lines.count == kept.count)
+        #expect(lines.last?.hasPrefix("#\(kept.last!.number)  ") == true)
+        #expect(lines.last?.contains("cli test") == true)
+        #expect(lines.contains { $0.contains(HistoryRecord.migrationAuthor) }, "the store was migrated when copied")
+
+        let after = kept[0].number
+        let json = try notekit("history", url.path, "--after", "\(after)", "--limit", "2", "--json")
+        let objects = json.output.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(objects.compactMap { $0["tx"] as? Int }.map(UInt64.init) == kept[1...2].map(\.number))
+        let inserted = objects.flatMap { ($0["inserted"] as? [[String: Any]]) ?? [] }
+        #expect(inserted.count == kept[1...2].reduce(0) { $0 + $1.inserted.count })
+
+        let bad = try notekit("history", url.path, "--limit", "many")
+        #expect(bad.status == 2 && bad.errors.contains("--limit takes a whole number"))
+        let stats = try notekit("stats", url.path, "--json").json
+        #expect(stats["historyTransactions"] as? Int == kept.count)
+    }
+
     @Test("compact prints the bytes before and after, and the store stays whole")
     func compact() throws {
         let url = try store()

@@ -57,6 +57,9 @@ public enum StoreInspector {
         /// The numbers of the first and last transactions still in the log (nil when there are none).
         public var firstTransaction: UInt64?
         public var lastTransaction: UInt64
+        /// How many transactions the store's history keeps, and the numbers of the oldest and newest.
+        public var historyTransactions: Int
+        public var historyKept: ClosedRange<UInt64>?
     }
 
     /// The statistics of the store at `url`, read without writing.
@@ -81,12 +84,15 @@ public enum StoreInspector {
         let blobNames = fileSystem.exists(layout.blobs) ? try blobStore.inventory().blobs : []
         let blobBytes = try blobNames.reduce(0) { $0 + (try fileSystem.read(blobStore.path(of: $1)).count) }
         let statistics = store.statistics
+        let history = try store.history()
         return Statistics(formatVersion: formatVersion, schemaVersion: store.schema.version,
                           schemaHash: store.schema.contentHash, entities: statistics.objectsPerEntity,
                           segments: manifest.segments.count, bytes: manifestBytes.count + segmentBytes + blobBytes,
                           segmentBytes: segmentBytes, blobs: blobNames.count, blobBytes: blobBytes,
                           firstTransaction: firstTransaction.map { min($0, statistics.lastTransaction) },
-                          lastTransaction: statistics.lastTransaction)
+                          lastTransaction: statistics.lastTransaction,
+                          historyTransactions: history.records.count,
+                          historyKept: history.records.first.map { $0.number...history.records.last!.number })
     }
 }
 
