@@ -38,6 +38,9 @@ final class SegmentLog {
         let file = try createSegment(1, store: store, now: now, records: records, layout: layout, fileSystem: fileSystem)
         let log = SegmentLog(layout: layout, fileSystem: fileSystem, manifest: manifest, active: file)
         try log.replaceManifest(with: manifest)
+        // The store's own directory is new too: until its entry in the parent is flushed, a power loss could take
+        // the whole store, acknowledged saves and all.
+        try fileSystem.syncDirectory(layout.parent)
         return log
     }
 
