@@ -108,7 +108,8 @@ public final class FileStore: DataStore {
                     throw FileStoreError.storeNotFound(path: layout.root)
                 }
                 if fileSystem.exists(layout.segments),
-                   !(try fileSystem.contentsOfDirectory(layout.segments)).isEmpty {
+                   case let found = try fileSystem.contentsOfDirectory(layout.segments), !found.isEmpty,
+                   !(try Self.isInterruptedCreation(found, layout: layout, fileSystem: fileSystem)) {
                     throw FileStoreError.inconsistentSegments(file: layout.manifest,
                                                               reason: "the manifest is missing but segments exist")
                 }
@@ -196,6 +197,25 @@ public final class FileStore: DataStore {
         } catch {
             if case .acquire = lockSource { lock?.unlock() }
             throw error
+        }
+    }
+
+    /// Whether segments found where there is no manifest are what an interrupted creation leaves: segment 1 alone,
+    /// holding at most its own record and the schema's (creating a store writes those, then the manifest; no save
+    /// can come before the manifest). Anything more is a store that lost its manifest, and is refused.
+    private static func isInterruptedCreation(_ names: [String], layout: StoreLayout,
+                                              fileSystem: any StoreFileSystem) throws -> Bool {
+        guard names == [StoreLayout.segmentName(1)] else { return false }
+        let bytes = try fileSystem.read(layout.segment(1))
+        let magic = MagicLine.bytes(.segment)
+        guard bytes.starts(with: magic.prefix(bytes.count)) else { return false }
+        return bytes.withUnsafeBytes { buffer in
+            var cursor = magic.count, records = 0
+            while cursor < buffer.count, case .record(_, let next) = RecordFrame.scan(buffer, at: cursor) {
+                records += 1
+                cursor = next
+            }
+            return records <= 2
         }
     }
 

@@ -24,4 +24,26 @@ struct CrashStepTests {
         }
         #expect(try ModelContext(reopened).fetch(FetchDescriptor<Note>()).map(\.title) == ["first"])
     }
+
+    @Test("A store whose creation stopped before its manifest was in place is created by the next open, not refused")
+    func interruptedCreation() throws {
+        let disk = SimulatedDisk()
+        let url = TemporaryStores.newURL()
+        let mark = disk.mark()
+        try StoreFiles.close(try StoreFiles.open(url, NotesSchema.models) { $0.fileSystem = disk })
+        var interrupted = 0
+        for crash in disk.images(since: mark, kinds: [.processCrash, .powerLoss]) {
+            let crashed = SimulatedDisk(image: crash.image)
+            guard !crashed.exists(url.path + "/MANIFEST") else { continue }
+            let container = try StoreFiles.open(url, NotesSchema.models) { $0.fileSystem = crashed }
+            let context = ModelContext(container)
+            context.insert(Note.titled("saved"))
+            try context.save()
+            try StoreFiles.close(container)
+            let reopened = try StoreFiles.open(url, NotesSchema.models) { $0.fileSystem = crashed }
+            #expect(try ModelContext(reopened).fetchCount(FetchDescriptor<Note>()) == 1, "\(crash.kind) at \(crash.step)")
+            interrupted += 1
+        }
+        #expect(interrupted > 5)
+    }
 }
