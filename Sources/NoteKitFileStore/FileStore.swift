@@ -396,8 +396,8 @@ public final class FileStore: DataStore {
     /// External-storage bytes are written to blob files (and flushed) before the record that names them.
     ///
     /// - Throws: ``SaveError`` (nothing written), ``FileStoreError/writesStopped(reason:)``, or an I/O error. After
-    ///   a failed flush the store accepts no more writes until reopened: whether the record reached the disk is
-    ///   unknown, and retrying the flush could report success for data the kernel already dropped.
+    ///   a failed flush the record is cut off again and the store accepts no more writes until reopened: retrying
+    ///   the flush could report success for data the kernel already dropped.
     public func save(_ changes: ChangeSet) throws -> SaveResult {
         try state.withLock { state in
             guard let log = state.log else {

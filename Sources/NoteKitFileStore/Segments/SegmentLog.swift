@@ -8,6 +8,8 @@ final class SegmentLog {
     let fileSystem: any StoreFileSystem
     private(set) var manifest: Manifest
     private var active: any StoreFile
+    /// The active segment's size after its last successful flush (or when this log opened or created it).
+    private var flushedSize: Int
     private let encoder = RecordEncoder()
 
     /// The segment appended to.
@@ -20,6 +22,7 @@ final class SegmentLog {
         self.fileSystem = fileSystem
         self.manifest = manifest
         self.active = active
+        flushedSize = active.size
     }
 
     /// Opens the log of an existing store for appending to its last segment.
@@ -56,10 +59,7 @@ final class SegmentLog {
             // Cut off whatever part of the record reached the file, and reopen it so the next append starts at the
             // true end. If that fails too, the file's end is unknown: no more appends.
             do {
-                let path = layout.segment(activeSegment)
-                try? active.close()
-                try fileSystem.truncate(path, to: before)
-                active = try fileSystem.openForAppending(path)
+                try cutBack(to: before)
             } catch {
                 throw FileStoreError.writesStopped(reason: "a failed append could not be undone: \(error)")
             }
@@ -68,7 +68,35 @@ final class SegmentLog {
     }
 
     /// Flushes the active segment to disk.
-    func sync() throws { try active.sync() }
+    ///
+    /// - Throws: the flush's error, after cutting the segment back to its size at the last successful flush. Linux
+    ///   drops the pages a failed `fsync` could not write and reports the error once: a later `fsync` succeeds
+    ///   without writing them, while reads go on returning them until they are evicted. Left in place, those bytes
+    ///   would be read back as committed (by this process after reopening, or by a reader) and written after, and a
+    ///   power loss could then leave a hole before records that were flushed. If even the cut fails, the error is
+    ///   ``FileStoreError/writesStopped(reason:)``.
+    func sync() throws {
+        do {
+            try active.sync()
+        } catch {
+            do {
+                try cutBack(to: flushedSize)
+            } catch let cutError {
+                throw FileStoreError.writesStopped(reason: "flushing failed (\(error)) and cutting back the unflushed "
+                                                   + "records failed too: \(cutError)")
+            }
+            throw error
+        }
+        flushedSize = active.size
+    }
+
+    /// Cuts the active segment to `size` (flushed) and reopens it, so the next append starts at the true end.
+    private func cutBack(to size: Int) throws {
+        let path = layout.segment(activeSegment)
+        try? active.close()
+        try fileSystem.truncate(path, to: size)
+        active = try fileSystem.openForAppending(path)
+    }
 
     /// Closes the active segment and starts a new one holding `records`, then replaces the manifest so it lists
     /// the new segment after the current ones (rotation) or alone (compaction).
@@ -91,6 +119,7 @@ final class SegmentLog {
         let dropped = replacingAll ? manifest.segments : []
         try? active.close()
         active = file
+        flushedSize = file.size
         manifest = next
         return dropped
     }
@@ -154,7 +183,7 @@ final class SegmentLog {
 
     /// Flushes and closes the active segment.
     func close() throws {
-        try active.sync()
+        try sync()
         try active.close()
     }
 
