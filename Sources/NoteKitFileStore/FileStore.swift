@@ -405,7 +405,13 @@ public final class FileStore: DataStore {
             }
             if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
             try state.rows.validate(changes)
-            let stored = try writeBlobs(changes)
+            let stored: ChangeSet
+            do {
+                stored = try writeBlobs(changes)
+            } catch let error as FileStoreError {
+                if case .writesStopped(let reason) = error { state.writesStopped = reason }
+                throw error
+            }
             let transaction = Transaction(number: state.lastTransaction + 1, time: Date(), changes: stored)
             let payload = encoder.transaction(transaction, schema: schema)
 

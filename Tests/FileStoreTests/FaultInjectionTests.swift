@@ -37,4 +37,33 @@ struct FaultInjectionTests {
         #expect(try ModelContext(afterPowerLoss).fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)]))
                     .map(\.title) == ["acknowledged", "later"])
     }
+
+    @Test("A blob whose directory flush failed is written and flushed again, never assumed durable")
+    func failedBlobDirectoryFlush() throws {
+        let disk = SimulatedDisk()
+        let url = TemporaryStores.newURL()
+        let container = try StoreFiles.open(url, NotesSchema.models) { $0.fileSystem = disk }
+        let context = ModelContext(container)
+        let note = NoteEditor(context: context).createNote(.init(title: "drawn"))
+        try context.save()
+        try NoteEditor(context: context).setDrawing(Data(repeating: 7, count: 64), on: note)
+        disk.faults.arm(.init(.syncDirectory, pathContaining: "/blobs"))
+        #expect(throws: (any Error).self) { try context.save() }
+        disk.faults.disarm()
+        // Saved again, here or in a reopened store, the drawing survives a power loss.
+        do { try context.save() } catch {
+            #expect(error is FileStoreError)
+            try? StoreFiles.close(container)
+            let reopened = try StoreFiles.open(url, NotesSchema.models) { $0.fileSystem = disk }
+            let retry = ModelContext(reopened)
+            let drawn = try #require(try retry.fetch(FetchDescriptor<Note>()).first)
+            try NoteEditor(context: retry).setDrawing(Data(repeating: 7, count: 64), on: drawn)
+            try retry.save()
+        }
+        let crashed = SimulatedDisk(image: disk.crashImage(.powerLoss))
+        #expect(StoreFiles.unrecoverableProblems(at: url, fileSystem: crashed).isEmpty)
+        let afterPowerLoss = ModelContext(try StoreFiles.open(url, NotesSchema.models) { $0.fileSystem = crashed })
+        #expect(try afterPowerLoss.fetch(FetchDescriptor<NoteDrawing>()).map(\.data) == [Data(repeating: 7, count: 64)])
+        #expect(afterPowerLoss.readFailures.isEmpty)
+    }
 }
