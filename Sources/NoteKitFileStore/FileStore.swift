@@ -164,7 +164,15 @@ public final class FileStore: DataStore {
                 report.removedLeftovers = try Self.removeLeftovers(manifest: replay.manifest, rows: replay.log.rows,
                                                                    schema: stored, layout: layout,
                                                                    fileSystem: fileSystem)
-                log = try SegmentLog.open(layout: layout, fileSystem: fileSystem, manifest: replay.manifest)
+                let opened = try SegmentLog.open(layout: layout, fileSystem: fileSystem, manifest: replay.manifest)
+                // Reading sees the page cache, not the disk: an earlier process may have died between a write and
+                // its flush, or between renaming the manifest and flushing its directory (or, creating the store,
+                // the directory holding it). This open builds on what it read, so it makes that durable first.
+                // (Segments and blobs are flushed, with their directory, before anything names them.)
+                try opened.sync()
+                try fileSystem.syncDirectory(layout.root)
+                try fileSystem.syncDirectory(layout.parent)
+                log = opened
                 if let migration {
                     try log?.append(encoder.migration(migration))
                     try log?.sync()

@@ -46,4 +46,36 @@ struct CrashStepTests {
         }
         #expect(interrupted > 5)
     }
+
+    @Test("A writable open flushes what an earlier process left unflushed: saves after a crash between a rename and its directory flush survive a power loss")
+    func openFlushesWhatItBuildsOn() throws {
+        let disk = SimulatedDisk()
+        let url = TemporaryStores.newURL()
+        let container = try StoreFiles.open(url, NotesSchema.models) {
+            $0.automaticCompaction = nil
+            $0.fileSystem = disk
+        }
+        let context = ModelContext(container)
+        for index in 0..<3 {
+            context.insert(Note.titled("n\(index)"))
+            try context.save()
+        }
+        let mark = disk.mark()
+        try StoreFiles.store(container).compact()
+        // The process dies right after the new manifest is renamed into place, before the directory is flushed.
+        let renamed = try #require(disk.journal(since: mark).firstIndex(of: "rename MANIFEST.tmp to MANIFEST"))
+        let crash = try #require(disk.images(since: mark, kinds: [.processCrash]).first { $0.step == renamed + 1 })
+        let crashed = SimulatedDisk(image: crash.image)
+        let next = try StoreFiles.open(url, NotesSchema.models) { $0.fileSystem = crashed }
+        let later = ModelContext(next)
+        later.insert(Note.titled("after the crash"))
+        try later.save()
+        try StoreFiles.close(next)
+
+        let powerLoss = SimulatedDisk(image: crashed.crashImage(.powerLoss))
+        #expect(StoreFiles.unrecoverableProblems(at: url, fileSystem: powerLoss).isEmpty)
+        let reopened = try StoreFiles.open(url, NotesSchema.models) { $0.fileSystem = powerLoss }
+        #expect(try ModelContext(reopened).fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)])).map(\.title)
+                == ["after the crash", "n0", "n1", "n2"])
+    }
 }
