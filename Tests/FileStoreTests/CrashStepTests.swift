@@ -78,4 +78,28 @@ struct CrashStepTests {
         #expect(try ModelContext(reopened).fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)])).map(\.title)
                 == ["after the crash", "n0", "n1", "n2"])
     }
+
+    @Test("With deferred durability, a segment is flushed before a new one starts: a power loss loses no earlier save")
+    func deferredRotation() throws {
+        let disk = SimulatedDisk()
+        let url = TemporaryStores.newURL()
+        let container = try StoreFiles.open(url, NotesSchema.models) {
+            $0.maximumSegmentSize = 2_048
+            $0.durability = .deferred(interval: 3_600)
+            $0.fileSystem = disk
+        }
+        let context = ModelContext(container)
+        NoteEditor(context: context).createNote(.init(title: "fills the segment", body: String(repeating: "f", count: 3_000)))
+        try context.save()
+        context.insert(Note.titled("in the next segment"))
+        try context.save()
+        #expect(StoreFiles.store(container).statistics.segments.count >= 2, "the saves rotated")
+        try StoreFiles.store(container).sync()
+
+        let crashed = SimulatedDisk(image: disk.crashImage(.powerLoss))
+        #expect(StoreFiles.unrecoverableProblems(at: url, fileSystem: crashed).isEmpty)
+        let reopened = try StoreFiles.open(url, NotesSchema.models) { $0.fileSystem = crashed }
+        #expect(try ModelContext(reopened).fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)])).map(\.title)
+                == ["fills the segment", "in the next segment"])
+    }
 }

@@ -104,6 +104,14 @@ final class SegmentLog {
     /// - Returns: the segments the manifest no longer lists.
     @discardableResult
     func startSegment(with records: [[UInt8]], replacingAll: Bool, now: Date) throws -> [Int] {
+        if !replacingAll {
+            // The segment being closed stays in the store: with deferred durability its last records may not be
+            // flushed yet, and nothing would flush them once appends go to the next segment.
+            do { try sync() } catch {
+                throw FileStoreError.writesStopped(reason: "flushing segment \(activeSegment) before closing it "
+                                                   + "failed: \(error)")
+            }
+        }
         let number = manifest.nextSegment
         let file = try Self.createSegment(number, store: manifest.store, now: now, records: records,
                                           layout: layout, fileSystem: fileSystem)
