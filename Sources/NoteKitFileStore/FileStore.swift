@@ -45,6 +45,9 @@ public final class FileStore: DataStore {
         var lastRefreshError: String?
         /// The log's size right after the last compaction of this open (0 before one).
         var bytesAfterCompaction = 0
+        /// A migration applied in memory and not written yet (a custom stage's `didMigrate` is running): saves stay
+        /// in memory until ``commitHeldMigration()`` writes everything at once.
+        var migrationHeld = false
     }
 
     /// Where a read-only open stands in the log: the manifest it read, and the segment and offset after the last
@@ -88,7 +91,10 @@ public final class FileStore: DataStore {
         case heldBySession
     }
 
-    init(configuration: FileStoreConfiguration, schema: Schema, lockSource: LockSource = .acquire) throws {
+    /// Opens or creates the store. With `holdingMigration`, a lightweight migration is applied in memory and not
+    /// written: see ``commitHeldMigration()``.
+    init(configuration: FileStoreConfiguration, schema: Schema, lockSource: LockSource = .acquire,
+         holdingMigration: Bool = false) throws {
         self.schema = schema
         self.configuration = configuration
         fileSystem = configuration.fileSystem
@@ -173,7 +179,7 @@ public final class FileStore: DataStore {
                 try fileSystem.syncDirectory(layout.root)
                 try fileSystem.syncDirectory(layout.parent)
                 log = opened
-                if let migration {
+                if let migration, !holdingMigration {
                     try log?.append(encoder.migration(migration))
                     try log?.sync()
                 }
@@ -201,7 +207,8 @@ public final class FileStore: DataStore {
                                  schemas: replay.log.schemas + (migration == nil ? [] : [schema]),
                                  lastTransaction: lastTransaction,
                                  operationsLogged: replay.log.operationsLogged + (migration?.fills.count ?? 0),
-                                 closedSegmentBytes: closedBytes, position: position))
+                                 closedSegmentBytes: closedBytes, position: position,
+                                 migrationHeld: holdingMigration && migration != nil && !readOnly))
         } catch {
             if case .acquire = lockSource { lock?.unlock() }
             throw error
@@ -380,6 +387,10 @@ public final class FileStore: DataStore {
             var history = state.rows.history
             history.delete(ranges, committedThrough: state.lastTransaction)
             guard history.deleted != state.rows.history.deleted else { return }
+            if state.migrationHeld {
+                state.rows.history = history
+                return
+            }
             do {
                 try log.append(encoder.trim(deleted: history.deleted))
             } catch let error as FileStoreError {
@@ -421,29 +432,8 @@ public final class FileStore: DataStore {
                 throw error
             }
             let transaction = Transaction(number: state.lastTransaction + 1, time: Date(), changes: stored)
-            let payload = encoder.transaction(transaction, schema: schema)
-
-            if log.activeSize > configuration.maximumSegmentSize {
-                do {
-                    let closedSize = log.activeSize
-                    try log.startSegment(with: [], replacingAll: false, now: Date())
-                    state.closedSegmentBytes += closedSize
-                } catch let error as FileStoreError {
-                    if case .writesStopped(let reason) = error { state.writesStopped = reason }
-                    throw error
-                }
-            }
-            do {
-                try log.append(payload)
-            } catch let error as FileStoreError {
-                if case .writesStopped(let reason) = error { state.writesStopped = reason }
-                throw error
-            }
-            do {
-                try flush(log, &state, forced: false)
-            } catch {
-                state.writesStopped = "flushing transaction \(transaction.number) failed: \(error)"
-                throw error
+            if !state.migrationHeld {
+                try write(transaction, to: log, &state)
             }
             let record = state.rows.apply(stored, timestamp: transaction.time)
             if case .latest(let count) = configuration.historyRetention {
@@ -452,8 +442,48 @@ public final class FileStore: DataStore {
             broadcaster.publish([record])
             state.lastTransaction = transaction.number
             state.operationsLogged += changes.inserted.count + changes.updated.count + changes.deleted.count
-            compactIfWorthIt(&state)
+            if !state.migrationHeld { compactIfWorthIt(&state) }
             return SaveResult(generation: transaction.number)
+        }
+    }
+
+    /// Appends a transaction's record (starting a new segment first when the active one is full) and flushes it
+    /// as the durability policy says.
+    private func write(_ transaction: Transaction, to log: SegmentLog, _ state: inout State) throws {
+        let payload = encoder.transaction(transaction, schema: schema)
+        if log.activeSize > configuration.maximumSegmentSize {
+            do {
+                let closedSize = log.activeSize
+                try log.startSegment(with: [], replacingAll: false, now: Date())
+                state.closedSegmentBytes += closedSize
+            } catch let error as FileStoreError {
+                if case .writesStopped(let reason) = error { state.writesStopped = reason }
+                throw error
+            }
+        }
+        do {
+            try log.append(payload)
+        } catch let error as FileStoreError {
+            if case .writesStopped(let reason) = error { state.writesStopped = reason }
+            throw error
+        }
+        do {
+            try flush(log, &state, forced: false)
+        } catch {
+            state.writesStopped = "flushing transaction \(transaction.number) failed: \(error)"
+            throw error
+        }
+    }
+
+    /// Writes a migration held in memory, and every save since, by compacting: one new segment and an atomic
+    /// replacement of the manifest, so the store has either its old schema and data or all of it.
+    ///
+    /// - Throws: the compaction's errors; nothing of the migration is written then.
+    func commitHeldMigration() throws {
+        try state.withLock { state in
+            guard state.migrationHeld else { return }
+            try compact(&state)
+            state.migrationHeld = false
         }
     }
 
