@@ -352,18 +352,7 @@ public final class FileStore: DataStore {
             var history = state.rows.history
             history.delete(ranges, committedThrough: state.lastTransaction)
             guard history.deleted != state.rows.history.deleted else { return }
-            do {
-                try log.append(encoder.trim(deleted: history.deleted))
-            } catch let error as FileStoreError {
-                if case .writesStopped(let reason) = error { state.writesStopped = reason }
-                throw error
-            }
-            do {
-                try flush(log, &state, forced: false)
-            } catch {
-                state.writesStopped = "flushing a history deletion failed: \(error)"
-                throw error
-            }
+            try appendDurably(encoder.trim(deleted: history.deleted), what: "a history deletion", to: log, &state)
             state.rows.history = history
         }
     }
@@ -399,18 +388,7 @@ public final class FileStore: DataStore {
                     throw error
                 }
             }
-            do {
-                try log.append(payload)
-            } catch let error as FileStoreError {
-                if case .writesStopped(let reason) = error { state.writesStopped = reason }
-                throw error
-            }
-            do {
-                try flush(log, &state, forced: false)
-            } catch {
-                state.writesStopped = "flushing transaction \(transaction.number) failed: \(error)"
-                throw error
-            }
+            try appendDurably(payload, what: "transaction \(transaction.number)", to: log, &state)
             let record = state.rows.apply(stored, timestamp: transaction.time)
             if case .latest(let count) = configuration.historyRetention {
                 state.rows.history.keepLatest(count, slack: max(64, count / 4))
@@ -420,6 +398,23 @@ public final class FileStore: DataStore {
             state.operationsLogged += changes.inserted.count + changes.updated.count + changes.deleted.count
             compactIfWorthIt(&state)
             return SaveResult(generation: transaction.number)
+        }
+    }
+
+    /// Appends one framed record and flushes it as the durability policy asks. A failed append that leaves the
+    /// segment in doubt, or any failed flush, stops writes until the store is reopened.
+    private func appendDurably(_ record: [UInt8], what: String, to log: SegmentLog, _ state: inout State) throws {
+        do {
+            try log.append(record)
+        } catch let error as FileStoreError {
+            if case .writesStopped(let reason) = error { state.writesStopped = reason }
+            throw error
+        }
+        do {
+            try flush(log, &state, forced: false)
+        } catch {
+            state.writesStopped = "flushing \(what) failed: \(error)"
+            throw error
         }
     }
 
