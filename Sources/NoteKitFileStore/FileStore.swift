@@ -119,8 +119,11 @@ public final class FileStore: DataStore {
                 let log = try SegmentLog.create(layout: layout, fileSystem: fileSystem, store: UUID(), now: Date(),
                                                 records: [encoder.schema(schema)])
                 recovery = report
-                state = Locked(State(rows: RowStorage(schema: schema), log: log, lock: lock, schemas: [schema],
-                                     lastTransaction: 0, operationsLogged: 0, closedSegmentBytes: 0))
+                var created = State(rows: RowStorage(schema: schema), log: log, lock: lock, schemas: [schema],
+                                    lastTransaction: 0, operationsLogged: 0, closedSegmentBytes: 0)
+                try Self.shareIfAsked(&created, configuration: configuration, lockSource: lockSource, layout: layout,
+                                      version: MagicLine.currentVersion)
+                state = Locked(created)
                 return
             }
 
@@ -188,15 +191,33 @@ public final class FileStore: DataStore {
             }
             let closedBytes = replay.manifest.segments.dropLast().reduce(0) { $0 + (replay.log.segmentSizes[$1] ?? 0) }
             recovery = report
-            state = Locked(State(rows: storage, log: log, lock: lock,
-                                 schemas: replay.log.schemas + (migration == nil ? [] : [schema]),
-                                 lastTransaction: lastTransaction,
-                                 operationsLogged: replay.log.operationsLogged + (migration?.fills.count ?? 0),
-                                 closedSegmentBytes: closedBytes, position: position))
+            var opened = State(rows: storage, log: log, lock: lock,
+                               schemas: replay.log.schemas + (migration == nil ? [] : [schema]),
+                               lastTransaction: lastTransaction,
+                               operationsLogged: replay.log.operationsLogged + (migration?.fills.count ?? 0),
+                               closedSegmentBytes: closedBytes, position: position)
+            try Self.shareIfAsked(&opened, configuration: configuration, lockSource: lockSource, layout: layout,
+                                  version: replay.manifest.segments.last.flatMap { replay.log.segmentVersions[$0] }
+                                      ?? MagicLine.currentVersion)
+            state = Locked(opened)
         } catch {
             if case .acquire = lockSource { lock?.unlock() }
             throw error
         }
+    }
+
+    /// For a writable open shared per save: records where the open stands in the log (so that saves can catch up
+    /// with other writers) and releases the lock the open took for recovery and migration.
+    private static func shareIfAsked(_ state: inout State, configuration: FileStoreConfiguration,
+                                     lockSource: LockSource, layout: StoreLayout, version: Int) throws {
+        guard configuration.sharing == .perSave, let log = state.log else { return }
+        state.position = ReadPosition(manifest: log.manifest,
+                                      manifestStatus: try configuration.fileSystem.status(layout.manifest),
+                                      segment: log.activeSegment, offset: log.activeSize, version: version)
+        // A migration session that keeps its lock releases it itself.
+        if case .heldBySession = lockSource { return }
+        state.lock?.unlock()
+        state.lock = nil
     }
 
     /// Reads the manifest and replays its segments. A reader racing a compaction in another process may find a
@@ -218,7 +239,7 @@ public final class FileStore: DataStore {
     }
 
     /// Moves a torn tail's bytes to `quarantine/` and cuts the segment back to its last intact record.
-    private static func quarantine(_ torn: (segment: Int, path: String, offset: Int, length: Int, reason: String),
+    static func quarantine(_ torn: (segment: Int, path: String, offset: Int, length: Int, reason: String),
                                    layout: StoreLayout, fileSystem: any StoreFileSystem) throws -> RecoveryReport.TornTail {
         try fileSystem.makeDirectory(layout.quarantine)
         let bytes = try fileSystem.read(torn.path)
@@ -344,17 +365,13 @@ public final class FileStore: DataStore {
     /// - Throws: ``SaveError/readOnly(reason:)``, ``FileStoreError/writesStopped(reason:)`` or an I/O error; the
     ///   history is then unchanged.
     public func deleteHistory(_ ranges: [ClosedRange<UInt64>]) throws {
-        try state.withLock { state in
-            guard let log = state.log else {
-                throw SaveError.readOnly(reason: "\(layout.root) was opened read-only")
-            }
-            if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
+        try state.withLock { state in try withWriteAccess(&state) { log, state in
             var history = state.rows.history
             history.delete(ranges, committedThrough: state.lastTransaction)
             guard history.deleted != state.rows.history.deleted else { return }
             try appendDurably(encoder.trim(deleted: history.deleted), what: "a history deletion", to: log, &state)
             state.rows.history = history
-        }
+        } }
     }
 
     public func transactions() -> AsyncStream<HistoryRecord> { broadcaster.subscribe() }
@@ -368,11 +385,7 @@ public final class FileStore: DataStore {
     ///   a failed flush the store accepts no more writes until reopened: whether the record reached the disk is
     ///   unknown, and retrying the flush could report success for data the kernel already dropped.
     public func save(_ changes: ChangeSet) throws -> SaveResult {
-        try state.withLock { state in
-            guard let log = state.log else {
-                throw SaveError.readOnly(reason: "\(layout.root) was opened read-only")
-            }
-            if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
+        try state.withLock { state in try withWriteAccess(&state) { log, state in
             try state.rows.validate(changes)
             let stored = try writeBlobs(changes)
             let transaction = Transaction(number: state.lastTransaction + 1, time: Date(), changes: stored)
@@ -398,7 +411,7 @@ public final class FileStore: DataStore {
             state.operationsLogged += changes.inserted.count + changes.updated.count + changes.deleted.count
             compactIfWorthIt(&state)
             return SaveResult(generation: transaction.number)
-        }
+        } }
     }
 
     /// Appends one framed record and flushes it as the durability policy asks. A failed append that leaves the
@@ -548,7 +561,7 @@ public final class FileStore: DataStore {
     /// - Complexity: O(objects); writes the whole state once.
     @discardableResult
     public func compact() throws -> CompactionReport {
-        try state.withLock { state in try compact(&state) }
+        try state.withLock { state in try withWriteAccess(&state) { _, state in try compact(&state) } }
     }
 
     @discardableResult
