@@ -15,7 +15,7 @@ let usage = """
            notekit-stress child --store PATH --seed N --from STEP [--steps N] [--durability everySave|deferred]
 
     kill    kills N children (default 1000) of a store made under DIR (default the temporary directory), stopping
-            early after S seconds if given; N/25 of the kills (or --creation-kills) land while a child creates a new
+            early after S seconds if given; N/10 of the kills (or --creation-kills) land while a child creates a new
             store. Prints the seed first and a summary last; keeps the store when a check fails (or with --keep).
             A random seed is chosen unless --seed is given.
     child   opens the store at PATH, which must hold steps 1…STEP-1, and saves steps STEP, STEP+1, … (at most N,

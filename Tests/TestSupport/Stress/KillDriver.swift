@@ -43,7 +43,7 @@ public enum KillDriver {
             self.seed = seed
             self.kills = kills
             self.timeLimit = timeLimit
-            self.creationKills = creationKills ?? max(1, kills / 25)
+            self.creationKills = creationKills ?? max(1, kills / 10)
             self.progress = progress
             self.progressEvery = progressEvery
         }
@@ -213,8 +213,8 @@ private struct Run {
         return summary
     }
 
-    /// How long a child takes from its start to having created a new store, the median of three: creation kills
-    /// aim at the end of that time, where the store's first files are written.
+    /// How long a child takes from its start to having created a new store, the median of three: where creation
+    /// kills start aiming (the store's first files are written at the end of that time).
     func timeCreation() throws -> Double {
         var times: [Double] = []
         for attempt in 0..<3 {
@@ -263,7 +263,7 @@ private struct Run {
         var seen: [StressChildProcess.Event] = []
         let acksWanted = Int.random(in: moment == .ack ? 1...4 : 0...6, using: &rng)
         // Startup kills aim at the end of the startup, where the store is opened (or created) and recovered.
-        let fraction = Double.random(in: moment == .startup ? 0.4..<1.2 : 0..<1.2, using: &rng)
+        let fraction = Double.random(in: moment != .startup ? 0..<1.2 : creates ? 0.9..<1.1 : 0.4..<1.2, using: &rng)
         var savingSince: ContinuousClock.Instant?, compactingSince: ContinuousClock.Instant?
         // Waits for the moment, then sleeps a random part of how long the thing aimed at takes.
         var delay: Double?
@@ -328,6 +328,16 @@ private struct Run {
             throw failure(track, "the child died of signal \(signal): \(text.suffix(2_000))")
         }
 
+        if creates {
+            // Creation kills home in on the moment the manifest appears: later when the store's first segment was
+            // not there yet, earlier when the manifest already was.
+            let files = FileManager.default
+            if files.fileExists(atPath: track.url.appendingPathComponent("MANIFEST").path) {
+                creationTime *= 0.9
+            } else if !files.fileExists(atPath: track.url.appendingPathComponent("segments/000001.seg").path) {
+                creationTime *= 1.1
+            }
+        }
         var lastAcknowledged = track.step, lastIssued = track.step
         for event in seen {
             switch event {
