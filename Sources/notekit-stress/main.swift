@@ -1,6 +1,6 @@
 // notekit-stress: the kill test (docs/reliability/kill.md).
 //
-//     swift run -c release notekit-stress kill --kills 5000 --seed 42 --dir /tmp/kill
+//     swift run -c release notekit-stress kill --kills 4000 --seed 20261129 --dir /tmp/kill   # about 9 minutes
 //
 // `kill` runs the parent: it starts `notekit-stress child` on a store again and again, kills it with SIGKILL at
 // random moments, and checks after each kill that every acknowledged save is there, whole, and nothing else.

@@ -8,7 +8,7 @@ import Testing
 /// workload on a file store and is killed with SIGKILL at random moments, a few hundred times.
 ///
 /// `NOTEKIT_KILL_SEED=N` replays a seed; `NOTEKIT_KILL_KILLS=N` changes how many kills. The long mode is run by
-/// hand: `swift run -c release notekit-stress kill --kills 5000 --seed N --dir /tmp/kill`.
+/// hand: `swift run -c release notekit-stress kill --kills 4000 --seed N --dir /tmp/kill`.
 @Suite("Kill test: SIGKILL at random moments")
 struct KillTests {
     static let executable: URL = {
