@@ -39,7 +39,12 @@ struct KillTests {
                     "the run must save, rotate and compact: \(summary)")
             try FileManager.default.removeItem(at: directory)
         } catch let failure as KillDriver.Failure {
-            Issue.record("\(failure)")
+            // The test's temporary directory goes when the process ends: the stores are moved out, for a look.
+            let kept = FileManager.default.temporaryDirectory
+                .appendingPathComponent("notekit-kill-failed-\(seed)-\(ProcessInfo.processInfo.processIdentifier)")
+            let moved = (try? FileManager.default.moveItem(at: directory, to: kept)) != nil
+            let whereKept = moved ? " (the stores are moved to \(kept.path))" : ""
+            Issue.record("\(failure)\(whereKept)")
         }
     }
 }
