@@ -107,14 +107,21 @@ public final class FileStore: DataStore {
                     }
                     throw FileStoreError.storeNotFound(path: layout.root)
                 }
-                if fileSystem.exists(layout.segments),
-                   !(try fileSystem.contentsOfDirectory(layout.segments)).isEmpty {
-                    throw FileStoreError.inconsistentSegments(file: layout.manifest,
-                                                              reason: "the manifest is missing but segments exist")
-                }
+                // Checked before anything is written, so that a refused open writes nothing, and again under the
+                // lock, where it decides.
+                _ = try Self.interruptedCreation(layout: layout, fileSystem: fileSystem)
                 try fileSystem.makeDirectory(layout.root)
                 if case .acquire = lockSource {
                     lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout)
+                }
+                if fileSystem.exists(layout.manifest) {
+                    throw FileStoreError.inconsistentSegments(
+                        file: layout.manifest,
+                        reason: "another process created the store while this open waited for its lock; open it again")
+                }
+                for leftover in try Self.interruptedCreation(layout: layout, fileSystem: fileSystem) {
+                    try fileSystem.remove(leftover)
+                    report.removedLeftovers.append(leftover)
                 }
                 let log = try SegmentLog.create(layout: layout, fileSystem: fileSystem, store: UUID(), now: Date(),
                                                 records: [encoder.schema(schema)])
@@ -257,6 +264,38 @@ public final class FileStore: DataStore {
         try fileSystem.truncate(torn.path, to: torn.offset)
         return .init(segment: torn.path, offset: torn.offset, length: torn.length, reason: torn.reason,
                      quarantinedAt: name)
+    }
+
+    /// What a creation of the store that was interrupted before its first manifest left: nothing when `segments/`
+    /// is missing or empty, else segment 1 (and `MANIFEST.tmp`) when segment 1 holds nothing but (a part of) what
+    /// creating a store writes first, its `segment` and `schema` records, and `blobs/` is empty. A store has a
+    /// manifest before it commits anything, so these files hold nothing to lose.
+    ///
+    /// - Throws: ``FileStoreError/inconsistentSegments(file:reason:)`` when segments exist that a creation cannot
+    ///   have left: a store that lost its manifest, which is damage.
+    private static func interruptedCreation(layout: StoreLayout, fileSystem: any StoreFileSystem) throws -> [String] {
+        guard fileSystem.exists(layout.segments) else { return [] }
+        let names = try fileSystem.contentsOfDirectory(layout.segments)
+        guard !names.isEmpty else { return [] }
+        let refusal = FileStoreError.inconsistentSegments(file: layout.manifest,
+                                                          reason: "the manifest is missing but segments exist")
+        let blobs = fileSystem.exists(layout.blobs) ? try fileSystem.contentsOfDirectory(layout.blobs) : []
+        guard names == [StoreLayout.segmentName(1)], blobs.isEmpty else { throw refusal }
+        let path = layout.segment(1)
+        let magic = MagicLine.bytes(.segment)
+        let bytes = try fileSystem.read(path)
+        if bytes.count >= magic.count || !magic.starts(with: bytes) {
+            guard let scan = try? SegmentScan.read(path, number: 1, fileSystem: fileSystem),
+                  scan.tail?.isTorn ?? true else { throw refusal }
+            let onlyCreation = scan.bytes.withUnsafeBytes { buffer in
+                scan.records.allSatisfy { payload in
+                    let bytes = buffer[payload]
+                    return bytes.starts(with: #"{"k":"segment","#.utf8) || bytes.starts(with: #"{"k":"schema","#.utf8)
+                }
+            }
+            guard onlyCreation else { throw refusal }
+        }
+        return [path] + (fileSystem.exists(layout.temporaryManifest) ? [layout.temporaryManifest] : [])
     }
 
     /// Deletes what no manifest reaches: a temporary manifest, segments not listed, partial or unreferenced blobs.
