@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "NoteKit", targets: ["NoteKit"]),
         .library(name: "NoteKitFileStore", targets: ["NoteKitFileStore"]),
         .executable(name: "notekit", targets: ["notekit"]),
+        .executable(name: "notekit-stress", targets: ["notekit-stress"]),
     ],
     targets: [
         .target(name: "NoteKit"),
@@ -19,12 +20,15 @@ let package = Package(
         // What both test targets share: the kinds of store every behaviour test runs on, temporary directories,
         // a file system that fails on purpose.
         .target(name: "NoteKitTestSupport", dependencies: ["NoteKit", "NoteKitFileStore"], path: "Tests/TestSupport"),
+        // The kill test's child and its long mode (docs/reliability/kill.md): `swift run -c release notekit-stress kill`.
+        .executableTarget(name: "notekit-stress", dependencies: ["NoteKit", "NoteKitFileStore", "NoteKitTestSupport"]),
         // Writes Fixtures/v1–v3 through the frozen schemas: `swift run notekit-fixtures Fixtures`.
         .executableTarget(name: "notekit-fixtures", dependencies: ["NoteKitTestSupport"], path: "Tests/FixtureGenerator"),
         .testTarget(name: "NoteKitTests", dependencies: ["NoteKit", "NoteKitFileStore", "NoteKitTestSupport"]),
-        // Depends on the notekit executable so that `swift test` builds it: the command-line tests run it.
+        // Depends on the executables so that `swift test` builds them: the command-line tests run `notekit`, the
+        // kill test runs `notekit-stress`.
         .testTarget(name: "FileStoreTests",
-                    dependencies: ["NoteKit", "NoteKitFileStore", "NoteKitTestSupport", "notekit"]),
+                    dependencies: ["NoteKit", "NoteKitFileStore", "NoteKitTestSupport", "notekit", "notekit-stress"]),
     ],
     swiftLanguageModes: [.v6]
 )

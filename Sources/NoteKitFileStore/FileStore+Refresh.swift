@@ -6,10 +6,11 @@ extension FileStore {
     /// new objects and values become visible to every context, and the transactions join ``history()`` and are
     /// published to ``transactions()``.
     ///
-    /// Only a read-only open can fall behind: a writable open holds the store's lock, so no other process can
-    /// commit while it is open, and `refresh()` returns at once. A read-only open normally reads only the records
-    /// appended since the last read; when another process compacted the store (or migrated it), it reloads the
-    /// whole store. A record being appended while it reads is left for the next refresh.
+    /// A read-only open, and a writable one shared per save (``FileStoreConfiguration/Sharing/perSave``), can fall
+    /// behind; an exclusive writable open holds the store's lock, so no other process can commit while it is open,
+    /// and `refresh()` returns at once. A refresh normally reads only the records appended since the last read;
+    /// when another process compacted the store (or migrated it), it reloads the whole store. A record being
+    /// appended while it reads is left for the next refresh.
     ///
     /// With ``FileStoreConfiguration/automaticRefreshInterval`` set, reads refresh by themselves.
     ///
@@ -37,7 +38,9 @@ extension FileStore {
         }
     }
 
-    private func refresh(_ state: inout State) throws -> [HistoryRecord] {
+    /// - Parameter lockHeld: whether this process holds the store's lock (a save shared per save catching up), so a
+    ///   reload must not take it again.
+    func refresh(_ state: inout State, lockHeld: Bool = false) throws -> [HistoryRecord] {
         guard var position = state.position else { return [] }
         let manifestStatus = try fileSystem.status(layout.manifest)
         var manifest = position.manifest
@@ -47,7 +50,7 @@ extension FileStore {
             guard manifest.store == position.manifest.store,
                   let index = position.manifest.segments.firstIndex(of: position.segment),
                   manifest.segments.starts(with: position.manifest.segments[...index]) else {
-                return try reload(&state)
+                return try reload(&state, lockHeld: lockHeld)
             }
         } else if manifest.segments.last == position.segment,
                   try fileSystem.status(layout.segment(position.segment))?.size == position.offset {
@@ -58,12 +61,12 @@ extension FileStore {
         let pending: [PendingRecord]
         do {
             guard let decoded = try decodeAppended(after: position, in: manifest, schema: state.schemas.last) else {
-                return try reload(&state)
+                return try reload(&state, lockHeld: lockHeld)
             }
             pending = decoded
         } catch FileStoreError.inconsistentSegments(_, _) {
             // A segment went away while it was read: another process compacted since the manifest was read.
-            return try reload(&state)
+            return try reload(&state, lockHeld: lockHeld)
         }
         position.manifest = manifest
         position.manifestStatus = manifestStatus
@@ -183,10 +186,20 @@ extension FileStore {
     }
 
     /// Reopens the store from scratch and takes over the new state; returns the transactions that are new.
-    private func reload(_ state: inout State) throws -> [HistoryRecord] {
-        let fresh = try FileStore(configuration: configuration, schema: schema)
+    private func reload(_ state: inout State, lockHeld: Bool) throws -> [HistoryRecord] {
+        let fresh = try FileStore(configuration: configuration, schema: schema,
+                                  lockSource: lockHeld ? .heldBySession : .acquire)
         let before = state.lastTransaction
-        let refreshed = fresh.state.withLock { $0 }
+        // The fresh open's log (a writable open's) becomes this store's: take it out so that the fresh open's
+        // deinit does not close it.
+        let refreshed = fresh.state.withLock { fresh in
+            defer {
+                fresh.log = nil
+                fresh.lock = nil
+            }
+            return fresh
+        }
+        try? state.log?.close()
         let picked = refreshed.rows.history.records.filter { $0.number > before }
         state = refreshed
         broadcaster.publish(picked)

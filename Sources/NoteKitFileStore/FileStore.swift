@@ -113,21 +113,30 @@ public final class FileStore: DataStore {
                     }
                     throw FileStoreError.storeNotFound(path: layout.root)
                 }
-                if fileSystem.exists(layout.segments),
-                   case let found = try fileSystem.contentsOfDirectory(layout.segments), !found.isEmpty,
-                   !(try Self.isInterruptedCreation(found, layout: layout, fileSystem: fileSystem)) {
-                    throw FileStoreError.inconsistentSegments(file: layout.manifest,
-                                                              reason: "the manifest is missing but segments exist")
-                }
+                // Checked before anything is written, so that a refused open writes nothing, and again under the
+                // lock, where it decides.
+                _ = try Self.interruptedCreation(layout: layout, fileSystem: fileSystem)
                 try fileSystem.makeDirectory(layout.root)
                 if case .acquire = lockSource {
                     lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout)
                 }
+                if fileSystem.exists(layout.manifest) {
+                    throw FileStoreError.inconsistentSegments(
+                        file: layout.manifest,
+                        reason: "another process created the store while this open waited for its lock; open it again")
+                }
+                for leftover in try Self.interruptedCreation(layout: layout, fileSystem: fileSystem) {
+                    try fileSystem.remove(leftover)
+                    report.removedLeftovers.append(leftover)
+                }
                 let log = try SegmentLog.create(layout: layout, fileSystem: fileSystem, store: UUID(), now: Date(),
                                                 records: [encoder.schema(schema)])
                 recovery = report
-                state = Locked(State(rows: RowStorage(schema: schema), log: log, lock: lock, schemas: [schema],
-                                     lastTransaction: 0, operationsLogged: 0, closedSegmentBytes: 0))
+                var created = State(rows: RowStorage(schema: schema), log: log, lock: lock, schemas: [schema],
+                                    lastTransaction: 0, operationsLogged: 0, closedSegmentBytes: 0)
+                try Self.shareIfAsked(&created, configuration: configuration, lockSource: lockSource, layout: layout,
+                                      version: MagicLine.currentVersion)
+                state = Locked(created)
                 return
             }
 
@@ -203,35 +212,34 @@ public final class FileStore: DataStore {
             }
             let closedBytes = replay.manifest.segments.dropLast().reduce(0) { $0 + (replay.log.segmentSizes[$1] ?? 0) }
             recovery = report
-            state = Locked(State(rows: storage, log: log, lock: lock,
-                                 schemas: replay.log.schemas + (migration == nil ? [] : [schema]),
-                                 lastTransaction: lastTransaction,
-                                 operationsLogged: replay.log.operationsLogged + (migration?.fills.count ?? 0),
-                                 closedSegmentBytes: closedBytes, position: position,
-                                 migrationHeld: holdingMigration && migration != nil && !readOnly))
+            var opened = State(rows: storage, log: log, lock: lock,
+                               schemas: replay.log.schemas + (migration == nil ? [] : [schema]),
+                               lastTransaction: lastTransaction,
+                               operationsLogged: replay.log.operationsLogged + (migration?.fills.count ?? 0),
+                               closedSegmentBytes: closedBytes, position: position,
+                               migrationHeld: holdingMigration && migration != nil && !readOnly)
+            try Self.shareIfAsked(&opened, configuration: configuration, lockSource: lockSource, layout: layout,
+                                  version: replay.manifest.segments.last.flatMap { replay.log.segmentVersions[$0] }
+                                      ?? MagicLine.currentVersion)
+            state = Locked(opened)
         } catch {
             if case .acquire = lockSource { lock?.unlock() }
             throw error
         }
     }
 
-    /// Whether segments found where there is no manifest are what an interrupted creation leaves: segment 1 alone,
-    /// holding at most its own record and the schema's (creating a store writes those, then the manifest; no save
-    /// can come before the manifest). Anything more is a store that lost its manifest, and is refused.
-    private static func isInterruptedCreation(_ names: [String], layout: StoreLayout,
-                                              fileSystem: any StoreFileSystem) throws -> Bool {
-        guard names == [StoreLayout.segmentName(1)] else { return false }
-        let bytes = try fileSystem.read(layout.segment(1))
-        let magic = MagicLine.bytes(.segment)
-        guard bytes.starts(with: magic.prefix(bytes.count)) else { return false }
-        return bytes.withUnsafeBytes { buffer in
-            var cursor = magic.count, records = 0
-            while cursor < buffer.count, case .record(_, let next) = RecordFrame.scan(buffer, at: cursor) {
-                records += 1
-                cursor = next
-            }
-            return records <= 2
-        }
+    /// For a writable open shared per save: records where the open stands in the log (so that saves can catch up
+    /// with other writers) and releases the lock the open took for recovery and migration.
+    private static func shareIfAsked(_ state: inout State, configuration: FileStoreConfiguration,
+                                     lockSource: LockSource, layout: StoreLayout, version: Int) throws {
+        guard configuration.sharing == .perSave, let log = state.log else { return }
+        state.position = ReadPosition(manifest: log.manifest,
+                                      manifestStatus: try configuration.fileSystem.status(layout.manifest),
+                                      segment: log.activeSegment, offset: log.activeSize, version: version)
+        // A migration session that keeps its lock releases it itself.
+        if case .heldBySession = lockSource { return }
+        state.lock?.unlock()
+        state.lock = nil
     }
 
     /// Reads the manifest and replays its segments. A reader racing a compaction in another process may find a
@@ -253,7 +261,7 @@ public final class FileStore: DataStore {
     }
 
     /// Moves a torn tail's bytes to `quarantine/` and cuts the segment back to its last intact record.
-    private static func quarantine(_ torn: (segment: Int, path: String, offset: Int, length: Int, reason: String),
+    static func quarantine(_ torn: (segment: Int, path: String, offset: Int, length: Int, reason: String),
                                    layout: StoreLayout, fileSystem: any StoreFileSystem) throws -> RecoveryReport.TornTail {
         try fileSystem.makeDirectory(layout.quarantine)
         let bytes = try fileSystem.read(torn.path)
@@ -271,6 +279,38 @@ public final class FileStore: DataStore {
         try fileSystem.truncate(torn.path, to: torn.offset)
         return .init(segment: torn.path, offset: torn.offset, length: torn.length, reason: torn.reason,
                      quarantinedAt: name)
+    }
+
+    /// What a creation of the store that was interrupted before its first manifest left: nothing when `segments/`
+    /// is missing or empty, else segment 1 (and `MANIFEST.tmp`) when segment 1 holds nothing but (a part of) what
+    /// creating a store writes first, its `segment` and `schema` records, and `blobs/` is empty. A store has a
+    /// manifest before it commits anything, so these files hold nothing to lose.
+    ///
+    /// - Throws: ``FileStoreError/inconsistentSegments(file:reason:)`` when segments exist that a creation cannot
+    ///   have left: a store that lost its manifest, which is damage.
+    private static func interruptedCreation(layout: StoreLayout, fileSystem: any StoreFileSystem) throws -> [String] {
+        guard fileSystem.exists(layout.segments) else { return [] }
+        let names = try fileSystem.contentsOfDirectory(layout.segments)
+        guard !names.isEmpty else { return [] }
+        let refusal = FileStoreError.inconsistentSegments(file: layout.manifest,
+                                                          reason: "the manifest is missing but segments exist")
+        let blobs = fileSystem.exists(layout.blobs) ? try fileSystem.contentsOfDirectory(layout.blobs) : []
+        guard names == [StoreLayout.segmentName(1)], blobs.isEmpty else { throw refusal }
+        let path = layout.segment(1)
+        let magic = MagicLine.bytes(.segment)
+        let bytes = try fileSystem.read(path)
+        if bytes.count >= magic.count || !magic.starts(with: bytes) {
+            guard let scan = try? SegmentScan.read(path, number: 1, fileSystem: fileSystem),
+                  scan.tail?.isTorn ?? true else { throw refusal }
+            let onlyCreation = scan.bytes.withUnsafeBytes { buffer in
+                scan.records.allSatisfy { payload in
+                    let bytes = buffer[payload]
+                    return bytes.starts(with: #"{"k":"segment","#.utf8) || bytes.starts(with: #"{"k":"schema","#.utf8)
+                }
+            }
+            guard onlyCreation else { throw refusal }
+        }
+        return [path] + (fileSystem.exists(layout.temporaryManifest) ? [layout.temporaryManifest] : [])
     }
 
     /// Deletes what no manifest reaches: a temporary manifest, segments not listed, partial or unreferenced blobs.
@@ -379,11 +419,7 @@ public final class FileStore: DataStore {
     /// - Throws: ``SaveError/readOnly(reason:)``, ``FileStoreError/writesStopped(reason:)`` or an I/O error; the
     ///   history is then unchanged.
     public func deleteHistory(_ ranges: [ClosedRange<UInt64>]) throws {
-        try state.withLock { state in
-            guard let log = state.log else {
-                throw SaveError.readOnly(reason: "\(layout.root) was opened read-only")
-            }
-            if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
+        try state.withLock { state in try withWriteAccess(&state) { log, state in
             var history = state.rows.history
             history.delete(ranges, committedThrough: state.lastTransaction)
             guard history.deleted != state.rows.history.deleted else { return }
@@ -391,20 +427,9 @@ public final class FileStore: DataStore {
                 state.rows.history = history
                 return
             }
-            do {
-                try log.append(encoder.trim(deleted: history.deleted))
-            } catch let error as FileStoreError {
-                if case .writesStopped(let reason) = error { state.writesStopped = reason }
-                throw error
-            }
-            do {
-                try flush(log, &state, forced: false)
-            } catch {
-                state.writesStopped = "flushing a history deletion failed: \(error)"
-                throw error
-            }
+            try appendDurably(encoder.trim(deleted: history.deleted), what: "a history deletion", to: log, &state)
             state.rows.history = history
-        }
+        } }
     }
 
     public func transactions() -> AsyncStream<HistoryRecord> { broadcaster.subscribe() }
@@ -418,11 +443,7 @@ public final class FileStore: DataStore {
     ///   a failed flush the record is cut off again and the store accepts no more writes until reopened: retrying
     ///   the flush could report success for data the kernel already dropped.
     public func save(_ changes: ChangeSet) throws -> SaveResult {
-        try state.withLock { state in
-            guard let log = state.log else {
-                throw SaveError.readOnly(reason: "\(layout.root) was opened read-only")
-            }
-            if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
+        try state.withLock { state in try withWriteAccess(&state) { log, state in
             try state.rows.validate(changes)
             let stored: ChangeSet
             do {
@@ -444,6 +465,23 @@ public final class FileStore: DataStore {
             state.operationsLogged += changes.inserted.count + changes.updated.count + changes.deleted.count
             if !state.migrationHeld { compactIfWorthIt(&state) }
             return SaveResult(generation: transaction.number)
+        } }
+    }
+
+    /// Appends one framed record and flushes it as the durability policy asks. A failed append that leaves the
+    /// segment in doubt, or any failed flush, stops writes until the store is reopened.
+    private func appendDurably(_ record: [UInt8], what: String, to log: SegmentLog, _ state: inout State) throws {
+        do {
+            try log.append(record)
+        } catch let error as FileStoreError {
+            if case .writesStopped(let reason) = error { state.writesStopped = reason }
+            throw error
+        }
+        do {
+            try flush(log, &state, forced: false)
+        } catch {
+            state.writesStopped = "flushing \(what) failed: \(error)"
+            throw error
         }
     }
 
@@ -461,18 +499,7 @@ public final class FileStore: DataStore {
                 throw error
             }
         }
-        do {
-            try log.append(payload)
-        } catch let error as FileStoreError {
-            if case .writesStopped(let reason) = error { state.writesStopped = reason }
-            throw error
-        }
-        do {
-            try flush(log, &state, forced: false)
-        } catch {
-            state.writesStopped = "flushing transaction \(transaction.number) failed: \(error)"
-            throw error
-        }
+        try appendDurably(payload, what: "transaction \(transaction.number)", to: log, &state)
     }
 
     /// Writes a migration held in memory, and every save since, by compacting: one new segment and an atomic
@@ -617,7 +644,7 @@ public final class FileStore: DataStore {
     /// - Complexity: O(objects); writes the whole state once.
     @discardableResult
     public func compact() throws -> CompactionReport {
-        try state.withLock { state in try compact(&state) }
+        try state.withLock { state in try withWriteAccess(&state) { _, state in try compact(&state) } }
     }
 
     @discardableResult

@@ -64,6 +64,19 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
         case latest(Int)
     }
 
+    /// How writable opens in several processes share the store.
+    public enum Sharing: Sendable, Hashable {
+        /// One writable open at a time: it holds the store's lock from open to close, and a second writable open
+        /// is refused (or waits up to ``FileStoreConfiguration/lockTimeout``). The fastest: a save takes no lock.
+        case exclusive
+        /// Several processes may have the store open for writing (an app and its extensions). Each save, history
+        /// deletion and compaction takes the store's lock, first reads what the others committed since (as
+        /// ``FileStore/refresh()`` does), then writes, and releases the lock; the open itself holds it only while
+        /// it recovers and migrates. A save waits up to ``FileStoreConfiguration/lockTimeout`` (5 seconds when
+        /// nil) for another process's save to finish. An exclusive open elsewhere keeps these writers out.
+        case perSave
+    }
+
     public var name: String
     /// The store's directory.
     public var url: URL
@@ -74,7 +87,8 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     public var maximumSegmentSize: Int
     /// Nil turns automatic compaction off.
     public var automaticCompaction: AutomaticCompaction?
-    /// How long a writable open waits for another process's lock; nil refuses at once.
+    /// How long a writable open waits for another process's lock; nil refuses at once (with ``Sharing/perSave``, a
+    /// save waits 5 seconds when nil).
     public var lockTimeout: Double?
     /// For a read-only open: how often reads check whether another process committed, and pick it up
     /// (``FileStore/refresh()``), in seconds; 0 checks on every read (one `stat` of the manifest and of the active
@@ -82,6 +96,8 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     public var automaticRefreshInterval: Double?
     /// How much history the store keeps; ``HistoryRetention/untilDeleted`` by default.
     public var historyRetention: HistoryRetention
+    /// How writable opens in several processes share the store; ``Sharing/exclusive`` by default.
+    public var sharing: Sharing
     /// The file operations used; tests substitute one that fails on purpose.
     public var fileSystem: any StoreFileSystem
 
@@ -90,7 +106,7 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
                 recovery: RecoveryMode = .tolerateTornTail, durability: Durability = .everySave,
                 maximumSegmentSize: Int = 64 << 20, automaticCompaction: AutomaticCompaction? = AutomaticCompaction(),
                 lockTimeout: Double? = nil, automaticRefreshInterval: Double? = nil,
-                historyRetention: HistoryRetention = .untilDeleted,
+                historyRetention: HistoryRetention = .untilDeleted, sharing: Sharing = .exclusive,
                 fileSystem: any StoreFileSystem = POSIXFileSystem()) {
         self.name = name ?? url.lastPathComponent
         self.url = url
@@ -102,6 +118,7 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
         self.lockTimeout = lockTimeout
         self.automaticRefreshInterval = automaticRefreshInterval
         self.historyRetention = historyRetention
+        self.sharing = sharing
         self.fileSystem = fileSystem
     }
 

@@ -1,6 +1,7 @@
 // notekit-bench: workload W1 on the file store, one JSON line per run (docs/BENCHMARKS.md).
 //
 //     swift run -c release notekit-bench w1 --notes 100000 --dir /tmp/bench
+//     swift run -c release notekit-bench history --transactions 100000 --dir /tmp/bench   # following history
 //     swift run -c release notekit-bench open STORE     # reopens a store three times, for profiling replay
 //
 // NOTEKIT_BENCH_TRACE=1 prints the parts of the insert and open phases to standard error;
@@ -25,8 +26,20 @@ if arguments.first == "open", let path = arguments.dropFirst().first {
     }
     exit(0)
 }
+if arguments.first == "history" {
+    let transactions = value("--transactions", in: arguments).flatMap(Int.init) ?? 100_000
+    let directory = URL(fileURLWithPath: value("--dir", in: arguments) ?? FileManager.default.temporaryDirectory.path)
+    do {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        print(try HistoryWorkload.run(transactions: transactions, directory: directory))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+        exit(1)
+    }
+}
 guard arguments.first == "w1" else {
-    FileHandle.standardError.write(Data("usage: notekit-bench w1 [--notes N] [--dir DIR]\n".utf8))
+    FileHandle.standardError.write(Data("usage: notekit-bench w1 [--notes N] [--dir DIR]\n       notekit-bench history [--transactions N] [--dir DIR]\n".utf8))
     exit(2)
 }
 let notes = value("--notes", in: arguments).flatMap(Int.init) ?? 100_000

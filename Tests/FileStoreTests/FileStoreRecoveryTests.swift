@@ -177,6 +177,66 @@ struct FileStoreRecoveryTests {
         #expect(try ModelContext(container).fetchCount(FetchDescriptor<Note>()) == 3)
     }
 
+    @Test("A creation killed before its first manifest, at any byte of segment 1, leaves a store that opens empty")
+    func interruptedCreation() throws {
+        // What creating a store writes before its manifest: segment 1 with its segment and schema records.
+        let created = TemporaryStores.newURL()
+        try StoreFiles.close(StoreFiles.open(created, NotesSchema.models))
+        let segment = try Data(contentsOf: StoreFiles.segment(created))
+        let manifest = try Data(contentsOf: created.appendingPathComponent("MANIFEST"))
+        let offsets = try StoreFiles.recordOffsets(StoreFiles.segment(created))
+        let cuts = Set(Array(stride(from: 0, to: segment.count, by: 97)) + offsets + offsets.map { $0 + 20 }
+                       + [1, 17, 18, segment.count - 1, segment.count])
+        for cut in cuts.sorted() {
+            // As the kill test left it: LOCK, an empty blobs/, part of segment 1, perhaps a whole MANIFEST.tmp.
+            let url = TemporaryStores.newURL("interrupted")
+            try FileManager.default.createDirectory(at: url.appendingPathComponent("segments"),
+                                                    withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(at: url.appendingPathComponent("blobs"), withIntermediateDirectories: true)
+            try Data().write(to: url.appendingPathComponent("LOCK"))
+            try segment.prefix(cut).write(to: StoreFiles.segment(url))
+            if cut == segment.count { try manifest.write(to: url.appendingPathComponent("MANIFEST.tmp")) }
+
+            let container = try StoreFiles.open(url, NotesSchema.models)
+            let removed = StoreFiles.store(container).recovery.removedLeftovers.map { URL(fileURLWithPath: $0).lastPathComponent }
+            #expect(removed == ["000001.seg"] + (cut == segment.count ? ["MANIFEST.tmp"] : []), "cut at \(cut)")
+            let context = ModelContext(container)
+            #expect(try context.fetchCount(FetchDescriptor<Note>()) == 0)
+            context.insert(Note.titled("first"))
+            try context.save()
+            try StoreFiles.close(container)
+            #expect(try titles(url) == ["first"], "cut at \(cut)")
+            #expect(StoreVerifier.verify(at: url).ok)
+            try FileManager.default.removeItem(at: url)
+        }
+    }
+
+    @Test("Segments without a manifest that hold more than a creation writes are refused, and nothing is written")
+    func segmentsWithoutManifest() throws {
+        // A committed transaction: a store that lost its manifest is damage, not an interrupted creation.
+        let withTransaction = try threeTransactions()
+        try FileManager.default.removeItem(at: withTransaction.appendingPathComponent("MANIFEST"))
+        // A blob: only a save writes one, after the manifest exists.
+        let withBlob = TemporaryStores.newURL()
+        try StoreFiles.close(StoreFiles.open(withBlob, NotesSchema.models))
+        try FileManager.default.removeItem(at: withBlob.appendingPathComponent("MANIFEST"))
+        try Data([1]).write(to: withBlob.appendingPathComponent("blobs/" + String(repeating: "b", count: 64) + ".blob"))
+        // A second segment: only rotation or compaction writes one.
+        let withTwoSegments = TemporaryStores.newURL()
+        try StoreFiles.close(StoreFiles.open(withTwoSegments, NotesSchema.models))
+        try FileManager.default.removeItem(at: withTwoSegments.appendingPathComponent("MANIFEST"))
+        try FileManager.default.copyItem(at: StoreFiles.segment(withTwoSegments), to: StoreFiles.segment(withTwoSegments, 2))
+
+        for url in [withTransaction, withBlob, withTwoSegments] {
+            let before = StoreFiles.contents(of: url)
+            #expect(throws: FileStoreError.inconsistentSegments(file: url.appendingPathComponent("MANIFEST").path,
+                                                                reason: "the manifest is missing but segments exist")) {
+                _ = try StoreFiles.open(url, NotesSchema.models)
+            }
+            #expect(StoreFiles.contents(of: url) == before, "a refused open writes nothing")
+        }
+    }
+
     @Test("A missing, duplicated or foreign segment is refused")
     func inconsistentSegments() throws {
         let url = TemporaryStores.newURL()

@@ -116,6 +116,35 @@ struct FileStoreWritingTests {
         try StoreFiles.close(next)
     }
 
+    @Test("An open that waited for the lock while another writer created the store does not create it over again")
+    func creationRace() async throws {
+        let url = TemporaryStores.newURL()
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        // The other writer: holds the lock while it creates the store.
+        let held = try #require(try POSIXFileSystem().tryLock(url.appendingPathComponent("LOCK").path))
+        let path = url.path
+        let waiter = Task.detached {
+            // Finds no manifest, then waits for the lock.
+            try StoreFiles.close(StoreFiles.open(URL(fileURLWithPath: path), NotesSchema.models) { $0.lockTimeout = 10 })
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let other = TemporaryStores.newURL()
+        let container = try StoreFiles.open(other, NotesSchema.models)
+        let context = ModelContext(container)
+        context.insert(Note.titled("kept"))
+        try context.save()
+        try StoreFiles.close(container)
+        for name in ["segments", "blobs", "MANIFEST"] {
+            try FileManager.default.copyItem(at: other.appendingPathComponent(name), to: url.appendingPathComponent(name))
+        }
+        held.unlock()
+
+        await #expect(throws: FileStoreError.self) { try await waiter.value }
+        let reopened = try StoreFiles.open(url, NotesSchema.models)
+        #expect(try ModelContext(reopened).fetch(FetchDescriptor<Note>()).map(\.title) == ["kept"])
+        try StoreFiles.close(reopened)
+    }
+
     @Test("A second writer process is refused with a typed error")
     func lockAcrossProcesses() async throws {
         let url = TemporaryStores.newURL()

@@ -96,6 +96,26 @@ struct ContextTests {
         #expect(names == ["Committed", "Edited before"])
     }
 
+    @Test("A transaction whose block throws brings back an unsaved object it deleted, on both sides",
+          arguments: StoreKind.allCases)
+    func transactionRestoresDeletedInsert(kind: StoreKind) throws {
+        struct Abort: Error {}
+        let context = ModelContext(try kind.makeContainer([PlainFolder.self]))
+        let folder = PlainFolder(name: "Trip")
+        context.insert(folder)
+        let note = PlainNote(title: "Tickets")
+        note.folder = folder
+        #expect(throws: Abort.self) {
+            try context.transaction {
+                try context.delete(folder)
+                throw Abort()
+            }
+        }
+        #expect(folder.modelContext === context && !folder.isDeleted)
+        #expect(note.folder === folder && folder.notes == [note])
+        #expect(context.insertedModelsArray.count == 2)
+    }
+
     @Test("A save that fails leaves the store unchanged and every change pending, ready to retry")
     func failedSave() throws {
         let configuration = FailingStoreConfiguration()

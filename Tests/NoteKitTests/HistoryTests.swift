@@ -172,6 +172,46 @@ struct HistoryTests {
             predicate: #Predicate { $0.author == author })).isEmpty, "a predicate on other fields is not expired")
     }
 
+    @Test("Predicates on tokens select exactly what evaluating them on every transaction selects")
+    func tokenPredicatesMatchBruteForce() throws {
+        let context = ModelContext(try container(.inMemory))
+        context.author = "a"
+        try saveDiaries(12, in: context)
+        let gap = DefaultHistoryToken(transactionNumber: 6)
+        try context.deleteHistory(HistoryDescriptor<DefaultHistoryTransaction>(predicate: #Predicate { $0.token == gap }))
+        let kept = try all(context)
+        let tokens = (0...14).map { DefaultHistoryToken(transactionNumber: UInt64($0)) }
+            + [DefaultHistoryToken(transactionNumber: .max)]
+        for low in tokens {
+            for high in tokens {
+                let author = "a"
+                let predicates: [Predicate<DefaultHistoryTransaction>] = [
+                    #Predicate { $0.token > low }, #Predicate { $0.token >= low }, #Predicate { $0.token < low },
+                    #Predicate { $0.token <= low }, #Predicate { $0.token == low }, #Predicate { low < $0.token },
+                    #Predicate { low >= $0.token }, #Predicate { $0.token > low && $0.token <= high },
+                    #Predicate { $0.token >= low && high > $0.token && $0.author == author },
+                    #Predicate { $0.token < low || $0.token > high }, #Predicate { !($0.token <= low) },
+                ]
+                for predicate in predicates {
+                    // The deleted transaction, as the expiry check sees it: its token and nothing else.
+                    let deleted = DefaultHistoryTransaction(
+                        _$record: HistoryRecord(number: gap.transactionNumber, timestamp: .distantPast, author: nil,
+                                                inserted: [], updated: [], deleted: []),
+                        container: context.container)
+                    let selectsDeleted = try predicate.evaluate(deleted)
+                    let expected = try kept.filter { try predicate.evaluate($0) }.map(\.token)
+                    do {
+                        let found = try context.fetchHistory(HistoryDescriptor(predicate: predicate)).map(\.token)
+                        #expect(found == expected, "\(predicate) with \(low), \(high)")
+                        #expect(!selectsDeleted)
+                    } catch HistoryError.historyTokenExpired {
+                        #expect(selectsDeleted, "expired only when the deleted transaction would be selected")
+                    }
+                }
+            }
+        }
+    }
+
     @Test("Tokens are Codable, Comparable and Hashable")
     func tokenValue() throws {
         let tokens = (1...3).map { DefaultHistoryToken(transactionNumber: UInt64($0)) }

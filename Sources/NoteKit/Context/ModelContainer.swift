@@ -18,6 +18,10 @@ public final class ModelContainer: Sendable {
     public let store: any DataStore
     /// What a save does with an inserted duplicate of a unique key.
     public let uniquenessPolicy: UniquenessPolicy
+    /// Whether ``mainContext`` records changes for undo (it gets a ``ModelUndoManager``). Contexts created with
+    /// ``ModelContext/init(_:)`` start without one, as in SwiftData: assign ``ModelContext/undoManager`` to
+    /// opt in, so that background work does not pay for undo it never uses.
+    public let isUndoEnabled: Bool
 
     let runtime: SchemaRuntime
     private let mainContextBox = MainContextBox()
@@ -31,6 +35,8 @@ public final class ModelContainer: Sendable {
     ///   - types: the model types.
     ///   - migrationPlan: the shipped schema versions and the stages between them, for changes that need code.
     ///   - uniquenessPolicy: upsert (SwiftData's behaviour, the default) or reject duplicates of unique keys.
+    ///   - isUndoEnabled: whether ``mainContext`` gets a ``ModelUndoManager`` (SwiftData's `isUndoEnabled`);
+    ///     false by default.
     ///   - configurations: exactly one store configuration.
     /// - Throws: ``SchemaError`` for an invalid model declaration, ``ModelContainerError`` for a configuration
     ///   NoteKit cannot use, ``MigrationError`` when the store's schema cannot be migrated (the store is then left
@@ -38,16 +44,18 @@ public final class ModelContainer: Sendable {
     public convenience init(for types: any PersistentModel.Type...,
                             migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
                             uniquenessPolicy: UniquenessPolicy = .upsert,
+                            isUndoEnabled: Bool = false,
                             configurations: any DataStoreConfiguration...) throws {
         try self.init(for: Schema(types), migrationPlan: migrationPlan, uniquenessPolicy: uniquenessPolicy,
-                      configurations: configurations)
+                      isUndoEnabled: isUndoEnabled, configurations: configurations)
     }
 
     /// A container for `schema`.
     ///
-    /// - Throws: as ``init(for:uniquenessPolicy:configurations:)-(any PersistentModel.Type...,_,_)``.
+    /// - Throws: as the initializer that takes model types.
     public init(for schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
-                uniquenessPolicy: UniquenessPolicy = .upsert, configurations: [any DataStoreConfiguration]) throws {
+                uniquenessPolicy: UniquenessPolicy = .upsert, isUndoEnabled: Bool = false,
+                configurations: [any DataStoreConfiguration]) throws {
         guard let runtime = schema.runtime else { throw ModelContainerError.schemaWithoutModelTypes }
         guard let configuration = configurations.first else { throw ModelContainerError.noConfiguration }
         guard configurations.count == 1 else {
@@ -57,6 +65,7 @@ public final class ModelContainer: Sendable {
         self.runtime = runtime
         self.configuration = configuration
         self.uniquenessPolicy = uniquenessPolicy
+        self.isUndoEnabled = isUndoEnabled
         if let migrationPlan, let migratable = configuration as? any MigratableStoreConfiguration {
             store = try MigrationRunner.open(schema, plan: migrationPlan, configuration: migratable,
                                              uniquenessPolicy: uniquenessPolicy)
@@ -73,13 +82,16 @@ public final class ModelContainer: Sendable {
         self.runtime = runtime
         self.configuration = configuration
         self.uniquenessPolicy = uniquenessPolicy
+        self.isUndoEnabled = false
         self.store = store
     }
 
-    /// The context of the main actor, created on first use.
+    /// The context of the main actor, created on first use; it has a ``ModelUndoManager`` when the container
+    /// was created with `isUndoEnabled: true`.
     @MainActor public var mainContext: ModelContext {
         if let context = mainContextBox.context { return context }
         let context = ModelContext(self)
+        if isUndoEnabled { context.undoManager = ModelUndoManager() }
         mainContextBox.context = context
         return context
     }

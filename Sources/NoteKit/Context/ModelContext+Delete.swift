@@ -77,6 +77,7 @@ extension ModelContext {
             switch object._$state {
             case .inserted:
                 // Never saved: the object simply leaves the context.
+                record(object)
                 registry[object._$id] = nil
                 object._$state = .deleted
                 object._$context = nil

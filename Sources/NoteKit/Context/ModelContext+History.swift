@@ -15,8 +15,9 @@ extension ModelContext {
     /// - Throws: ``HistoryError/historyTokenExpired(oldestRetained:)`` when the predicate selects transactions that
     ///   were deleted from history (a token older than the history kept: start over from the current state);
     ///   ``HistoryError/unsupported(store:)`` for a store without history; what evaluating the predicate throws.
-    /// - Complexity: O(transactions kept) predicate evaluations; each transaction's ``HistoryTransaction/changes``
-    ///   are built only when read.
+    /// - Complexity: O(log transactions kept) to find where a predicate comparing `token` with a constant (and `&&` of
+    ///   such comparisons) can match, then one predicate evaluation per transaction there; O(transactions kept)
+    ///   evaluations for other predicates. A transaction's ``HistoryTransaction/changes`` are built only when read.
     public func fetchHistory<Transaction: HistoryTransaction>(_ descriptor: HistoryDescriptor<Transaction>) throws
         -> [Transaction] {
         let log = try store.history()
@@ -37,7 +38,7 @@ extension ModelContext {
         }
         let limit = descriptor.fetchLimit.flatMap { $0 > 0 ? $0 : nil } ?? .max
         var transactions: [Transaction] = []
-        for record in log.records {
+        for record in log.records[TransactionBounds.of(descriptor.predicate).positions(in: log.records)] {
             let transaction = Transaction(_$record: record, container: container)
             guard try descriptor.predicate?.evaluate(transaction) ?? true else { continue }
             transactions.append(transaction)
@@ -56,11 +57,11 @@ extension ModelContext {
     ///
     /// - Throws: ``HistoryError/unsupported(store:)``, what evaluating the predicate throws, or the store's I/O
     ///   errors (nothing is deleted then).
-    /// - Complexity: O(transactions kept).
+    /// - Complexity: O(transactions kept) for the deletion; predicate evaluations as for ``fetchHistory(_:)``.
     public func deleteHistory<Transaction: HistoryTransaction>(_ descriptor: HistoryDescriptor<Transaction>) throws {
         let log = try store.history()
         var numbers: [UInt64] = []
-        for record in log.records {
+        for record in log.records[TransactionBounds.of(descriptor.predicate).positions(in: log.records)] {
             if let predicate = descriptor.predicate {
                 guard try predicate.evaluate(Transaction(_$record: record, container: container)) else { continue }
             }

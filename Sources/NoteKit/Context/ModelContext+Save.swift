@@ -8,10 +8,15 @@ extension ModelContext {
     /// Relationship count bounds are checked too. Only the properties that changed are sent, so another context's
     /// save of other properties of the same object is kept.
     ///
+    /// Closes the open undo group first (see ``processPendingChanges()``), so that undo and redo work the same
+    /// before and after the save. An insert that the upsert policy turns into an update of an existing object
+    /// removes every undo action (see ``ModelUndoManager``).
+    ///
     /// - Throws: ``SaveError`` or the store's own errors. When `save()` throws, the store is unchanged and every
     ///   change stays pending in the context, so the save can be retried.
     /// - Complexity: O(changed objects × their properties), plus the store's cost of making the transaction durable.
     public func save() throws {
+        processPendingChanges()
         guard hasChanges else { return }
         postWillSave()
         try resolveUniqueInserts()
@@ -177,6 +182,8 @@ extension ModelContext {
                     adopt(snapshot, by: object)
                     claimed[claimKey, default: [:]][key] = object
                 }
+                // An undo group cannot express an object that changed identity or was merged away: forget them all.
+                undoManager?.removeAllActions()
                 // The object has a new identity or left the context; its other constraints were checked with it.
                 break
             }

@@ -25,6 +25,8 @@ import FoundationEssentials
 /// - ``save()``
 /// - ``rollback()``
 /// - ``transaction(block:)``
+/// - ``undoManager``
+/// - ``processPendingChanges()``
 /// - ``fetch(_:)``
 /// - ``fetchCount(_:)``
 /// - ``fetchIdentifiers(_:)``
@@ -38,6 +40,16 @@ public final class ModelContext {
     /// Accepted for SwiftData compatibility. Linux has no run loop to save on, so NoteKit never saves by itself:
     /// call ``save()``.
     public var autosaveEnabled = false
+    /// Records this context's changes so they can be undone and redone; nil (the default) records nothing.
+    ///
+    /// Assign a ``ModelUndoManager`` to turn undo on for this context, or create the container with
+    /// `isUndoEnabled: true` to give its ``ModelContainer/mainContext`` one. A manager serves one context for
+    /// its whole life. Setting this to nil stops recording (as SwiftData suggests for a large import) and keeps
+    /// the manager's actions; assigning the manager again resumes. See ``ModelUndoManager`` for how changes are
+    /// grouped and what undo restores.
+    public var undoManager: ModelUndoManager? {
+        didSet { _undoManagerDidChange(from: oldValue) }
+    }
 
     /// Stored values that could not be decoded when read (a missing external blob, a `Codable` type that no
     /// longer decodes its stored form). Such a property reads as its declared default.
@@ -261,8 +273,9 @@ public final class ModelContext {
     // MARK: Rollback and transactions
 
     /// Discards every unsaved change: inserted objects leave the context, changed and deleted ones get their
-    /// saved values back (observers are told).
+    /// saved values back (observers are told). Removes every undo and redo action, as Core Data does.
     public func rollback() {
+        undoManager?.removeAllActions()
         for object in insertedObjects {
             registry[object._$id] = nil
             object._$context = nil
@@ -311,7 +324,9 @@ public final class ModelContext {
         let unmanagedTargets: [PersistentIdentifier: ModelObject]
     }
 
-    private func record(_ object: ModelObject) {
+    /// Called before any change to `object`: remembers its state for the open undo group and the transaction.
+    func record(_ object: ModelObject) {
+        undoManager?._record(object)
         guard journal != nil, journal![ObjectIdentifier(object)] == nil else { return }
         journal![ObjectIdentifier(object)] = JournalEntry(
             object: object, attributes: object._$attributes, relationships: object._$relationships,

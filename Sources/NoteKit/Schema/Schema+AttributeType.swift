@@ -56,22 +56,33 @@ extension Schema {
             }
         }
 
-        /// Parses the form `description` produces.
+        /// The deepest nesting of optionals, arrays, dictionaries and raw values that ``init(parsing:)`` reads, as deep
+        /// as the store's JSON nests.
+        public static let maximumNesting = 256
+
+        /// Parses the form `description` produces; nil for anything else, or for nesting deeper than
+        /// ``maximumNesting``.
         public init?(parsing text: some StringProtocol) {
-            let text = String(text)
+            self.init(parsing: Substring(text), depth: 0)
+        }
+
+        /// Reads a slice of the text without copying it, so a long hostile type name costs linear time and memory.
+        private init?(parsing text: Substring, depth: Int) {
+            guard depth < Self.maximumNesting else { return nil }
             if text.hasSuffix("?") {
-                guard let wrapped = AttributeType(parsing: text.dropLast()) else { return nil }
+                guard let wrapped = AttributeType(parsing: text.dropLast(), depth: depth + 1) else { return nil }
                 self = .optional(wrapped)
             } else if text.hasPrefix("[String: "), text.hasSuffix("]") {
-                guard let value = AttributeType(parsing: text.dropFirst(9).dropLast()) else { return nil }
+                guard let value = AttributeType(parsing: text.dropFirst(9).dropLast(), depth: depth + 1) else { return nil }
                 self = .dictionary(value)
             } else if text.hasPrefix("["), text.hasSuffix("]") {
-                guard let element = AttributeType(parsing: text.dropFirst().dropLast()) else { return nil }
+                guard let element = AttributeType(parsing: text.dropFirst().dropLast(), depth: depth + 1) else { return nil }
                 self = .array(element)
             } else if text.hasPrefix("codable ") {
                 self = .codable(typeName: String(text.dropFirst(8)))
             } else if let open = text.firstIndex(of: "("), text.hasSuffix(")") {
-                guard let raw = AttributeType(parsing: text[text.index(after: open)...].dropLast()) else { return nil }
+                guard let raw = AttributeType(parsing: text[text.index(after: open)...].dropLast(), depth: depth + 1)
+                else { return nil }
                 self = .rawRepresentable(typeName: String(text[..<open]), rawType: raw)
             } else if let match = Self.names.first(where: { $0.1 == text }) {
                 self = match.0

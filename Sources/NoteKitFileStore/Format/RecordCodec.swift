@@ -16,6 +16,23 @@ enum StoreRecord {
     case trim(deleted: [ClosedRange<UInt64>])
 }
 
+extension StoreRecord {
+    /// The record's kind, as its `"k"` names it.
+    var kind: String {
+        switch self {
+        case .segment: "segment"
+        case .schema: "schema"
+        case .transaction: "tx"
+        case .snapshot: "snapshot"
+        case .rows: "rows"
+        case .manifest: "manifest"
+        case .migration: "migration"
+        case .history: "history"
+        case .trim: "trim"
+        }
+    }
+}
+
 /// A segment's identity, from its first record.
 struct SegmentHeader: Equatable {
     var store: UUID

@@ -173,7 +173,7 @@ struct RecordDecoderV1: RecordDecoding {
         try reader.readObject { member, key in
             switch key {
             case "k": _ = try member.readString()
-            case "tx": number = try member.readUInt64()
+            case "tx": number = try readTransactionNumber(&member)
             case "time": time = Date(timeIntervalSinceReferenceDate: try member.readDouble())
             case "from": from = try member.readString()
             case "hash": hash = try member.readString()
@@ -199,7 +199,7 @@ struct RecordDecoderV1: RecordDecoding {
         try reader.readObject { member, key in
             switch key {
             case "k": _ = try member.readString()
-            case "lastTx": last = try member.readUInt64()
+            case "lastTx": last = try readTransactionNumber(&member)
             case "rows": count = Int(try member.readInt64())
             default: throw fail(member, "unknown key \(String(reflecting: key.string)) in a snapshot record")
             }
@@ -275,7 +275,7 @@ struct RecordDecoderV1: RecordDecoding {
         let start = reader
         try reader.readObject { member, key in
             switch key {
-            case "tx": number = try member.readUInt64()
+            case "tx": number = try readTransactionNumber(&member)
             case "time": time = Date(timeIntervalSinceReferenceDate: try member.readDouble())
             case "author": author = try member.readString()
             case "insert":
@@ -359,7 +359,7 @@ struct RecordDecoderV1: RecordDecoding {
         try reader.readObject { member, key in
             switch key {
             case "k": _ = try member.readString()
-            case "tx": number = try member.readUInt64()
+            case "tx": number = try readTransactionNumber(&member)
             case "time": time = Date(timeIntervalSinceReferenceDate: try member.readDouble())
             case "author": changes.author = try member.readString()
             case "insert":
@@ -580,6 +580,17 @@ struct RecordDecoderV1: RecordDecoding {
         try reader.readUUID()
     }
 
+    /// Reads a transaction number. Numbers stop at 2^63 − 1, which no store reaches, so that the next number always
+    /// exists: replaying or saving after a larger one would overflow.
+    private func readTransactionNumber(_ reader: inout JSONReader) throws -> UInt64 {
+        let start = reader
+        let number = try reader.readUInt64()
+        guard number <= UInt64(Int64.max) else {
+            throw fail(start, "transaction number \(number) is past the largest, 2^63 − 1")
+        }
+        return number
+    }
+
     /// Reads a value in the JSON form its attribute's type calls for.
     private func readValue(_ reader: inout JSONReader, attribute: Schema.Attribute) throws -> StoredValue {
         attribute.has(.externalStorage) ? try readExternal(&reader) : try readValue(&reader, type: attribute.type)
@@ -597,6 +608,11 @@ struct RecordDecoderV1: RecordDecoding {
             }
         }
         guard let name, let size, size >= 0 else { throw fail(reader, "external data lacks blob or size") }
+        // The name becomes a file name in blobs/: only a SHA-256 in lowercase hex, never a path.
+        guard name.utf8.count == 64, name.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+        else {
+            throw fail(reader, "external data names blob \(String(reflecting: name)), which is not a SHA-256 in hex")
+        }
         guard let blobs else {
             return .external(ExternalData(name: name, size: size) {
                 throw StoredValueError.externalDataUnreadable(name: name, reason: "no store to read it from")

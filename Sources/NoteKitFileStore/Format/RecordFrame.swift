@@ -1,4 +1,11 @@
 import NoteKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The framing of one record: `<length:8 hex> <masked crc32c:8 hex> <payload>\n` (docs/FORMAT.md, *Records*).
 ///
@@ -61,11 +68,16 @@ enum RecordFrame {
             return .truncated(reason: "record of \(payloadLength) bytes ends \(start + payloadLength + 1 - bytes.count) "
                               + "bytes past the end of the file")
         }
+        guard bytes[start + payloadLength] == 0x0A else { return .invalid(reason: "record does not end with a newline") }
         let payload = UnsafeRawBufferPointer(rebasing: bytes[start..<(start + payloadLength)])
+        // A record is one line: a payload never holds a raw newline. Looking for one stops at the first, so checking
+        // this before the checksum keeps a search for the next intact record linear, whatever lengths the lines claim.
+        if payloadLength > 0, memchr(payload.baseAddress!, 0x0A, payloadLength) != nil {
+            return .invalid(reason: "a newline inside the record's payload")
+        }
         guard CRC32C.masked(CRC32C.checksum(payload)) == checksum else {
             return .invalid(reason: "checksum mismatch")
         }
-        guard bytes[start + payloadLength] == 0x0A else { return .invalid(reason: "record does not end with a newline") }
         return .record(payload: start..<(start + payloadLength), next: start + payloadLength + 1)
     }
 

@@ -40,7 +40,9 @@ struct SegmentScan {
                     offset = next
                     scan.end = next
                 case let .truncated(reason):
-                    scan.tail = Tail(offset: offset, reason: reason, isTorn: true)
+                    // A length that runs past the end may itself be the damage: intact records after it say so.
+                    let resumes = RecordFrame.nextIntactRecord(in: buffer, after: offset)
+                    scan.tail = Tail(offset: offset, reason: reason, isTorn: resumes == nil)
                     return scan
                 case let .invalid(reason):
                     let resumes = RecordFrame.nextIntactRecord(in: buffer, after: offset)
@@ -101,7 +103,7 @@ struct LogReplay {
             let isLast = position == manifest.segments.count - 1
             do {
                 let scan = try SegmentScan.read(layout.segment(number), number: number, fileSystem: fileSystem)
-                try replay.apply(scan, manifest: manifest, isLast: isLast, blobs: blobs)
+                try replay.apply(scan, manifest: manifest, isFirst: position == 0, isLast: isLast, blobs: blobs)
             } catch let error as FileStoreError where policy == .pointInTime {
                 replay.damage = error
                 return replay
@@ -111,10 +113,81 @@ struct LogReplay {
         return replay
     }
 
-    private mutating func apply(_ scan: SegmentScan, manifest: Manifest, isLast: Bool, blobs: BlobStore?) throws {
+    /// The records a segment was created with, before any save appended to it: its `segment` record and, in the
+    /// store's first segment only, a new store's `schema` record or a compaction's schemas, history, snapshot and
+    /// rows. The writer flushes them all before the manifest names the segment, so an opening that stops short is
+    /// damage, never an interrupted save, and a torn tail can only follow a whole opening.
+    private struct Opening {
+        var isOpen = true
+        var schemas = 0
+        var history = false
+        var snapshot: (offset: Int, rows: Int)?
+        var rowsRead = 0
+
+        /// Takes `record` into the opening, or throws when it cannot be part of one here.
+        mutating func take(_ record: StoreRecord, at offset: Int, file: String, isFirst: Bool) throws {
+            func refuse(_ reason: String) -> FileStoreError {
+                FileStoreError.undecodableRecord(file: file, offset: offset, reason: reason)
+            }
+            switch record {
+            case .transaction, .migration, .trim:
+                isOpen = false
+                return
+            case .segment, .manifest:
+                return
+            case .schema, .history, .snapshot, .rows:
+                guard isFirst, isOpen else {
+                    throw refuse("a \(record.kind) record is written only when the store's first segment is created, "
+                                 + "before any save")
+                }
+            }
+            switch record {
+            case .schema:
+                guard !history, snapshot == nil else { throw refuse("a schema record after a compaction's history") }
+                schemas += 1
+            case .history:
+                guard snapshot == nil else { throw refuse("a history record after the snapshot") }
+                history = true
+            case .snapshot(_, let rows):
+                guard snapshot == nil else { throw refuse("a second snapshot") }
+                snapshot = (offset, rows)
+            case .rows(_, let rows):
+                guard let snapshot else { throw refuse("rows without a snapshot before them") }
+                rowsRead += rows.count
+                if rowsRead > snapshot.rows {
+                    throw refuse("the snapshot at byte \(snapshot.offset) lists \(snapshot.rows) rows; more follow it")
+                }
+            default:
+                break
+            }
+        }
+
+        /// Why the store's first segment's opening is not whole, if it is not.
+        func incompleteness(segment number: Int) -> String? {
+            if let snapshot {
+                return rowsRead == snapshot.rows ? nil
+                    : "the snapshot at byte \(snapshot.offset) lists \(snapshot.rows) rows and \(rowsRead) follow it"
+            }
+            if history { return "a compaction's history is not followed by its snapshot" }
+            if schemas == 0 { return "the store's first segment records no schema" }
+            // A new store's segment is number 1 and holds one schema; any other is a compaction without its snapshot.
+            if schemas > 1 || number != 1 { return "a compaction's schemas are not followed by its snapshot" }
+            return nil
+        }
+    }
+
+    private mutating func apply(_ scan: SegmentScan, manifest: Manifest, isFirst: Bool, isLast: Bool,
+                                blobs: BlobStore?) throws {
         guard let decoder = RecordDecoders.decoder(for: scan.version, blobs: blobs) else {
             throw FileStoreError.unsupportedFormatVersion(file: scan.path, found: scan.version,
                                                           supported: MagicLine.supportedVersions)
+        }
+        var opening = Opening()
+        /// Loads nothing of a first segment whose opening is not whole: a partial snapshot is no committed state.
+        func refuseOpening(_ error: FileStoreError) -> FileStoreError {
+            objects = ReplayedObjects()
+            history = HistoryLog()
+            return error
         }
         try scan.bytes.withUnsafeBytes { buffer in
             for (index, range) in scan.records.enumerated() {
@@ -136,6 +209,12 @@ struct LogReplay {
                     }
                     continue
                 }
+                let wasOpen = opening.isOpen
+                try opening.take(record, at: range.lowerBound, file: scan.path, isFirst: isFirst)
+                if isFirst, wasOpen, !opening.isOpen, let reason = opening.incompleteness(segment: scan.number) {
+                    throw refuseOpening(FileStoreError.undecodableRecord(file: scan.path, offset: range.lowerBound,
+                                                                         reason: reason))
+                }
                 try apply(record, at: range.lowerBound, file: scan.path)
             }
         }
@@ -144,15 +223,23 @@ struct LogReplay {
                                                reason: "the segment has no segment record"
                                                    + (scan.tail.map { ": \($0.reason)" } ?? ""))
         }
+        if let tail = scan.tail, !(tail.isTorn && isLast) {
+            let error = FileStoreError.damagedRecord(
+                file: scan.path, offset: tail.offset,
+                reason: tail.reason + (tail.isTorn ? " (in a segment that is not the last)"
+                                       : " (intact records follow, so this is not a torn tail)"))
+            let partOfOpening = isFirst && opening.isOpen && opening.incompleteness(segment: scan.number) != nil
+            throw partOfOpening ? refuseOpening(error) : error
+        }
+        if isFirst, opening.isOpen, let reason = opening.incompleteness(segment: scan.number) {
+            throw refuseOpening(FileStoreError.damagedRecord(
+                file: scan.path, offset: scan.tail?.offset ?? scan.end,
+                reason: reason + (scan.tail.map { " (\($0.reason)): the segment's opening is written whole, so this "
+                                                  + "is damage, not a torn tail" } ?? "")))
+        }
         segmentSizes[scan.number] = scan.end
         segmentVersions[scan.number] = scan.version
         if let tail = scan.tail {
-            guard tail.isTorn && isLast else {
-                throw FileStoreError.damagedRecord(
-                    file: scan.path, offset: tail.offset,
-                    reason: tail.reason + (tail.isTorn ? " (in a segment that is not the last)"
-                                           : " (intact records follow, so this is not a torn tail)"))
-            }
             tornTail = (scan.number, scan.path, tail.offset, scan.bytes.count - tail.offset, tail.reason)
         }
     }

@@ -221,7 +221,9 @@ final class SegmentLog {
                     throw FileStoreError.undecodableRecord(file: layout.manifest, offset: payload.lowerBound,
                                                            reason: "the record is not a manifest")
                 }
-                guard !manifest.segments.isEmpty, manifest.segments.allSatisfy({ $0 > 0 && $0 < manifest.nextSegment })
+                // Segment numbers stay below 2^31, so that numbering the next one never overflows.
+                guard !manifest.segments.isEmpty, manifest.nextSegment <= Int(Int32.max),
+                      manifest.segments.allSatisfy({ $0 > 0 && $0 < manifest.nextSegment })
                 else {
                     throw FileStoreError.inconsistentSegments(
                         file: layout.manifest, reason: "segments \(manifest.segments) are impossible before segment "

@@ -1,0 +1,56 @@
+import FoundationEssentials
+import NoteKit
+
+extension FileStore {
+    /// Runs `body`, which writes to the log, with the right to write: for an exclusive open, which holds the
+    /// store's lock from open to close, at once; for an open shared per save, under the store's lock, after
+    /// catching up with what other processes committed, and then records where the log now ends.
+    ///
+    /// - Throws: ``SaveError/readOnly(reason:)``, ``FileStoreError/writesStopped(reason:)``,
+    ///   ``FileStoreError/locked(path:)`` when another process keeps the lock past the timeout, what catching up
+    ///   throws (damage, a store migrated by a newer schema), or what `body` throws.
+    func withWriteAccess<Result>(_ state: inout State, _ body: (SegmentLog, inout State) throws -> Result) throws -> Result {
+        guard state.log != nil else { throw SaveError.readOnly(reason: "\(layout.root) was opened read-only") }
+        if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
+        guard configuration.sharing == .perSave else { return try body(state.log!, &state) }
+
+        let lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout ?? 5)
+        defer { lock.unlock() }
+        try catchUp(&state)
+        guard let log = state.log else { throw SaveError.readOnly(reason: "\(layout.root) was closed") }
+        defer {
+            // Whatever `body` did (appended, rotated, compacted, or failed), the position is where the log ends.
+            if let log = state.log, let status = try? fileSystem.status(layout.manifest) {
+                let version = state.position?.segment == log.activeSegment ? state.position?.version : nil
+                state.position = ReadPosition(manifest: log.manifest, manifestStatus: status,
+                                              segment: log.activeSegment, offset: log.activeSize,
+                                              version: version ?? MagicLine.currentVersion)
+            }
+        }
+        return try body(log, &state)
+    }
+
+    /// With the lock held: applies what others committed, cuts off what a writer that died mid-append left at the
+    /// end of the log, and reopens the log at its true end when others wrote to it.
+    private func catchUp(_ state: inout State) throws {
+        let picked = try refresh(&state, lockHeld: true)
+        guard let position = state.position, position.manifest.segments.last == position.segment else { return }
+        let path = layout.segment(position.segment)
+        if let size = try fileSystem.status(path)?.size, size > position.offset {
+            // Nobody appends while this process holds the lock: bytes after the last intact record are a torn tail.
+            _ = try Self.quarantine((position.segment, path, position.offset, size - position.offset,
+                                     "a writer stopped in the middle of an append"),
+                                    layout: layout, fileSystem: fileSystem)
+        }
+        if let log = state.log, log.manifest != position.manifest || log.activeSize != position.offset {
+            try? log.close()
+            state.log = try SegmentLog.open(layout: layout, fileSystem: fileSystem, manifest: position.manifest)
+            var closed = 0
+            for number in position.manifest.segments.dropLast() {
+                closed += try fileSystem.status(layout.segment(number))?.size ?? 0
+            }
+            state.closedSegmentBytes = closed
+        }
+        _ = picked
+    }
+}

@@ -1,0 +1,69 @@
+// notekit-stress: the kill test (docs/reliability/kill.md).
+//
+//     swift run -c release notekit-stress kill --kills 4000 --seed 20261129 --dir /tmp/kill   # about 9 minutes
+//
+// `kill` runs the parent: it starts `notekit-stress child` on a store again and again, kills it with SIGKILL at
+// random moments, and checks after each kill that every acknowledged save is there, whole, and nothing else.
+// `child` is what it starts. Exit codes: 0 success, 1 a check failed, 2 usage error.
+import Foundation
+import NoteKit
+import NoteKitFileStore
+import NoteKitTestSupport
+
+let usage = """
+    usage: notekit-stress kill [--kills N] [--seed N] [--dir DIR] [--seconds S] [--creation-kills N] [--keep]
+           notekit-stress child --store PATH --seed N --from STEP [--steps N] [--durability everySave|deferred]
+
+    kill    kills N children (default 1000) of a store made under DIR (default the temporary directory), stopping
+            early after S seconds if given; N/10 of the kills (or --creation-kills) land while a child creates a new
+            store. Prints the seed first and a summary last; keeps the store when a check fails (or with --keep).
+            A random seed is chosen unless --seed is given.
+    child   opens the store at PATH, which must hold steps 1…STEP-1, and saves steps STEP, STEP+1, … (at most N,
+            default unbounded), writing `save`, `ack`, `compact`, `compacted`, `trim` and `trimmed` lines.
+    """
+
+func value(_ name: String, in arguments: [String]) -> String? {
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}
+
+func fail(_ message: String, status: Int32) -> Never {
+    FileHandle.standardError.write(Data("error: \(message)\n".utf8))
+    exit(status)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+switch arguments.first {
+case "child":
+    guard let store = value("--store", in: arguments),
+          let seed = value("--seed", in: arguments).flatMap({ UInt64($0) }),
+          let from = value("--from", in: arguments).flatMap({ Int($0) }), from >= 1 else {
+        fail("child needs --store, --seed and --from\n\(usage)", status: 2)
+    }
+    let steps = value("--steps", in: arguments).flatMap { Int($0) } ?? Int.max - from
+    let deferred = value("--durability", in: arguments) == "deferred"
+    StressChild(url: URL(fileURLWithPath: store), seed: seed, deferred: deferred).run(from: from, steps: steps)
+
+case "kill":
+    let seed = value("--seed", in: arguments).flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
+    let kills = value("--kills", in: arguments).flatMap { Int($0) } ?? 1_000
+    let seconds = value("--seconds", in: arguments).flatMap { Double($0) }
+    let creationKills = value("--creation-kills", in: arguments).flatMap { Int($0) }
+    let parent = URL(fileURLWithPath: value("--dir", in: arguments) ?? FileManager.default.temporaryDirectory.path)
+    let directory = parent.appendingPathComponent("notekit-kill-\(seed)-\(getpid())")
+    guard let executable = Bundle.main.executableURL else { fail("cannot find my own executable", status: 1) }
+    print("kill test: seed \(seed), \(kills) kills, in \(directory.path)")
+    do {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let summary = try KillDriver.run(.init(executable: executable, directory: directory, seed: seed, kills: kills,
+                                               timeLimit: seconds, creationKills: creationKills,
+                                               progress: { print($0) }))
+        print(summary)
+        if !arguments.contains("--keep") { try? FileManager.default.removeItem(at: directory) }
+    } catch {
+        fail("\(error)", status: 1)
+    }
+
+default:
+    fail(usage, status: 2)
+}

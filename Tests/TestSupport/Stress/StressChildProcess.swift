@@ -1,0 +1,124 @@
+import Foundation
+
+/// A `notekit-stress child` process, seen from its parent: its standard output read line by line without blocking
+/// for longer than asked, and its end by SIGKILL.
+final class StressChildProcess {
+    /// A line the child wrote (docs/reliability/kill.md, *The child's protocol*).
+    enum Event: Equatable {
+        /// The store is open and holds steps 1…`from - 1`.
+        case ready(from: Int)
+        /// Step `step` is being saved; `tags` say what it writes (`blob`, `large`, `rotate`).
+        case saving(step: Int, tags: Set<String>)
+        /// `save()` of step `step` returned; the save started `rotations` segments and ran `compactions`
+        /// automatic compactions.
+        case acknowledged(step: Int, rotations: Int, compactions: Int)
+        case compacting(after: Int)
+        case compacted(after: Int)
+        case trimming(after: Int)
+        case trimmed(after: Int)
+        /// The child gave up: what went wrong.
+        case failed(String)
+        /// The child made as many saves as it was told to and is exiting.
+        case finished
+
+        init?(_ line: Substring) {
+            let words = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard let word = words.first else { return nil }
+            func number(_ index: Int) -> Int? { index < words.count ? Int(words[index]) : nil }
+            func field(_ name: String) -> Int? {
+                words.first { $0.hasPrefix(name + "=") }.flatMap { Int($0.dropFirst(name.count + 1)) }
+            }
+            switch word {
+            case "ready": guard let from = number(1) else { return nil }; self = .ready(from: from)
+            case "save":
+                guard let step = number(1) else { return nil }
+                self = .saving(step: step, tags: Set(words.dropFirst(2).map(String.init)))
+            case "ack":
+                guard let step = number(1) else { return nil }
+                self = .acknowledged(step: step, rotations: field("rotations") ?? 0,
+                                     compactions: field("compactions") ?? 0)
+            case "compact": guard let step = number(1) else { return nil }; self = .compacting(after: step)
+            case "compacted": guard let step = number(1) else { return nil }; self = .compacted(after: step)
+            case "trim": guard let step = number(1) else { return nil }; self = .trimming(after: step)
+            case "trimmed": guard let step = number(1) else { return nil }; self = .trimmed(after: step)
+            case "error": self = .failed(String(line.dropFirst(word.count).drop { $0 == " " }))
+            case "done": self = .finished
+            default: return nil
+            }
+        }
+    }
+
+    /// How the child ended.
+    enum Ending: Equatable {
+        case killed
+        case exited(Int32)
+        case signalled(Int32)
+    }
+
+    private let process = Process()
+    private let output = Pipe()
+    private let descriptor: Int32
+    private var pending: [UInt8] = []
+    private(set) var endOfOutput = false
+    let started = ContinuousClock.now
+
+    /// Starts `executable` with `arguments`, its standard error going to the file at `errors`.
+    init(executable: URL, arguments: [String], errors: URL) throws {
+        process.executableURL = executable
+        process.arguments = arguments
+        process.standardOutput = output
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: errors)
+        process.standardInput = FileHandle.nullDevice
+        descriptor = output.fileHandleForReading.fileDescriptor
+        try process.run()
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    /// The events of the complete lines written since the last call, waiting up to `timeout` seconds for one.
+    func events(waitingUpTo timeout: Double) -> [Event] {
+        var result = drainLines()
+        if !result.isEmpty || endOfOutput { return result }
+        var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&poller, 1, Int32(max(0, timeout * 1000).rounded(.up)))
+        if ready > 0 { readAvailable() }
+        result = drainLines()
+        return result
+    }
+
+    /// Kills the child with SIGKILL (if it is still running), waits for it, and returns the events it wrote last.
+    func kill() -> (ending: Ending, events: [Event]) {
+        if process.isRunning { _ = Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        var events: [Event] = []
+        // The child is gone: whatever it wrote is in the pipe. Read until nothing is left.
+        while !endOfOutput {
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 0) > 0 else { break }
+            readAvailable()
+            events += drainLines()
+        }
+        events += drainLines()
+        try? output.fileHandleForReading.close()
+        let ending: Ending = switch process.terminationReason {
+        case .uncaughtSignal: process.terminationStatus == SIGKILL ? .killed : .signalled(process.terminationStatus)
+        case .exit: .exited(process.terminationStatus)
+        @unknown default: .exited(process.terminationStatus)
+        }
+        return (ending, events)
+    }
+
+    private func readAvailable() {
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        if count > 0 { pending += chunk[0..<count] } else if count == 0 { endOfOutput = true }
+    }
+
+    private func drainLines() -> [Event] {
+        guard let last = pending.lastIndex(of: 0x0A) else { return [] }
+        let text = String(decoding: pending[...last], as: UTF8.self)
+        pending.removeSubrange(...last)
+        return text.split(separator: "\n").compactMap(Event.init)
+    }
+}
