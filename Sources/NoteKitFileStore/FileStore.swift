@@ -45,6 +45,9 @@ public final class FileStore: DataStore {
         var lastRefreshError: String?
         /// The log's size right after the last compaction of this open (0 before one).
         var bytesAfterCompaction = 0
+        /// A migration applied in memory and not written yet (a custom stage's `didMigrate` is running): saves stay
+        /// in memory until ``commitHeldMigration()`` writes everything at once.
+        var migrationHeld = false
     }
 
     /// Where a read-only open stands in the log: the manifest it read, and the segment and offset after the last
@@ -88,7 +91,10 @@ public final class FileStore: DataStore {
         case heldBySession
     }
 
-    init(configuration: FileStoreConfiguration, schema: Schema, lockSource: LockSource = .acquire) throws {
+    /// Opens or creates the store. With `holdingMigration`, a lightweight migration is applied in memory and not
+    /// written: see ``commitHeldMigration()``.
+    init(configuration: FileStoreConfiguration, schema: Schema, lockSource: LockSource = .acquire,
+         holdingMigration: Bool = false) throws {
         self.schema = schema
         self.configuration = configuration
         fileSystem = configuration.fileSystem
@@ -173,8 +179,16 @@ public final class FileStore: DataStore {
                 report.removedLeftovers = try Self.removeLeftovers(manifest: replay.manifest, rows: replay.log.rows,
                                                                    schema: stored, layout: layout,
                                                                    fileSystem: fileSystem)
-                log = try SegmentLog.open(layout: layout, fileSystem: fileSystem, manifest: replay.manifest)
-                if let migration {
+                let opened = try SegmentLog.open(layout: layout, fileSystem: fileSystem, manifest: replay.manifest)
+                // Reading sees the page cache, not the disk: an earlier process may have died between a write and
+                // its flush, or between renaming the manifest and flushing its directory (or, creating the store,
+                // the directory holding it). This open builds on what it read, so it makes that durable first.
+                // (Segments and blobs are flushed, with their directory, before anything names them.)
+                try opened.sync()
+                try fileSystem.syncDirectory(layout.root)
+                try fileSystem.syncDirectory(layout.parent)
+                log = opened
+                if let migration, !holdingMigration {
                     try log?.append(encoder.migration(migration))
                     try log?.sync()
                 }
@@ -202,7 +216,8 @@ public final class FileStore: DataStore {
                                schemas: replay.log.schemas + (migration == nil ? [] : [schema]),
                                lastTransaction: lastTransaction,
                                operationsLogged: replay.log.operationsLogged + (migration?.fills.count ?? 0),
-                               closedSegmentBytes: closedBytes, position: position)
+                               closedSegmentBytes: closedBytes, position: position,
+                               migrationHeld: holdingMigration && migration != nil && !readOnly)
             try Self.shareIfAsked(&opened, configuration: configuration, lockSource: lockSource, layout: layout,
                                   version: replay.manifest.segments.last.flatMap { replay.log.segmentVersions[$0] }
                                       ?? MagicLine.currentVersion)
@@ -408,6 +423,10 @@ public final class FileStore: DataStore {
             var history = state.rows.history
             history.delete(ranges, committedThrough: state.lastTransaction)
             guard history.deleted != state.rows.history.deleted else { return }
+            if state.migrationHeld {
+                state.rows.history = history
+                return
+            }
             try appendDurably(encoder.trim(deleted: history.deleted), what: "a history deletion", to: log, &state)
             state.rows.history = history
         } }
@@ -421,26 +440,22 @@ public final class FileStore: DataStore {
     /// External-storage bytes are written to blob files (and flushed) before the record that names them.
     ///
     /// - Throws: ``SaveError`` (nothing written), ``FileStoreError/writesStopped(reason:)``, or an I/O error. After
-    ///   a failed flush the store accepts no more writes until reopened: whether the record reached the disk is
-    ///   unknown, and retrying the flush could report success for data the kernel already dropped.
+    ///   a failed flush the record is cut off again and the store accepts no more writes until reopened: retrying
+    ///   the flush could report success for data the kernel already dropped.
     public func save(_ changes: ChangeSet) throws -> SaveResult {
         try state.withLock { state in try withWriteAccess(&state) { log, state in
             try state.rows.validate(changes)
-            let stored = try writeBlobs(changes)
-            let transaction = Transaction(number: state.lastTransaction + 1, time: Date(), changes: stored)
-            let payload = encoder.transaction(transaction, schema: schema)
-
-            if log.activeSize > configuration.maximumSegmentSize {
-                do {
-                    let closedSize = log.activeSize
-                    try log.startSegment(with: [], replacingAll: false, now: Date())
-                    state.closedSegmentBytes += closedSize
-                } catch let error as FileStoreError {
-                    if case .writesStopped(let reason) = error { state.writesStopped = reason }
-                    throw error
-                }
+            let stored: ChangeSet
+            do {
+                stored = try writeBlobs(changes)
+            } catch let error as FileStoreError {
+                if case .writesStopped(let reason) = error { state.writesStopped = reason }
+                throw error
             }
-            try appendDurably(payload, what: "transaction \(transaction.number)", to: log, &state)
+            let transaction = Transaction(number: state.lastTransaction + 1, time: Date(), changes: stored)
+            if !state.migrationHeld {
+                try write(transaction, to: log, &state)
+            }
             let record = state.rows.apply(stored, timestamp: transaction.time)
             if case .latest(let count) = configuration.historyRetention {
                 state.rows.history.keepLatest(count, slack: max(64, count / 4))
@@ -448,7 +463,7 @@ public final class FileStore: DataStore {
             broadcaster.publish([record])
             state.lastTransaction = transaction.number
             state.operationsLogged += changes.inserted.count + changes.updated.count + changes.deleted.count
-            compactIfWorthIt(&state)
+            if !state.migrationHeld { compactIfWorthIt(&state) }
             return SaveResult(generation: transaction.number)
         } }
     }
@@ -467,6 +482,35 @@ public final class FileStore: DataStore {
         } catch {
             state.writesStopped = "flushing \(what) failed: \(error)"
             throw error
+        }
+    }
+
+    /// Appends a transaction's record (starting a new segment first when the active one is full) and flushes it
+    /// as the durability policy says.
+    private func write(_ transaction: Transaction, to log: SegmentLog, _ state: inout State) throws {
+        let payload = encoder.transaction(transaction, schema: schema)
+        if log.activeSize > configuration.maximumSegmentSize {
+            do {
+                let closedSize = log.activeSize
+                try log.startSegment(with: [], replacingAll: false, now: Date())
+                state.closedSegmentBytes += closedSize
+            } catch let error as FileStoreError {
+                if case .writesStopped(let reason) = error { state.writesStopped = reason }
+                throw error
+            }
+        }
+        try appendDurably(payload, what: "transaction \(transaction.number)", to: log, &state)
+    }
+
+    /// Writes a migration held in memory, and every save since, by compacting: one new segment and an atomic
+    /// replacement of the manifest, so the store has either its old schema and data or all of it.
+    ///
+    /// - Throws: the compaction's errors; nothing of the migration is written then.
+    func commitHeldMigration() throws {
+        try state.withLock { state in
+            guard state.migrationHeld else { return }
+            try compact(&state)
+            state.migrationHeld = false
         }
     }
 

@@ -34,7 +34,8 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
         case everySave
         /// Each `save()` writes its record at once but flushes at most every `interval` seconds (and on
         /// ``FileStore/sync()`` and ``FileStore/close()``). A process crash loses nothing; a machine crash or power
-        /// loss can lose the saves of the last `interval`, whole, never part of one and never an earlier one.
+        /// loss can lose the saves of the last `interval`, whole, never part of one and never an earlier one. So can
+        /// a failed flush: those saves are cut off, and the store accepts no more writes until reopened.
         case deferred(interval: Double)
     }
 

@@ -8,6 +8,12 @@ struct StoreLayout: Sendable {
     var segments: String { root + "/segments" }
     var blobs: String { root + "/blobs" }
     var quarantine: String { root + "/quarantine" }
+    /// The directory holding the store's directory, whose entry for it a new store flushes.
+    var parent: String {
+        let path = root.count > 1 && root.hasSuffix("/") ? String(root.dropLast()) : root
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
 
     /// The path of segment `number`.
     func segment(_ number: Int) -> String { segments + "/" + Self.segmentName(number) }

@@ -97,46 +97,4 @@ struct FileStoreCompactionTests {
         let statistics = StoreFiles.store(container).statistics
         #expect(statistics.lastCompactionError == nil)
     }
-
-    @Test("A crash at any step of compaction leaves the old or the new state whole")
-    func crashDuringCompaction() throws {
-        let original = TemporaryStores.newURL()
-        do {
-            let container = try StoreFiles.open(original, NotesSchema.models) { $0.automaticCompaction = nil }
-            let context = ModelContext(container)
-            let editor = NoteEditor(context: context)
-            for index in 0..<10 {
-                let note = editor.createNote(.init(title: "n\(index)"))
-                try editor.setDrawing(Data(repeating: UInt8(index), count: 100), on: note)
-                try context.save()
-            }
-            try StoreFiles.close(container)
-        }
-        let expected = try stripVersions(rows(StoreFiles.open(original, NotesSchema.models) { $0.mode = .readOnly }))
-        // Fail each step of compaction in turn: every file created, write, flush, rename and directory flush.
-        var failedSteps = 0
-        for operation: FaultyFileSystem.Operation in [.create, .write, .fsync, .rename, .syncDirectory, .remove] {
-            for nth in 1...4 {
-                let copy = try StoreFiles.copy(original)
-                let fileSystem = FaultyFileSystem()
-                let container = try StoreFiles.open(copy, NotesSchema.models) {
-                    $0.fileSystem = fileSystem
-                    $0.automaticCompaction = nil
-                }
-                fileSystem.arm(.init(operation, nth: nth))
-                let store = StoreFiles.store(container)
-                do { try store.compact() } catch { failedSteps += 1 }
-                fileSystem.disarm()
-                try? store.close()
-                // Whatever happened, the store reopens whole, with the same objects.
-                let reopened = try StoreFiles.open(copy, NotesSchema.models)
-                #expect(stripVersions(try rows(reopened)) == expected, "\(operation) #\(nth)")
-                let context = ModelContext(reopened)
-                #expect(try context.fetch(FetchDescriptor<NoteDrawing>()).allSatisfy { !$0.data.isEmpty })
-                #expect(context.readFailures.isEmpty)
-                try StoreFiles.close(reopened)
-            }
-        }
-        #expect(failedSteps > 6, "the faults hit compaction's steps")
-    }
 }

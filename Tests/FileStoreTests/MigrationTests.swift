@@ -2,6 +2,7 @@ import Foundation
 import NoteKit
 import NoteKitFileStore
 import NoteKitTestSupport
+import Synchronization
 import Testing
 
 // Small schemas whose versions differ by one change each. Entity names are shared across namespaces so that a
@@ -96,6 +97,30 @@ enum ShelfDedupePlan: SchemaMigrationPlan {
                  didMigrate: { context in
                      StageLog.record("didMigrate")
                      for item in try context.fetch(FetchDescriptor<ShelfUniqueName.Item>()) { item.count += 100 }
+                 })]
+    }
+}
+
+/// ShelfDedupePlan with a `didMigrate` that throws the first time it runs.
+enum ShelfFailingDidMigratePlan: SchemaMigrationPlan {
+    static let failuresLeft = Mutex(1)
+
+    struct Failure: Error {}
+
+    static var schemas: [any VersionedSchema.Type] { [ShelfV1.self, ShelfUniqueName.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: ShelfV1.self, toVersion: ShelfUniqueName.self,
+                 willMigrate: { context in
+                     var seen = Set<String>()
+                     for item in try context.fetch(FetchDescriptor<ShelfV1.Item>(sortBy: [SortDescriptor(\.count)]))
+                     where !seen.insert(item.name).inserted {
+                         try context.delete(item)
+                     }
+                 },
+                 didMigrate: { context in
+                     for item in try context.fetch(FetchDescriptor<ShelfUniqueName.Item>()) { item.count += 100 }
+                     try context.save()
+                     if failuresLeft.withLock({ left in defer { left -= 1 }; return left > 0 }) { throw Failure() }
                  })]
     }
 }
@@ -242,6 +267,26 @@ struct MigrationTests {
                                        migrationPlan: ShelfDedupePlan.self,
                                        configurations: [FileStoreConfiguration(url: url)])
         #expect(try ModelContext(again).fetch(FetchDescriptor<ShelfUniqueName.Item>()).map(\.count).sorted() == [103, 105])
+    }
+
+    @Test("A didMigrate that fails leaves the store at its old schema, and the next open runs the stage again")
+    func failedDidMigrateRunsAgain() throws {
+        let url = try v1Store()
+        #expect(throws: MigrationError.self) {
+            _ = try ModelContainer(for: Schema(versionedSchema: ShelfUniqueName.self),
+                                   migrationPlan: ShelfFailingDidMigratePlan.self,
+                                   configurations: [FileStoreConfiguration(url: url)])
+        }
+        // willMigrate's save stays; the schema and didMigrate's saved changes do not.
+        let old = try ModelContainer(for: Schema(versionedSchema: ShelfV1.self),
+                                     configurations: [FileStoreConfiguration(url: url, mode: .readOnly)])
+        #expect(try ModelContext(old).fetch(FetchDescriptor<ShelfV1.Item>(sortBy: [SortDescriptor(\.count)]))
+                    .map(\.count) == [3, 5])
+        let container = try ModelContainer(for: Schema(versionedSchema: ShelfUniqueName.self),
+                                           migrationPlan: ShelfFailingDidMigratePlan.self,
+                                           configurations: [FileStoreConfiguration(url: url)])
+        #expect(try ModelContext(container).fetch(FetchDescriptor<ShelfUniqueName.Item>(sortBy: [SortDescriptor(\.count)]))
+                    .map(\.count) == [103, 105])
     }
 
     @Test("A custom stage runs exactly once when two processes open the store at the same moment")

@@ -2,10 +2,9 @@ import Foundation
 import NoteKitFileStore
 import Synchronization
 
-/// A file system that delegates to the real one and fails the calls it is told to: the Nth write, fsync, rename
-/// or directory sync, once or from then on; a short write; a full disk. It also counts and logs every call, so a
-/// test can check, say, that fetching reads no blob file.
-public final class FaultyFileSystem: StoreFileSystem {
+/// Which calls fail, and how: the rules a fault-injecting file system consults before each call, with a log of
+/// every call. Shared by ``FaultyFileSystem`` (the real disk) and ``SimulatedDisk`` (a disk in memory).
+public final class FaultRules: Sendable {
     /// A kind of call.
     public enum Operation: String, CaseIterable, Sendable {
         case read, create, openForAppending, write, fsync, rename, remove, syncDirectory, makeDirectory,
@@ -13,16 +12,34 @@ public final class FaultyFileSystem: StoreFileSystem {
     }
 
     /// How a call fails.
-    public enum Failure: Sendable, Equatable {
+    public enum Failure: Sendable, Equatable, CustomStringConvertible {
         /// The call fails with this `errno` (EIO by default) and does nothing.
         case error(Int32)
-        /// A write writes only its first `bytes` bytes, then fails with EIO.
+        /// A write writes only its first `bytes` bytes, then fails with EIO. (Other calls fail with EIO.)
         case shortWrite(bytes: Int)
+        /// The call does its work, then reports this `errno` anyway: the caller cannot tell what happened.
+        case errorAfterEffect(Int32)
+
+        public var description: String {
+            switch self {
+            case .error(let code): "\(Self.name(code))"
+            case .shortWrite(let bytes): "short write of \(bytes) bytes"
+            case .errorAfterEffect(let code): "\(Self.name(code)) after the effect"
+            }
+        }
+
+        private static func name(_ code: Int32) -> String {
+            switch code {
+            case EIO: "EIO"
+            case ENOSPC: "ENOSPC"
+            default: "errno \(code)"
+            }
+        }
     }
 
     /// When to fail: the `nth` call of `operation` (counted from when the rule was armed) whose path contains
     /// `pathContaining`, and, when `persistent`, every matching call after it.
-    public struct Rule: Sendable {
+    public struct Rule: Sendable, CustomStringConvertible {
         public var operation: Operation
         public var nth: Int
         public var persistent: Bool
@@ -37,6 +54,10 @@ public final class FaultyFileSystem: StoreFileSystem {
             self.failure = failure
             self.pathContaining = pathContaining
         }
+
+        public var description: String {
+            "\(operation) #\(nth)\(persistent ? " and after" : ""): \(failure)"
+        }
     }
 
     /// One call, as logged.
@@ -46,12 +67,12 @@ public final class FaultyFileSystem: StoreFileSystem {
         public let failed: Bool
     }
 
-    private let base = POSIXFileSystem()
     private struct State {
         var rule: Rule?
         var seen = 0
         var calls: [Call] = []
         var failures = 0
+        var logging = true
     }
     private let state = Mutex(State())
 
@@ -67,9 +88,11 @@ public final class FaultyFileSystem: StoreFileSystem {
     public var failureCount: Int { state.withLock { $0.failures } }
     /// Forgets the logged calls.
     public func clearLog() { state.withLock { $0.calls.removeAll() } }
+    /// Whether calls are logged (a long scenario that never reads the log can turn it off).
+    public func setLogging(_ on: Bool) { state.withLock { $0.logging = on } }
 
     /// Records a call and says whether (and how) it must fail.
-    func check(_ operation: Operation, _ path: String) -> Failure? {
+    public func check(_ operation: Operation, _ path: String) -> Failure? {
         state.withLock { state in
             var failure: Failure?
             if let rule = state.rule, rule.operation == operation,
@@ -78,69 +101,94 @@ public final class FaultyFileSystem: StoreFileSystem {
                 if state.seen == rule.nth || (rule.persistent && state.seen > rule.nth) { failure = rule.failure }
             }
             if failure != nil { state.failures += 1 }
-            state.calls.append(Call(operation: operation, path: path, failed: failure != nil))
+            if state.logging || failure != nil {
+                state.calls.append(Call(operation: operation, path: path, failed: failure != nil))
+            }
             return failure
         }
     }
+}
 
-    private func fail(_ failure: Failure?, _ operation: Operation, _ path: String) throws {
-        guard let failure else { return }
-        switch failure {
-        case .error(let code): throw StoreIOError(operation: operation.rawValue, path: path, code: code)
-        case .shortWrite: throw StoreIOError(operation: operation.rawValue, path: path, code: EIO)
+/// A file system that delegates to the real one and fails the calls it is told to: the Nth write, fsync, rename
+/// or directory sync, once or from then on; a short write; a full disk. It also counts and logs every call, so a
+/// test can check, say, that fetching reads no blob file.
+public final class FaultyFileSystem: StoreFileSystem {
+    public typealias Operation = FaultRules.Operation
+    public typealias Failure = FaultRules.Failure
+    public typealias Rule = FaultRules.Rule
+    public typealias Call = FaultRules.Call
+
+    private let base = POSIXFileSystem()
+    let rules = FaultRules()
+
+    public init() {}
+
+    /// Arms `rule`, replacing any armed one.
+    public func arm(_ rule: Rule) { rules.arm(rule) }
+    /// Stops failing.
+    public func disarm() { rules.disarm() }
+    /// Every call so far.
+    public var calls: [Call] { rules.calls }
+    /// How many calls were made to fail.
+    public var failureCount: Int { rules.failureCount }
+    /// Forgets the logged calls.
+    public func clearLog() { rules.clearLog() }
+
+    /// Runs `body` (the call's effect) as `failure` says: not at all, or before throwing anyway.
+    private func perform<T>(_ operation: Operation, _ path: String, _ body: () throws -> T) throws -> T {
+        switch rules.check(operation, path) {
+        case nil:
+            return try body()
+        case .error(let code)?:
+            throw StoreIOError(operation: operation.rawValue, path: path, code: code)
+        case .shortWrite?:
+            throw StoreIOError(operation: operation.rawValue, path: path, code: EIO)
+        case .errorAfterEffect(let code)?:
+            _ = try body()
+            throw StoreIOError(operation: operation.rawValue, path: path, code: code)
         }
     }
 
     public func read(_ path: String) throws -> [UInt8] {
-        try fail(check(.read, path), .read, path)
-        return try base.read(path)
+        try perform(.read, path) { try base.read(path) }
     }
 
     public func create(_ path: String) throws -> any StoreFile {
-        try fail(check(.create, path), .create, path)
-        return FaultyFile(try base.create(path), path: path, owner: self)
+        try perform(.create, path) { FaultyFile(try base.create(path), path: path, rules: rules) }
     }
 
     public func openForAppending(_ path: String) throws -> any StoreFile {
-        try fail(check(.openForAppending, path), .openForAppending, path)
-        return FaultyFile(try base.openForAppending(path), path: path, owner: self)
+        try perform(.openForAppending, path) { FaultyFile(try base.openForAppending(path), path: path, rules: rules) }
     }
 
     public func rename(_ source: String, to destination: String) throws {
-        try fail(check(.rename, source), .rename, source)
-        try base.rename(source, to: destination)
+        try perform(.rename, source) { try base.rename(source, to: destination) }
     }
 
     public func remove(_ path: String) throws {
-        try fail(check(.remove, path), .remove, path)
-        try base.remove(path)
+        try perform(.remove, path) { try base.remove(path) }
     }
 
     public func syncDirectory(_ path: String) throws {
-        try fail(check(.syncDirectory, path), .syncDirectory, path)
-        try base.syncDirectory(path)
+        try perform(.syncDirectory, path) { try base.syncDirectory(path) }
     }
 
     public func makeDirectory(_ path: String) throws {
-        try fail(check(.makeDirectory, path), .makeDirectory, path)
-        try base.makeDirectory(path)
+        try perform(.makeDirectory, path) { try base.makeDirectory(path) }
     }
 
     public func contentsOfDirectory(_ path: String) throws -> [String] {
-        try fail(check(.contentsOfDirectory, path), .contentsOfDirectory, path)
-        return try base.contentsOfDirectory(path)
+        try perform(.contentsOfDirectory, path) { try base.contentsOfDirectory(path) }
     }
 
     public func exists(_ path: String) -> Bool { base.exists(path) }
 
     public func truncate(_ path: String, to length: Int) throws {
-        try fail(check(.truncate, path), .truncate, path)
-        try base.truncate(path, to: length)
+        try perform(.truncate, path) { try base.truncate(path, to: length) }
     }
 
     public func tryLock(_ path: String) throws -> (any StoreLockHandle)? {
-        try fail(check(.lock, path), .lock, path)
-        return try base.tryLock(path)
+        try perform(.lock, path) { try base.tryLock(path) }
     }
 }
 
@@ -148,18 +196,18 @@ public final class FaultyFileSystem: StoreFileSystem {
 final class FaultyFile: StoreFile {
     private let base: any StoreFile
     private let path: String
-    private let owner: FaultyFileSystem
+    private let rules: FaultRules
 
-    init(_ base: any StoreFile, path: String, owner: FaultyFileSystem) {
+    init(_ base: any StoreFile, path: String, rules: FaultRules) {
         self.base = base
         self.path = path
-        self.owner = owner
+        self.rules = rules
     }
 
     var size: Int { base.size }
 
     func append(_ bytes: UnsafeRawBufferPointer) throws {
-        switch owner.check(.write, path) {
+        switch rules.check(.write, path) {
         case nil:
             try base.append(bytes)
         case .shortWrite(let count)?:
@@ -167,14 +215,21 @@ final class FaultyFile: StoreFile {
             throw StoreIOError(operation: "write", path: path, code: EIO)
         case .error(let code)?:
             throw StoreIOError(operation: "write", path: path, code: code)
+        case .errorAfterEffect(let code)?:
+            try base.append(bytes)
+            throw StoreIOError(operation: "write", path: path, code: code)
         }
     }
 
     func sync() throws {
-        if case .error(let code)? = owner.check(.fsync, path) {
+        switch rules.check(.fsync, path) {
+        case nil: try base.sync()
+        case .error(let code)?: throw StoreIOError(operation: "fsync", path: path, code: code)
+        case .shortWrite?: throw StoreIOError(operation: "fsync", path: path, code: EIO)
+        case .errorAfterEffect(let code)?:
+            try base.sync()
             throw StoreIOError(operation: "fsync", path: path, code: code)
         }
-        try base.sync()
     }
 
     func close() throws { try base.close() }

@@ -45,6 +45,12 @@ public enum StoreFiles {
         return url.appendingPathComponent("segments/" + String(repeating: "0", count: 6 - digits.count) + digits + ".seg")
     }
 
+    /// The problems `StoreVerifier` finds in the store at `url` other than a torn tail (which the next writable open
+    /// recovers).
+    public static func unrecoverableProblems(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) -> [String] {
+        StoreVerifier.verify(at: url, fileSystem: fileSystem).problems.filter { $0.kind != .tornTail }.map(\.description)
+    }
+
     /// The byte offsets at which the records of a segment start (after its magic line).
     public static func recordOffsets(_ segment: URL) throws -> [Int] {
         let bytes = try [UInt8](Data(contentsOf: segment))

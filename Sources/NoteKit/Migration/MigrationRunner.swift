@@ -4,8 +4,9 @@ enum MigrationRunner {
     ///
     /// Each custom stage runs in order: `willMigrate` on the store opened with the stage's old schema, then the
     /// store is opened with its new schema (a lightweight migration recorded in the store), then `didMigrate`.
-    /// What a stage saves stays saved if a later step fails; the schema moves on only when a stage completes, so
-    /// the next open runs a failed stage again (write stages so that running one twice does no harm).
+    /// What `willMigrate` saves stays saved if a later step fails; the schema moves on only when a stage completes
+    /// (together with what `didMigrate` saved), so the next open runs a failed stage again (write stages so that
+    /// running one twice does no harm).
     ///
     /// - Throws: ``MigrationError``, ``SchemaError`` for an invalid versioned schema, or the store's errors.
     static func open(_ schema: Schema, plan: any SchemaMigrationPlan.Type,
@@ -42,10 +43,15 @@ enum MigrationRunner {
                 try run(willMigrate, on: store, schema: from, configuration: configuration,
                         uniquenessPolicy: uniquenessPolicy, stage: (from.version, to.version))
             }
-            let store = try session.openStore(schema: to, keepingLock: false)
             if case .custom(_, _, _, let didMigrate?) = stage {
+                // The schema moves on only with didMigrate's changes: otherwise a failure or a crash in between
+                // would leave the store migrated without them, and the next open would not run the stage again.
+                let store = try session.openStoreForStage(schema: to)
                 try run(didMigrate, on: store, schema: to, configuration: configuration,
                         uniquenessPolicy: uniquenessPolicy, stage: (from.version, to.version))
+                try session.commitStage(store)
+            } else {
+                _ = try session.openStore(schema: to, keepingLock: false)
             }
             position = target
         }

@@ -66,4 +66,19 @@ public protocol StoreMigrationSession: AnyObject {
     /// Whether the store is opened read-only: lightweight steps then happen in memory only, and custom stages,
     /// whose changes could not be saved, do not run.
     var isReadOnly: Bool { get }
+    /// Opens the store with `schema` for a custom stage's `didMigrate`: the migration to `schema` is not written
+    /// yet, and ``commitStage(_:)`` writes it together with what the stage saved, in one step, so that a failure or
+    /// a crash before then leaves the store at its old schema and the next open runs the stage again.
+    func openStoreForStage(schema: Schema) throws -> any DataStore
+    /// Writes the migration and the changes saved since ``openStoreForStage(schema:)`` as one atomic step.
+    func commitStage(_ store: any DataStore) throws
+}
+
+extension StoreMigrationSession {
+    /// A session that cannot hold a migration back writes it at open, and `didMigrate`'s changes after it.
+    public func openStoreForStage(schema: Schema) throws -> any DataStore {
+        try openStore(schema: schema, keepingLock: false)
+    }
+
+    public func commitStage(_ store: any DataStore) throws {}
 }

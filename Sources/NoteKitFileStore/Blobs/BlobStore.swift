@@ -30,6 +30,9 @@ struct BlobStore: Sendable {
     ///
     /// The file is written under a temporary name, flushed, renamed into place, and the directory flushed, so a
     /// blob file that exists is always whole.
+    ///
+    /// - Throws: an I/O error (nothing is in place), or ``FileStoreError/writesStopped(reason:)`` when renaming or
+    ///   flushing the directory failed: the blob may be in place without being durable.
     func write(_ data: Data) throws -> ExternalData {
         let name = SHA256Digest.hexString(data)
         let path = path(of: name)
@@ -46,8 +49,15 @@ struct BlobStore: Sendable {
                 try? fileSystem.remove(temporary)
                 throw error
             }
-            try fileSystem.rename(temporary, to: path)
-            try fileSystem.syncDirectory(directory)
+            do {
+                try fileSystem.rename(temporary, to: path)
+                try fileSystem.syncDirectory(directory)
+            } catch {
+                // The blob may now be in place with its directory entry not on disk, and the next save of the same
+                // bytes would find it and trust it. As after a failed flush of the log, writes stop; reopening
+                // deletes a blob no record names.
+                throw FileStoreError.writesStopped(reason: "putting blob \(name) in place failed: \(error)")
+            }
         }
         return ExternalData(name: name, data: data)
     }

@@ -57,6 +57,24 @@ final class FileStoreMigrationSession: StoreMigrationSession {
         return store
     }
 
+    /// Opens the store with the migration to `schema` applied in memory only; saves stay in memory too, until
+    /// ``commitStage(_:)`` writes the whole state by compaction, which replaces the manifest atomically.
+    func openStoreForStage(schema: Schema) throws -> any DataStore {
+        try open?.close()
+        open = nil
+        guard configuration.mode != .readOnly, lock != nil else {
+            return try openStore(schema: schema, keepingLock: false)
+        }
+        let store = try FileStore(configuration: configuration, schema: schema, lockSource: .heldBySession,
+                                  holdingMigration: true)
+        open = store
+        return store
+    }
+
+    func commitStage(_ store: any DataStore) throws {
+        try (store as? FileStore)?.commitHeldMigration()
+    }
+
     func end() {
         try? open?.close()
         open = nil

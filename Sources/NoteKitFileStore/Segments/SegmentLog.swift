@@ -8,6 +8,8 @@ final class SegmentLog {
     let fileSystem: any StoreFileSystem
     private(set) var manifest: Manifest
     private var active: any StoreFile
+    /// The active segment's size after its last successful flush (or when this log opened or created it).
+    private var flushedSize: Int
     private let encoder = RecordEncoder()
 
     /// The segment appended to.
@@ -20,6 +22,7 @@ final class SegmentLog {
         self.fileSystem = fileSystem
         self.manifest = manifest
         self.active = active
+        flushedSize = active.size
     }
 
     /// Opens the log of an existing store for appending to its last segment.
@@ -38,6 +41,9 @@ final class SegmentLog {
         let file = try createSegment(1, store: store, now: now, records: records, layout: layout, fileSystem: fileSystem)
         let log = SegmentLog(layout: layout, fileSystem: fileSystem, manifest: manifest, active: file)
         try log.replaceManifest(with: manifest)
+        // The store's own directory is new too: until its entry in the parent is flushed, a power loss could take
+        // the whole store, acknowledged saves and all.
+        try fileSystem.syncDirectory(layout.parent)
         return log
     }
 
@@ -53,10 +59,7 @@ final class SegmentLog {
             // Cut off whatever part of the record reached the file, and reopen it so the next append starts at the
             // true end. If that fails too, the file's end is unknown: no more appends.
             do {
-                let path = layout.segment(activeSegment)
-                try? active.close()
-                try fileSystem.truncate(path, to: before)
-                active = try fileSystem.openForAppending(path)
+                try cutBack(to: before)
             } catch {
                 throw FileStoreError.writesStopped(reason: "a failed append could not be undone: \(error)")
             }
@@ -65,7 +68,35 @@ final class SegmentLog {
     }
 
     /// Flushes the active segment to disk.
-    func sync() throws { try active.sync() }
+    ///
+    /// - Throws: the flush's error, after cutting the segment back to its size at the last successful flush. Linux
+    ///   drops the pages a failed `fsync` could not write and reports the error once: a later `fsync` succeeds
+    ///   without writing them, while reads go on returning them until they are evicted. Left in place, those bytes
+    ///   would be read back as committed (by this process after reopening, or by a reader) and written after, and a
+    ///   power loss could then leave a hole before records that were flushed. If even the cut fails, the error is
+    ///   ``FileStoreError/writesStopped(reason:)``.
+    func sync() throws {
+        do {
+            try active.sync()
+        } catch {
+            do {
+                try cutBack(to: flushedSize)
+            } catch let cutError {
+                throw FileStoreError.writesStopped(reason: "flushing failed (\(error)) and cutting back the unflushed "
+                                                   + "records failed too: \(cutError)")
+            }
+            throw error
+        }
+        flushedSize = active.size
+    }
+
+    /// Cuts the active segment to `size` (flushed) and reopens it, so the next append starts at the true end.
+    private func cutBack(to size: Int) throws {
+        let path = layout.segment(activeSegment)
+        try? active.close()
+        try fileSystem.truncate(path, to: size)
+        active = try fileSystem.openForAppending(path)
+    }
 
     /// Closes the active segment and starts a new one holding `records`, then replaces the manifest so it lists
     /// the new segment after the current ones (rotation) or alone (compaction).
@@ -73,6 +104,14 @@ final class SegmentLog {
     /// - Returns: the segments the manifest no longer lists.
     @discardableResult
     func startSegment(with records: [[UInt8]], replacingAll: Bool, now: Date) throws -> [Int] {
+        if !replacingAll {
+            // The segment being closed stays in the store: with deferred durability its last records may not be
+            // flushed yet, and nothing would flush them once appends go to the next segment.
+            do { try sync() } catch {
+                throw FileStoreError.writesStopped(reason: "flushing segment \(activeSegment) before closing it "
+                                                   + "failed: \(error)")
+            }
+        }
         let number = manifest.nextSegment
         let file = try Self.createSegment(number, store: manifest.store, now: now, records: records,
                                           layout: layout, fileSystem: fileSystem)
@@ -88,6 +127,7 @@ final class SegmentLog {
         let dropped = replacingAll ? manifest.segments : []
         try? active.close()
         active = file
+        flushedSize = file.size
         manifest = next
         return dropped
     }
@@ -151,7 +191,7 @@ final class SegmentLog {
 
     /// Flushes and closes the active segment.
     func close() throws {
-        try active.sync()
+        try sync()
         try active.close()
     }
 
