@@ -81,6 +81,23 @@ enum ShelfUniqueName: VersionedSchema {
     }
 }
 
+/// The steps of the Shelf plans' custom stage, shared by the plans of the migration and fault tests.
+enum ShelfStages {
+    /// `willMigrate`: keeps the item with the lowest count of each name, so the unique constraint can be added.
+    static func removeDuplicateNames(_ context: ModelContext) throws {
+        var seen = Set<String>()
+        for item in try context.fetch(FetchDescriptor<ShelfV1.Item>(sortBy: [SortDescriptor(\.count)]))
+        where !seen.insert(item.name).inserted {
+            try context.delete(item)
+        }
+    }
+
+    /// `didMigrate`: changes every item, so a test can tell whether it ran.
+    static func addHundred(_ context: ModelContext) throws {
+        for item in try context.fetch(FetchDescriptor<ShelfUniqueName.Item>()) { item.count += 100 }
+    }
+}
+
 /// ShelfUniqueName's migration plan: a custom stage removes duplicates before the constraint, and counts its runs.
 enum ShelfDedupePlan: SchemaMigrationPlan {
     static var schemas: [any VersionedSchema.Type] { [ShelfV1.self, ShelfUniqueName.self] }
@@ -88,15 +105,11 @@ enum ShelfDedupePlan: SchemaMigrationPlan {
         [.custom(fromVersion: ShelfV1.self, toVersion: ShelfUniqueName.self,
                  willMigrate: { context in
                      StageLog.record("willMigrate")
-                     var seen = Set<String>()
-                     for item in try context.fetch(FetchDescriptor<ShelfV1.Item>(sortBy: [SortDescriptor(\.count)]))
-                     where !seen.insert(item.name).inserted {
-                         try context.delete(item)
-                     }
+                     try ShelfStages.removeDuplicateNames(context)
                  },
                  didMigrate: { context in
                      StageLog.record("didMigrate")
-                     for item in try context.fetch(FetchDescriptor<ShelfUniqueName.Item>()) { item.count += 100 }
+                     try ShelfStages.addHundred(context)
                  })]
     }
 }
@@ -111,14 +124,10 @@ enum ShelfFailingDidMigratePlan: SchemaMigrationPlan {
     static var stages: [MigrationStage] {
         [.custom(fromVersion: ShelfV1.self, toVersion: ShelfUniqueName.self,
                  willMigrate: { context in
-                     var seen = Set<String>()
-                     for item in try context.fetch(FetchDescriptor<ShelfV1.Item>(sortBy: [SortDescriptor(\.count)]))
-                     where !seen.insert(item.name).inserted {
-                         try context.delete(item)
-                     }
+                     try ShelfStages.removeDuplicateNames(context)
                  },
                  didMigrate: { context in
-                     for item in try context.fetch(FetchDescriptor<ShelfUniqueName.Item>()) { item.count += 100 }
+                     try ShelfStages.addHundred(context)
                      try context.save()
                      if failuresLeft.withLock({ left in defer { left -= 1 }; return left > 0 }) { throw Failure() }
                  })]

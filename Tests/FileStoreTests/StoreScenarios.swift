@@ -255,14 +255,10 @@ enum ShelfScenarioPlan: SchemaMigrationPlan {
     static var stages: [MigrationStage] {
         [.custom(fromVersion: ShelfV1.self, toVersion: ShelfUniqueName.self,
                  willMigrate: { context in
-                     var seen = Set<String>()
-                     for item in try context.fetch(FetchDescriptor<ShelfV1.Item>(sortBy: [SortDescriptor(\.count)]))
-                     where !seen.insert(item.name).inserted {
-                         try context.delete(item)
-                     }
+                     try ShelfStages.removeDuplicateNames(context)
                  },
                  didMigrate: { context in
-                     for item in try context.fetch(FetchDescriptor<ShelfUniqueName.Item>()) { item.count += 100 }
+                     try ShelfStages.addHundred(context)
                  })]
     }
 }
