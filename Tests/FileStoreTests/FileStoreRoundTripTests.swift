@@ -145,6 +145,33 @@ struct FileStoreRoundTripTests {
         #expect(blobReads() == 1, "and keeps it")
     }
 
+    @Test("A blob damaged on disk, its size unchanged, is reported as a read failure, never read as the value")
+    func damagedBlobIsNotRead() throws {
+        let url = TemporaryStores.newURL()
+        let bytes = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        do {
+            let container = try StoreFiles.open(url, NotesSchema.models)
+            let context = ModelContext(container)
+            let editor = NoteEditor(context: context)
+            try editor.setDrawing(bytes, on: editor.createNote(.init(title: "drawn")))
+            try context.save()
+            try StoreFiles.close(container)
+        }
+        let blobs = url.appendingPathComponent("blobs")
+        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: blobs.path).first)
+        var damaged = bytes
+        damaged[1000] ^= 0x40
+        try damaged.write(to: blobs.appendingPathComponent(name))
+
+        let container = try StoreFiles.open(url, NotesSchema.models)
+        let context = ModelContext(container)
+        let note = try #require(try context.fetch(FetchDescriptor<Note>()).first)
+        #expect(note.drawing?.data == Data(), "the attribute's default, not the damaged bytes")
+        let failure = try #require(context.readFailures.first)
+        #expect(failure.property == "data")
+        #expect(failure.reason.contains(name) && failure.reason.contains("do not hash to its name"))
+    }
+
     @Test("Identical bytes share one blob file, and compaction deletes blobs no object references")
     func blobLifecycle() throws {
         let url = TemporaryStores.newURL()

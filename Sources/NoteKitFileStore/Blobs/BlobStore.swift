@@ -10,7 +10,9 @@ struct BlobStore: Sendable {
     /// The file name of the blob named `name`.
     func path(of name: String) -> String { directory + "/" + name + ".blob" }
 
-    /// A reference to the blob `name`, read from disk on first use and checked against its recorded size.
+    /// A reference to the blob `name`, read from disk on first use and checked against its recorded size and its
+    /// name (the SHA-256 of its bytes), so that damage to the file is reported rather than read as the value.
+    /// Hashing costs about as much as reading the file (O(size), once per read).
     func reference(name: String, size: Int) -> ExternalData {
         let path = path(of: name), fileSystem = fileSystem
         return ExternalData(name: name, size: size) {
@@ -22,7 +24,12 @@ struct BlobStore: Sendable {
                 throw StoredValueError.externalDataUnreadable(
                     name: name, reason: "\(path) has \(bytes.count) bytes, the record says \(size)")
             }
-            return Data(bytes)
+            let data = Data(bytes)
+            guard SHA256Digest.hexString(data) == name else {
+                throw StoredValueError.externalDataUnreadable(
+                    name: name, reason: "\(path) is damaged: its bytes do not hash to its name")
+            }
+            return data
         }
     }
 
