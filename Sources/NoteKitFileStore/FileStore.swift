@@ -652,23 +652,27 @@ public final class FileStore: DataStore {
         guard let log = state.log else { throw SaveError.readOnly(reason: "\(layout.root) was opened read-only") }
         if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
         let bytesBefore = state.closedSegmentBytes + log.activeSize
-        var records = state.schemas.map(encoder.schema)
+        var opening = state.schemas.map(encoder.schema)
+        // The rows are encoded while the segment is written, a `rows` record of at most 4,096 rows at a time, so
+        // that the encoded store (as large as the segment) is never in memory at once.
         var allRows: [ModelSnapshot] = []
-        var rowRecords: [[UInt8]] = []
+        var chunks: [(entity: Schema.Entity, rows: ArraySlice<ModelSnapshot>)] = []
         for entity in schema.entities {
-            let rows = state.rows.snapshots(of: entity.name)
+            let rows = state.rows.snapshots(of: entity.name)[...]
             allRows += rows
-            var start = 0
-            while start < rows.count {
-                let end = min(rows.count, start + 4096)
-                rowRecords.append(encoder.rows(entity: entity, rows[start..<end]))
+            var start = rows.startIndex
+            while start < rows.endIndex {
+                let end = min(rows.endIndex, start + 4096)
+                chunks.append((entity, rows[start..<end]))
                 start = end
             }
         }
         if case .latest(let count) = configuration.historyRetention { state.rows.history.keepLatest(count, slack: 0) }
-        records += historyRecords(state.rows.history)
-        records.append(encoder.snapshot(lastTransaction: state.lastTransaction, rowCount: allRows.count))
-        records += rowRecords
+        opening += historyRecords(state.rows.history)
+        opening.append(encoder.snapshot(lastTransaction: state.lastTransaction, rowCount: allRows.count))
+        let encoder = encoder
+        let records = [AnySequence(opening), AnySequence(chunks.lazy.map { encoder.rows(entity: $0.entity, $0.rows) })]
+            .joined()
 
         let dropped: [Int]
         do {

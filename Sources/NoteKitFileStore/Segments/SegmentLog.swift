@@ -103,7 +103,7 @@ final class SegmentLog {
     ///
     /// - Returns: the segments the manifest no longer lists.
     @discardableResult
-    func startSegment(with records: [[UInt8]], replacingAll: Bool, now: Date) throws -> [Int] {
+    func startSegment(with records: some Sequence<[UInt8]>, replacingAll: Bool, now: Date) throws -> [Int] {
         if !replacingAll {
             // The segment being closed stays in the store: with deferred durability its last records may not be
             // flushed yet, and nothing would flush them once appends go to the next segment.
@@ -155,7 +155,8 @@ final class SegmentLog {
         }
     }
 
-    private static func createSegment(_ number: Int, store: UUID, now: Date, records: [[UInt8]], layout: StoreLayout,
+    private static func createSegment(_ number: Int, store: UUID, now: Date, records: some Sequence<[UInt8]>,
+                                      layout: StoreLayout,
                                       fileSystem: any StoreFileSystem) throws -> any StoreFile {
         let path = layout.segment(number)
         // A file of this number can only be a leftover of an interrupted operation: no manifest names it.
@@ -166,6 +167,8 @@ final class SegmentLog {
         do {
             // Written in pieces of about 8 MiB rather than concatenated: a compaction's records are as large as
             // the store, and one buffer of all of them (grown by doubling) would hold up to three times that.
+            // `records` may be lazy (a compaction encodes its rows as they are written), so each record is
+            // dropped once it is in the file.
             let piece = 8 << 20
             bytes.reserveCapacity(piece)
             for record in records {
