@@ -153,7 +153,8 @@ public final class FileStore: DataStore {
                                                        reason: "the store records no schema")
             }
             // A schema change is checked (and refused) before anything is written.
-            var rows = replay.log.rows
+            let replayed = replay.log.rows
+            var rows = replayed
             var migration: MigrationRecord?
             if stored.contentHash != schema.contentHash {
                 guard stored.version <= schema.version else {
@@ -176,7 +177,7 @@ public final class FileStore: DataStore {
                 if let torn = replay.log.tornTail {
                     report.tornTail = try Self.quarantine(torn, layout: layout, fileSystem: fileSystem)
                 }
-                report.removedLeftovers = try Self.removeLeftovers(manifest: replay.manifest, rows: replay.log.rows,
+                report.removedLeftovers = try Self.removeLeftovers(manifest: replay.manifest, rows: replayed,
                                                                    schema: stored, layout: layout,
                                                                    fileSystem: fileSystem)
                 let opened = try SegmentLog.open(layout: layout, fileSystem: fileSystem, manifest: replay.manifest)

@@ -4,32 +4,29 @@ import NoteKit
 /// The objects a log describes, rebuilt record by record: the one place where replay and salvage apply
 /// snapshots, rows and transactions.
 struct ReplayedObjects {
-    private var objects: [PersistentIdentifier: (position: Int, row: ModelSnapshot)] = [:]
-    private var order: [PersistentIdentifier] = []
+    /// The objects in the order they were first inserted; nil where one was deleted.
+    private var slots: [ModelSnapshot?] = []
+    /// Where each live object is in `slots`.
+    private var index: [PersistentIdentifier: Int] = [:]
     /// The number of the last transaction applied (or the snapshot's).
     private(set) var lastTransaction: UInt64 = 0
 
-    /// The live objects in the order they were first inserted.
-    var rows: [ModelSnapshot] {
-        order.enumerated().compactMap { position, id in
-            guard let entry = objects[id], entry.position == position else { return nil }
-            return entry.row
-        }
-    }
+    /// The live objects in the order they were first inserted. O(objects inserted since the last snapshot).
+    var rows: [ModelSnapshot] { slots.compactMap { $0 } }
 
-    var count: Int { objects.count }
+    var count: Int { index.count }
 
     /// Starts over from a snapshot of the state after transaction `last`.
     mutating func beginSnapshot(after last: UInt64) {
-        objects.removeAll(keepingCapacity: true)
-        order.removeAll(keepingCapacity: true)
+        slots.removeAll(keepingCapacity: true)
+        index.removeAll(keepingCapacity: true)
         lastTransaction = last
     }
 
     /// Adds a snapshot's rows; returns why one cannot be added.
     mutating func addSnapshotRows(_ rows: [ModelSnapshot]) -> String? {
         for var row in rows {
-            guard objects[row.id] == nil else { return "\(row.id) appears twice in the snapshot" }
+            guard index[row.id] == nil else { return "\(row.id) appears twice in the snapshot" }
             row.version = lastTransaction
             insert(row)
         }
@@ -47,22 +44,24 @@ struct ReplayedObjects {
         let changes = transaction.changes
         var deleted = Set<PersistentIdentifier>()
         for deletion in changes.deleted {
-            guard objects[deletion.id] != nil, deleted.insert(deletion.id).inserted else {
+            guard index[deletion.id] != nil, deleted.insert(deletion.id).inserted else {
                 return "transaction \(transaction.number) deletes \(deletion.id), which does not exist"
             }
         }
-        for update in changes.updated where objects[update.id] == nil || deleted.contains(update.id) {
+        for update in changes.updated where index[update.id] == nil || deleted.contains(update.id) {
             return "transaction \(transaction.number) updates \(update.id), which does not exist"
         }
         var inserted = Set<PersistentIdentifier>()
-        for row in changes.inserted where (objects[row.id] != nil && !deleted.contains(row.id))
+        for row in changes.inserted where (index[row.id] != nil && !deleted.contains(row.id))
             || !inserted.insert(row.id).inserted {
             return "transaction \(transaction.number) inserts \(row.id), which already exists"
         }
-        for deletion in changes.deleted { objects[deletion.id] = nil }
+        for deletion in changes.deleted {
+            if let position = index.removeValue(forKey: deletion.id) { slots[position] = nil }
+        }
         for update in changes.updated {
-            let entry = objects[update.id]!
-            objects[update.id] = (entry.position, entry.row.applying(update, version: transaction.number))
+            let position = index[update.id]!
+            slots[position] = slots[position]!.applying(update, version: transaction.number)
         }
         for var row in changes.inserted {
             row.version = transaction.number
@@ -100,7 +99,7 @@ struct ReplayedObjects {
     }
 
     private mutating func insert(_ row: ModelSnapshot) {
-        objects[row.id] = (order.count, row)
-        order.append(row.id)
+        index[row.id] = slots.count
+        slots.append(row)
     }
 }
