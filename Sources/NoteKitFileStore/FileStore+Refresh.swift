@@ -53,7 +53,11 @@ extension FileStore {
                 return try reload(&state, lockHeld: lockHeld)
             }
         } else if manifest.segments.last == position.segment,
-                  try fileSystem.status(layout.segment(position.segment))?.size == position.offset {
+                  let size = try fileSystem.status(layout.segment(position.segment))?.size,
+                  try size == position.offset || (size > position.offset && fileSystem.read(
+                      layout.segment(position.segment), from: position.offset, count: 1) == [0]) {
+            // Nothing appended, or a zero byte where the next record would begin: space the writer reserved, not
+            // written yet (a record never begins with zero; one being written is not committed yet either).
             return []
         }
 

@@ -37,14 +37,21 @@ extension FileStore {
         guard let position = state.position, position.manifest.segments.last == position.segment else { return }
         let path = layout.segment(position.segment)
         if let size = try fileSystem.status(path)?.size, size > position.offset {
-            // Nobody appends while this process holds the lock: bytes after the last intact record are a torn tail.
-            _ = try Self.quarantine((position.segment, path, position.offset, size - position.offset,
-                                     "a writer stopped in the middle of an append"),
-                                    layout: layout, fileSystem: fileSystem)
+            // Nobody appends while this process holds the lock: bytes after the last intact record are a torn tail,
+            // or space an exclusive writer reserved before it stopped (zeros), which is simply cut off.
+            let after = try fileSystem.read(path, from: position.offset)
+            if after.withUnsafeBytes({ RecordFrame.isReservedSpace($0, from: 0) }) {
+                try fileSystem.truncate(path, to: position.offset)
+            } else {
+                _ = try Self.quarantine((position.segment, path, position.offset, size - position.offset,
+                                         "a writer stopped in the middle of an append"),
+                                        layout: layout, fileSystem: fileSystem)
+            }
         }
         if let log = state.log, log.manifest != position.manifest || log.activeSize != position.offset {
             try? log.close()
-            state.log = try SegmentLog.open(layout: layout, fileSystem: fileSystem, manifest: position.manifest)
+            state.log = try SegmentLog.open(layout: layout, fileSystem: fileSystem, manifest: position.manifest,
+                                            end: position.offset)
             var closed = 0
             for number in position.manifest.segments.dropLast() {
                 closed += try fileSystem.status(layout.segment(number))?.size ?? 0

@@ -131,6 +131,7 @@ public final class FileStore: DataStore {
                 }
                 let log = try SegmentLog.create(layout: layout, fileSystem: fileSystem, store: UUID(), now: Date(),
                                                 records: [encoder.schema(schema)])
+                log.reservation = configuration.effectiveSegmentReservation
                 recovery = report
                 var created = State(rows: RowStorage(schema: schema), log: log, lock: lock, schemas: [schema],
                                     lastTransaction: 0, operationsLogged: 0, closedSegmentBytes: 0)
@@ -180,7 +181,10 @@ public final class FileStore: DataStore {
                 report.removedLeftovers = try Self.removeLeftovers(manifest: replay.manifest, rows: replayed,
                                                                    schema: stored, layout: layout,
                                                                    fileSystem: fileSystem)
-                let opened = try SegmentLog.open(layout: layout, fileSystem: fileSystem, manifest: replay.manifest)
+                let opened = try SegmentLog.open(layout: layout, fileSystem: fileSystem, manifest: replay.manifest,
+                                                 end: replay.manifest.segments.last.flatMap {
+                                                     replay.log.segmentSizes[$0] } ?? 0)
+                opened.reservation = configuration.effectiveSegmentReservation
                 // Reading sees the page cache, not the disk: an earlier process may have died between a write and
                 // its flush, or between renaming the manifest and flushing its directory (or, creating the store,
                 // the directory holding it). This open builds on what it read, so it makes that durable first.
@@ -273,7 +277,10 @@ public final class FileStore: DataStore {
             name = layout.quarantine + "/" + StoreLayout.segmentName(torn.segment) + ".at-\(torn.offset)-\(suffix).torn"
         }
         let file = try fileSystem.create(name)
-        try bytes[torn.offset...].withUnsafeBytes { try file.append($0) }
+        // Reserved space (zeros) after the torn record is not part of it.
+        var end = bytes.count
+        while end > torn.offset + 1, bytes[end - 1] == 0 { end -= 1 }
+        try bytes[torn.offset..<end].withUnsafeBytes { try file.append($0) }
         try file.sync()
         try file.close()
         try fileSystem.syncDirectory(layout.quarantine)

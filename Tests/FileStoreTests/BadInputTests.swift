@@ -101,7 +101,7 @@ struct BadInputTests {
         print("BadInput: \(Self.seeds) flip seeds (\(opened) expected to open, \(refused) to be refused)")
     }
 
-    @Test("Garbage or zeros appended to the last segment are a torn tail; to another segment or the manifest, damage")
+    @Test("Garbage appended to the last segment is a torn tail, zeros reserved space; to another segment or the manifest, damage")
     func appendedBytes() throws {
         let store = try SmallStore.shared.get()
         var random = SeededRandom(seed: 42)

@@ -31,8 +31,9 @@ struct FaultInjectionTests {
         var operations: [FaultRules.Operation] {
             switch self {
             case .eioOnce, .eioPersistent: FaultRules.Operation.allCases
-            case .enospc: [.create, .write, .fsync, .rename, .syncDirectory, .makeDirectory, .truncate, .lock]
-            case .errorAfterEffect: [.create, .write, .fsync, .rename, .remove, .syncDirectory, .makeDirectory, .truncate]
+            case .enospc: [.create, .write, .fsync, .rename, .syncDirectory, .makeDirectory, .truncate, .lock, .reserve]
+            case .errorAfterEffect: [.create, .write, .fsync, .rename, .remove, .syncDirectory, .makeDirectory, .truncate,
+                                     .reserve]
             case .shortWrites: [.write]
             }
         }

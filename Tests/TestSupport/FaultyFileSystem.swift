@@ -8,7 +8,7 @@ public final class FaultRules: Sendable {
     /// A kind of call.
     public enum Operation: String, CaseIterable, Sendable {
         case read, create, openForAppending, write, fsync, rename, remove, syncDirectory, makeDirectory,
-             contentsOfDirectory, truncate, lock
+             contentsOfDirectory, truncate, lock, reserve
     }
 
     /// How a call fails.
@@ -229,6 +229,17 @@ final class FaultyFile: StoreFile {
         case .errorAfterEffect(let code)?:
             try base.sync()
             throw StoreIOError(operation: "fsync", path: path, code: code)
+        }
+    }
+
+    func reserve(upTo capacity: Int) throws {
+        switch rules.check(.reserve, path) {
+        case nil: try base.reserve(upTo: capacity)
+        case .error(let code)?: throw StoreIOError(operation: "fallocate", path: path, code: code)
+        case .shortWrite?: throw StoreIOError(operation: "fallocate", path: path, code: EIO)
+        case .errorAfterEffect(let code)?:
+            try base.reserve(upTo: capacity)
+            throw StoreIOError(operation: "fallocate", path: path, code: code)
         }
     }
 

@@ -382,6 +382,29 @@ public final class SimulatedDisk: StoreFileSystem {
         }
     }
 
+    /// `posix_fallocate`: the file grows to `capacity` with zeros (visible at once; on the medium once flushed,
+    /// like any change of length). A failure changes nothing, or, after the effect, reports an error anyway.
+    fileprivate func reserve(_ file: Int, upTo capacity: Int, path: String) throws {
+        let failure = faults.check(.reserve, path)
+        try state.withLock { state in
+            switch failure {
+            case nil, .errorAfterEffect?:
+                if state.image.files[file]!.visible.count < capacity {
+                    state.record(.reserve(file: file, length: capacity))
+                }
+            case .error?, .shortWrite?:
+                break
+            }
+            switch failure {
+            case nil: return
+            case .error(let code)?, .errorAfterEffect(let code)?:
+                throw StoreIOError(operation: "fallocate", path: path, code: code)
+            case .shortWrite?:
+                throw StoreIOError(operation: "fallocate", path: path, code: EIO)
+            }
+        }
+    }
+
     fileprivate func unlock(_ path: String) { state.withLock { _ = $0.locks.remove(path) } }
 
     // MARK: The model
@@ -432,6 +455,7 @@ public final class SimulatedDisk: StoreFileSystem {
         case remove(parent: Int, name: String)
         case syncDirectory(Int)
         case truncate(file: Int, length: Int)
+        case reserve(file: Int, length: Int)
 
         var description: String {
             switch self {
@@ -443,6 +467,7 @@ public final class SimulatedDisk: StoreFileSystem {
             case let .remove(_, name): "remove \(name)"
             case let .syncDirectory(directory): "fsync directory #\(directory)"
             case let .truncate(file, length): "truncate #\(file) to \(length)"
+            case let .reserve(file, length): "fallocate #\(file) to \(length)"
             }
         }
     }
@@ -521,6 +546,12 @@ public final class SimulatedDisk: StoreFileSystem {
                     return PendingWrite(offset: write.offset, bytes: Array(write.bytes.prefix(length - write.offset)))
                 }
                 files[file]!.changes += 1
+            case let .reserve(file, length):
+                // Zeros the process sees at once; the medium gets the new length with the next flush.
+                if files[file]!.visible.count < length {
+                    files[file]!.visible += [UInt8](repeating: 0, count: length - files[file]!.visible.count)
+                }
+                files[file]!.changes += 1
             }
         }
 
@@ -584,6 +615,11 @@ final class SimulatedFile: StoreFile {
     func sync() throws {
         guard !closed else { throw StoreIOError(operation: "fsync", path: path, code: EBADF) }
         try disk.sync(file, path: path)
+    }
+
+    func reserve(upTo capacity: Int) throws {
+        guard !closed else { throw StoreIOError(operation: "fallocate", path: path, code: EBADF) }
+        try disk.reserve(file, upTo: capacity, path: path)
     }
 
     func close() throws { closed = true }

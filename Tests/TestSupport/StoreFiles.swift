@@ -56,11 +56,23 @@ public enum StoreFiles {
         let bytes = try [UInt8](Data(contentsOf: segment))
         var offsets: [Int] = []
         var position = (bytes.firstIndex(of: 0x0A) ?? 0) + 1
-        while position + 18 <= bytes.count {
+        // A record never starts with a zero byte: zeros there are space reserved for appends (an open store's).
+        while position + 18 <= bytes.count, bytes[position] != 0 {
             offsets.append(position)
             let length = Int(String(decoding: bytes[position..<(position + 8)], as: UTF8.self), radix: 16) ?? 0
             position += 18 + length + 1
         }
         return offsets
+    }
+
+    /// The bytes of `data` without the zeros at its end: a segment's records without the space an open store
+    /// reserved after them.
+    public static func withoutReservedSpace(_ data: some Collection<UInt8>) -> Int {
+        var count = data.count
+        for byte in data.reversed() {
+            guard byte == 0 else { break }
+            count -= 1
+        }
+        return count
     }
 }

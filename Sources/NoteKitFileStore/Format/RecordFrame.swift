@@ -81,6 +81,28 @@ enum RecordFrame {
         return .record(payload: start..<(start + payloadLength), next: start + payloadLength + 1)
     }
 
+    /// Whether the bytes from `offset` to the end are all zero: space reserved at the end of the last segment
+    /// (docs/FORMAT.md, *Reserved space*), where no record has been written yet. A record never starts with a
+    /// zero byte. O(bytes after `offset`).
+    static func isReservedSpace(_ bytes: UnsafeRawBufferPointer, from offset: Int) -> Bool {
+        guard offset < bytes.count else { return false }
+        var position = offset
+        // Eight bytes at a time once aligned; the space is as large as the reservation.
+        while position < bytes.count, (Int(bitPattern: bytes.baseAddress!) + position) % 8 != 0 {
+            guard bytes[position] == 0 else { return false }
+            position += 1
+        }
+        while position + 8 <= bytes.count {
+            guard bytes.load(fromByteOffset: position, as: UInt64.self) == 0 else { return false }
+            position += 8
+        }
+        while position < bytes.count {
+            guard bytes[position] == 0 else { return false }
+            position += 1
+        }
+        return true
+    }
+
     /// The offset of the next intact record after `offset`, if any: used to tell a torn tail (nothing intact
     /// follows) from damage in the middle of a file.
     static func nextIntactRecord(in bytes: UnsafeRawBufferPointer, after offset: Int) -> Int? {

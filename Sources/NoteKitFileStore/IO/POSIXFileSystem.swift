@@ -35,12 +35,20 @@ public struct POSIXFileSystem: StoreFileSystem {
 
     /// The bytes from `offset` to the end, read with `pread`: a refresh reads only what was appended.
     public func read(_ path: String, from offset: Int) throws -> [UInt8] {
+        try read(path, from: offset, count: nil)
+    }
+
+    public func read(_ path: String, from offset: Int, count limit: Int) throws -> [UInt8] {
+        try read(path, from: offset, count: Optional(limit))
+    }
+
+    private func read(_ path: String, from offset: Int, count limit: Int?) throws -> [UInt8] {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw StoreIOError(operation: "open", path: path, code: errno) }
         defer { _ = Glibc.close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw StoreIOError(operation: "stat", path: path, code: errno) }
-        let expected = max(0, Int(status.st_size) - offset)
+        let expected = min(max(0, Int(status.st_size) - offset), limit ?? Int.max)
         var bytes = [UInt8](repeating: 0, count: expected)
         var filled = 0
         while filled < expected {
@@ -185,6 +193,15 @@ final class POSIXFile: StoreFile {
 
     func sync() throws {
         guard fdatasync(descriptor) == 0 else { throw StoreIOError(operation: "fsync", path: path, code: errno) }
+    }
+
+    func reserve(upTo capacity: Int) throws {
+        // posix_fallocate returns the error rather than setting errno; where the file system has no fallocate,
+        // glibc writes the zeros itself.
+        #if canImport(Glibc)
+        let result = posix_fallocate(descriptor, 0, off_t(capacity))
+        guard result == 0 else { throw StoreIOError(operation: "fallocate", path: path, code: result) }
+        #endif
     }
 
     func close() throws {

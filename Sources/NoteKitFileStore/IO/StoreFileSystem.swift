@@ -14,6 +14,8 @@ public protocol StoreFileSystem: Sendable {
     func read(_ path: String) throws -> [UInt8]
     /// The content of the file at `path` from `offset` on (empty past the end).
     func read(_ path: String, from offset: Int) throws -> [UInt8]
+    /// At most `count` bytes of the file at `path` from `offset` (fewer at the end).
+    func read(_ path: String, from offset: Int, count: Int) throws -> [UInt8]
     /// The size and identity of the file at `path`; nil when it does not exist.
     func status(_ path: String) throws -> StoreFileStatus?
     /// Creates a new, empty file (failing if it exists) and opens it for writing.
@@ -63,6 +65,14 @@ extension StoreFileSystem {
         return offset >= bytes.count ? [] : Array(bytes[offset...])
     }
 
+    /// At most `count` bytes from `offset`. The default reads from `offset` to the end; a file system that can
+    /// read a range should.
+    ///
+    /// - Throws: an I/O error.
+    public func read(_ path: String, from offset: Int, count: Int) throws -> [UInt8] {
+        Array(try read(path, from: offset).prefix(max(0, count)))
+    }
+
     /// The status of the file at `path`, or nil when it does not exist. The default reads the whole file.
     ///
     /// - Throws: an I/O error other than the file's absence.
@@ -84,6 +94,16 @@ public protocol StoreFile: AnyObject {
     func sync() throws
     /// Closes the file.
     func close() throws
+    /// Allocates the file's blocks up to `capacity` bytes, extending it with zeros, without moving ``size`` (where
+    /// the next append lands). Appends into allocated space do not change the file's length, so flushing them
+    /// writes no metadata: about a third less time per durable save on ext4. Best effort: a file system that
+    /// cannot do it may do nothing (the default) or throw, and callers go on without it.
+    func reserve(upTo capacity: Int) throws
+}
+
+extension StoreFile {
+    /// Does nothing: appends extend the file as they go.
+    public func reserve(upTo capacity: Int) throws {}
 }
 
 /// A held advisory lock; released by `unlock()` or when the process ends.

@@ -77,7 +77,7 @@ public enum StoreInspector {
         var firstTransaction: UInt64?
         for number in manifest.segments {
             let scan = try SegmentScan.read(layout.segment(number), number: number, fileSystem: fileSystem)
-            segmentBytes += scan.bytes.count
+            segmentBytes += scan.bytes.count - scan.reserved
             if firstTransaction == nil { firstTransaction = scan.firstTransactionNumber }
         }
         let blobStore = BlobStore(directory: layout.blobs, fileSystem: fileSystem)

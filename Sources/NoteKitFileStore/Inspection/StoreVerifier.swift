@@ -128,6 +128,12 @@ public enum StoreVerifier {
                         : reason == "checksum mismatch" ? .checksumMismatch
                         : reason.contains("past the end") || reason.contains("fewer than") ? .truncatedRecord : .malformedRecord
                     problem(path, offset, kind, "\(reason) (\(length) bytes)")
+                } reserved: { offset, length in
+                    // Allowed at the end of the last segment only: the writer cuts it off before rotating.
+                    if !isLast {
+                        problem(path, offset, .malformedRecord,
+                                "\(length) zero bytes follow the last record of a segment that is not the last")
+                    }
                 }
             }
         }
@@ -185,15 +191,22 @@ public enum StoreVerifier {
 extension RecordFrame {
     /// Visits the intact records of `buffer` from `start`, and the damaged stretches between them: for each, its
     /// offset, its length (to the next intact record, or the end), the reason, and whether an intact record follows.
+    /// Zeros from the end of a record to the end of the buffer are reserved space, not damage: `reserved` gets
+    /// their offset and length.
     static func walk(_ buffer: UnsafeRawBufferPointer, from start: Int,
                      record: (_ payload: Range<Int>, _ next: Int) -> Void,
-                     damaged: (_ offset: Int, _ length: Int, _ reason: String, _ resumes: Bool) -> Void) {
+                     damaged: (_ offset: Int, _ length: Int, _ reason: String, _ resumes: Bool) -> Void,
+                     reserved: (_ offset: Int, _ length: Int) -> Void = { _, _ in }) {
         var offset = start
         while offset < buffer.count {
             switch scan(buffer, at: offset) {
             case let .record(payload, next):
                 record(payload, next)
                 offset = next
+            case .truncated where isReservedSpace(buffer, from: offset),
+                 .invalid where isReservedSpace(buffer, from: offset):
+                reserved(offset, buffer.count - offset)
+                return
             case .truncated(let reason), .invalid(let reason):
                 let resume = nextIntactRecord(in: buffer, after: offset)
                 damaged(offset, (resume ?? buffer.count) - offset, reason, resume != nil)

@@ -11,8 +11,10 @@ struct SegmentScan {
     var records: [Range<Int>] = []
     /// The offset just past the last intact record.
     var end: Int
-    /// What stands after the last intact record, when anything does.
+    /// What stands after the last intact record, when anything does (reserved space is not a tail).
     var tail: Tail?
+    /// How many zero bytes of reserved space follow the last intact record.
+    var reserved = 0
 
     struct Tail: Equatable {
         let offset: Int
@@ -39,6 +41,10 @@ struct SegmentScan {
                     scan.records.append(payload)
                     offset = next
                     scan.end = next
+                case .truncated where RecordFrame.isReservedSpace(buffer, from: offset),
+                     .invalid where RecordFrame.isReservedSpace(buffer, from: offset):
+                    scan.reserved = buffer.count - offset
+                    return scan
                 case let .truncated(reason):
                     // A length that runs past the end may itself be the damage: intact records after it say so.
                     let resumes = RecordFrame.nextIntactRecord(in: buffer, after: offset)
@@ -222,6 +228,12 @@ struct LogReplay {
             throw FileStoreError.damagedRecord(file: scan.path, offset: scan.tail?.offset ?? scan.end,
                                                reason: "the segment has no segment record"
                                                    + (scan.tail.map { ": \($0.reason)" } ?? ""))
+        }
+        if scan.reserved > 0, !isLast {
+            // The writer cuts reserved space off before a segment stops being the last one.
+            throw FileStoreError.damagedRecord(file: scan.path, offset: scan.end,
+                                               reason: "\(scan.reserved) zero bytes follow the last record of a "
+                                                   + "segment that is not the last")
         }
         if let tail = scan.tail, !(tail.isTorn && isLast) {
             let error = FileStoreError.damagedRecord(

@@ -10,6 +10,11 @@ final class SegmentLog {
     private var active: any StoreFile
     /// The active segment's size after its last successful flush (or when this log opened or created it).
     private var flushedSize: Int
+    /// How far ahead of its end the active segment's space is reserved when an append reaches the end of what is
+    /// reserved (docs/FORMAT.md, *Reserved space*); 0 reserves nothing.
+    var reservation = 0
+    /// The length the active segment's file has been given by reservations (at least its size).
+    private var reservedEnd: Int
     private let encoder = RecordEncoder()
 
     /// The segment appended to.
@@ -23,11 +28,20 @@ final class SegmentLog {
         self.manifest = manifest
         self.active = active
         flushedSize = active.size
+        reservedEnd = active.size
     }
 
-    /// Opens the log of an existing store for appending to its last segment.
-    static func open(layout: StoreLayout, fileSystem: any StoreFileSystem, manifest: Manifest) throws -> SegmentLog {
-        let file = try fileSystem.openForAppending(layout.segment(manifest.segments.last!))
+    /// Opens the log of an existing store for appending to its last segment, whose records end at `end`: reserved
+    /// space after them (zeros) is cut off, so that appends land at `end` and the file is as long as its records.
+    static func open(layout: StoreLayout, fileSystem: any StoreFileSystem, manifest: Manifest, end: Int) throws
+        -> SegmentLog {
+        let path = layout.segment(manifest.segments.last!)
+        var file = try fileSystem.openForAppending(path)
+        if file.size > end {
+            try? file.close()
+            try fileSystem.truncate(path, to: end)
+            file = try fileSystem.openForAppending(path)
+        }
         return SegmentLog(layout: layout, fileSystem: fileSystem, manifest: manifest, active: file)
     }
 
@@ -53,6 +67,11 @@ final class SegmentLog {
     ///   the error says so and the caller must stop writing.
     func append(_ framed: [UInt8]) throws {
         let before = active.size
+        if reservation > 0, before + framed.count > reservedEnd {
+            // Best effort: without the reservation the append extends the file, as it always could.
+            let target = before + framed.count + reservation
+            if (try? active.reserve(upTo: target)) != nil { reservedEnd = target }
+        }
         do {
             try framed.withUnsafeBytes { try active.append($0) }
         } catch {
@@ -96,6 +115,15 @@ final class SegmentLog {
         try? active.close()
         try fileSystem.truncate(path, to: size)
         active = try fileSystem.openForAppending(path)
+        reservedEnd = active.size
+    }
+
+    /// Cuts the active segment's reserved space off, so that the file ends with its last record: done before the
+    /// segment stops being the last one, since only the last segment may end in zeros.
+    private func trimReservedSpace() throws {
+        guard reservedEnd > active.size else { return }
+        try fileSystem.truncate(layout.segment(activeSegment), to: active.size)
+        reservedEnd = active.size
     }
 
     /// Closes the active segment and starts a new one holding `records`, then replaces the manifest so it lists
@@ -111,6 +139,9 @@ final class SegmentLog {
                 throw FileStoreError.writesStopped(reason: "flushing segment \(activeSegment) before closing it "
                                                    + "failed: \(error)")
             }
+            // A failure leaves the segment the last one, where reserved space is allowed: the save fails, and the
+            // next one tries again.
+            try trimReservedSpace()
         }
         let number = manifest.nextSegment
         let file = try Self.createSegment(number, store: manifest.store, now: now, records: records,
@@ -128,6 +159,7 @@ final class SegmentLog {
         try? active.close()
         active = file
         flushedSize = file.size
+        reservedEnd = file.size
         manifest = next
         return dropped
     }
@@ -195,6 +227,8 @@ final class SegmentLog {
     /// Flushes and closes the active segment.
     func close() throws {
         try sync()
+        // A store closed cleanly ends with its last record; if the cut fails, the zeros left are allowed there.
+        try? trimReservedSpace()
         try active.close()
     }
 

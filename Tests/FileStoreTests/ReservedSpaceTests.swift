@@ -1,0 +1,169 @@
+import Foundation
+import NoteKit
+import NoteKitFileStore
+import NoteKitTestSupport
+import Testing
+
+/// docs/FORMAT.md, *Reserved space*: a writable open reserves disk space at the end of the last segment, so that a
+/// durable save overwrites allocated blocks instead of growing the file; the zeros are not records.
+@Suite("File store: space reserved at the end of the last segment")
+struct ReservedSpaceTests {
+    private func size(_ url: URL) throws -> Int {
+        try FileManager.default.attributesOfItem(atPath: url.path)[.size] as! Int
+    }
+
+    /// Where the last record of the segment ends.
+    private func recordsEnd(_ segment: URL) throws -> Int {
+        StoreFiles.withoutReservedSpace(try Data(contentsOf: segment))
+    }
+
+    private func savedNotes(_ titles: [String], segmentReservation: Int? = nil) throws -> URL {
+        let url = TemporaryStores.newURL()
+        let container = try StoreFiles.open(url, NotesSchema.models) {
+            if let segmentReservation { $0.segmentReservation = segmentReservation }
+        }
+        let context = ModelContext(container)
+        for title in titles {
+            context.insert(Note.titled(title))
+            try context.save()
+        }
+        try StoreFiles.close(container)
+        return url
+    }
+
+    @Test("Saves write into reserved space: the file's length changes once per reservation, and closing cuts it off")
+    func savesWriteIntoReservedSpace() throws {
+        let url = TemporaryStores.newURL()
+        let container = try StoreFiles.open(url, NotesSchema.models)
+        let context = ModelContext(container)
+        let segment = StoreFiles.segment(url)
+        context.insert(Note.titled("first"))
+        try context.save()
+        let reservedLength = try size(segment)
+        #expect(reservedLength >= (try recordsEnd(segment)) + (256 << 10), "256 KiB reserved after the record")
+        for index in 0..<20 {
+            context.insert(Note.titled("note \(index)"))
+            try context.save()
+        }
+        #expect(try size(segment) == reservedLength, "twenty saves wrote into the reserved space")
+        #expect(StoreVerifier.verify(at: url).ok, "reserved space is not damage, nor a torn tail")
+        try StoreFiles.close(container)
+        #expect(try size(segment) == (try recordsEnd(segment)), "a closed store ends with its last record")
+        #expect(try StoreFiles.recordOffsets(segment).count == 2 + 21)
+    }
+
+    @Test("A last segment ending in zeros opens with every save and no torn tail; a writable open cuts them off")
+    func zerosAfterTheLastRecordOpen() throws {
+        let url = try savedNotes(["t1", "t2", "t3"])
+        let segment = StoreFiles.segment(url)
+        let end = try size(segment)
+        let handle = try FileHandle(forWritingTo: segment)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(count: 100_000))
+        try handle.close()
+
+        #expect(StoreVerifier.verify(at: url).ok)
+        do {
+            let reader = try StoreFiles.open(url, NotesSchema.models) { $0.mode = .readOnly }
+            #expect(StoreFiles.store(reader).recovery.tornTail == nil)
+            #expect(try ModelContext(reader).fetch(FetchDescriptor<Note>()).count == 3)
+            #expect(try size(segment) == end + 100_000, "a read-only open writes nothing")
+        }
+        let container = try StoreFiles.open(url, NotesSchema.models)
+        #expect(StoreFiles.store(container).recovery.tornTail == nil)
+        #expect(try size(segment) == end, "the writable open cut the zeros off before appending")
+        let context = ModelContext(container)
+        #expect(try context.fetch(FetchDescriptor<Note>()).count == 3)
+        context.insert(Note.titled("t4"))
+        try context.save()
+        try StoreFiles.close(container)
+        #expect(!FileManager.default.fileExists(atPath: url.appendingPathComponent("quarantine").path))
+        let reopened = try StoreFiles.open(url, NotesSchema.models)
+        #expect(try ModelContext(reopened).fetch(FetchDescriptor<Note>()).count == 4)
+    }
+
+    @Test("A torn record followed by reserved zeros is quarantined without the zeros")
+    func tornRecordBeforeZeros() throws {
+        let url = try savedNotes(["t1", "t2", "t3"])
+        let segment = StoreFiles.segment(url)
+        var bytes = try Data(contentsOf: segment)
+        let last = try StoreFiles.recordOffsets(segment).last!
+        let torn = bytes[last..<(last + 40)]
+        bytes = bytes[..<last] + torn + Data(count: 50_000)
+        try bytes.write(to: segment)
+
+        let container = try StoreFiles.open(url, NotesSchema.models)
+        let tail = try #require(StoreFiles.store(container).recovery.tornTail)
+        #expect(tail.offset == last)
+        let quarantined = try Data(contentsOf: URL(fileURLWithPath: try #require(tail.quarantinedAt)))
+        #expect(quarantined == torn, "the torn bytes, not the reserved zeros after them")
+        #expect(try ModelContext(container).fetch(FetchDescriptor<Note>()).map(\.title).sorted() == ["t1", "t2"])
+    }
+
+    @Test("Zeros after the last record of a segment that is not the last are damage, named with file and offset")
+    func zerosInAnEarlierSegmentAreDamage() throws {
+        let url = TemporaryStores.newURL()
+        do {
+            let container = try StoreFiles.open(url, NotesSchema.models) { $0.maximumSegmentSize = 600 }
+            let context = ModelContext(container)
+            for index in 0..<6 {
+                context.insert(Note.titled("note \(index)"))
+                try context.save()
+            }
+            #expect(StoreFiles.store(container).statistics.segments.count > 1)
+            let first = StoreFiles.segment(url, StoreFiles.store(container).statistics.segments[0])
+            #expect(try size(first) == (try recordsEnd(first)), "rotation cut the reserved space off")
+            try StoreFiles.close(container)
+        }
+        let first = StoreFiles.segment(url, 1)
+        let end = try size(first)
+        let handle = try FileHandle(forWritingTo: first)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(count: 4096))
+        try handle.close()
+        #expect(!StoreVerifier.verify(at: url).ok)
+        let error = try #require(throws: FileStoreError.self) {
+            _ = try StoreFiles.open(url, NotesSchema.models) { $0.mode = .readOnly }
+        }
+        guard case .damagedRecord(let file, let offset, _) = error else {
+            Issue.record("expected a damaged record, got \(error)")
+            return
+        }
+        #expect(file == first.path && offset == end)
+    }
+
+    @Test("A reader refreshing picks up each save written into reserved space, and nothing when none came")
+    func readerRefreshesPastReservedSpace() throws {
+        let url = TemporaryStores.newURL()
+        let writer = try StoreFiles.open(url, NotesSchema.models)
+        let context = ModelContext(writer)
+        context.insert(Note.titled("first"))
+        try context.save()
+        let reader = try StoreFiles.open(url, NotesSchema.models) { $0.mode = .readOnly }
+        let readerStore = StoreFiles.store(reader)
+        #expect(try readerStore.refresh().isEmpty, "nothing new: zeros follow the last record")
+        for round in 1...3 {
+            context.insert(Note.titled("note \(round)"))
+            try context.save()
+            #expect(try readerStore.refresh().count == 1, "round \(round)")
+            #expect(try readerStore.refresh().isEmpty)
+        }
+        #expect(try ModelContext(reader).fetch(FetchDescriptor<Note>()).count == 4)
+        try StoreFiles.close(writer)
+    }
+
+    @Test("Writers shared per save reserve nothing, and reservation 0 turns it off")
+    func noReservationWhenShared() throws {
+        for configure in [{ (configuration: inout FileStoreConfiguration) in configuration.sharing = .perSave },
+                          { (configuration: inout FileStoreConfiguration) in configuration.segmentReservation = 0 }] {
+            let url = TemporaryStores.newURL()
+            let container = try StoreFiles.open(url, NotesSchema.models, configure: configure)
+            let context = ModelContext(container)
+            context.insert(Note.titled("one"))
+            try context.save()
+            let segment = StoreFiles.segment(url)
+            #expect(try size(segment) == (try recordsEnd(segment)))
+            try StoreFiles.close(container)
+        }
+    }
+}
