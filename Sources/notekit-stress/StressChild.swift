@@ -10,22 +10,33 @@ import NoteKitTestSupport
 /// Lines: `ready FROM`, `save STEP [blob] [large] [rotate]` before a save, `ack STEP rotations=R compactions=C`
 /// after `save()` returned, `compact STEP`/`compacted STEP` around an explicit compaction, `trim STEP`/`trimmed STEP`
 /// around a history deletion, `done` at the end, and `error MESSAGE` before exiting with status 1.
+///
+/// With a writer number, the child is one of several writing the store at once (`sharing: .perSave`): its steps
+/// touch only its own objects (``StressWorkload/writer``), each save's transaction author is `w<K>-step<N>`, and
+/// with `controlled` it reads `pause` and `resume` lines on standard input between saves: on `pause` it writes
+/// `paused STEP` (the last step it saved) and waits, holding no lock, until `resume`; at the end of its input it
+/// exits.
 struct StressChild {
     let url: URL
     let workload: StressWorkload
     let configuration: FileStoreConfiguration
+    let controlled: Bool
+    private let control = ControlInput()
 
     /// Segments rotate after about this many bytes, so a run of a few hundred saves rotates many times.
     static let segmentSize = 48 << 10
 
-    init(url: URL, seed: UInt64, deferred: Bool) {
+    init(url: URL, seed: UInt64, deferred: Bool, writer: Int? = nil, lockTimeout: Double? = nil,
+         controlled: Bool = false) {
         self.url = url
-        workload = StressWorkload(seed: seed)
+        self.controlled = controlled
+        workload = StressWorkload(seed: seed, writer: writer)
         configuration = FileStoreConfiguration(
             url: url, durability: deferred ? .deferred(interval: 0.05) : .everySave,
             maximumSegmentSize: Self.segmentSize,
             automaticCompaction: .init(minimumLogSize: 160 << 10, garbageRatio: 0.4),
-            historyRetention: .latest(200))
+            lockTimeout: writer == nil ? nil : lockTimeout ?? 5,
+            historyRetention: .latest(200), sharing: writer == nil ? .exclusive : .perSave)
     }
 
     func run(from: Int, steps: Int) -> Never {
@@ -42,12 +53,14 @@ struct StressChild {
     private func saveSteps(from: Int, count: Int) throws {
         let container = try ModelContainer(for: Schema(StressWorkload.models), configurations: [configuration])
         guard let store = container.store as? FileStore else { throw ChildError("the container's store is not a file store") }
-        let held = try StressWorkload.stepsPresent(in: ModelContext(container)).last ?? 0
+        let held = try StressWorkload.stepsPresent(in: ModelContext(container), writer: workload.writer).last ?? 0
         guard held == from - 1 else { throw ChildError("the store holds steps up to \(held), not \(from - 1)") }
         emit("ready \(from)")
 
         for step in from..<(from + count) {
+            if controlled { obeyControl(saved: step - 1) }
             let context = ModelContext(container)
+            if let writer = workload.writer { context.author = "w\(writer)-step\(step)" }
             let plan = try workload.apply(step: step, in: context)
             let before = store.statistics.segments
             var tags: [String] = []
@@ -80,6 +93,27 @@ struct StressChild {
         try store.close()
     }
 
+    /// Between saves: when the parent asked for a pause, says so and waits for `resume`; exits at the end of input.
+    private func obeyControl(saved: Int) {
+        var waiting = false
+        while true {
+            guard let line = control.nextLine(waiting: waiting) else { return }
+            switch line {
+            case "pause"?:
+                emit("paused \(saved)")
+                waiting = true
+            case "resume"?:
+                waiting = false
+            case nil:
+                // The parent is gone.
+                emit("done")
+                exit(0)
+            default:
+                break
+            }
+        }
+    }
+
     private func activeSize(_ segment: Int) -> Int {
         let path = url.appendingPathComponent("segments").appendingPathComponent(String(format: "%06d.seg", segment)).path
         var status = stat()
@@ -102,5 +136,30 @@ func emit(_ line: String) {
             return
         }
         bytes = bytes.dropFirst(written)
+    }
+}
+
+/// Lines on standard input, read with read(2) so that nothing waits in a buffer poll(2) cannot see.
+final class ControlInput {
+    private var pending: [UInt8] = []
+
+    /// The next line: `.some(nil)` at the end of input; nil when no line is there and `waiting` is false.
+    func nextLine(waiting: Bool) -> String?? {
+        while true {
+            if let end = pending.firstIndex(of: 0x0A) {
+                let line = String(decoding: pending[..<end], as: UTF8.self)
+                pending.removeSubrange(...end)
+                return .some(line)
+            }
+            var poller = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, waiting ? -1 : 0)
+            if ready < 0, errno == EINTR { continue }
+            guard ready > 0 else { return nil }
+            var chunk = [UInt8](repeating: 0, count: 256)
+            let count = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return .some(nil) }
+            pending += chunk[..<count]
+        }
     }
 }

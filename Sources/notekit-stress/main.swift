@@ -1,6 +1,10 @@
 // notekit-stress: the kill test (docs/reliability/kill.md).
 //
 //     swift run -c release notekit-stress kill --kills 4000 --seed 20261129 --dir /tmp/kill   # about 9 minutes
+//     swift run -c release notekit-stress kill --writers 2 --kills 1000 --seed 20261130 --dir /tmp/kill
+//
+// With `--writers N` (2 or more), N children write one store at once (`sharing: .perSave`) and one of them is
+// killed at a time while the others go on (SharedKillDriver).
 //
 // `kill` runs the parent: it starts `notekit-stress child` on a store again and again, kills it with SIGKILL at
 // random moments, and checks after each kill that every acknowledged save is there, whole, and nothing else.
@@ -12,14 +16,20 @@ import NoteKitTestSupport
 
 let usage = """
     usage: notekit-stress kill [--kills N] [--seed N] [--dir DIR] [--seconds S] [--creation-kills N] [--keep]
+                               [--writers N [--lock-timeout S]]
            notekit-stress child --store PATH --seed N --from STEP [--steps N] [--durability everySave|deferred]
+                                [--writer K [--lock-timeout S] [--controlled]]
 
     kill    kills N children (default 1000) of a store made under DIR (default the temporary directory), stopping
             early after S seconds if given; N/10 of the kills (or --creation-kills) land while a child creates a new
             store. Prints the seed first and a summary last; keeps the store when a check fails (or with --keep).
-            A random seed is chosen unless --seed is given.
+            A random seed is chosen unless --seed is given. With --writers N (2…255), N children write one store
+            at once, shared per save (saves wait up to --lock-timeout seconds, default 3, for the lock); one is
+            killed at a time, the others are paused between saves for the checks and go on.
     child   opens the store at PATH, which must hold steps 1…STEP-1, and saves steps STEP, STEP+1, … (at most N,
-            default unbounded), writing `save`, `ack`, `compact`, `compacted`, `trim` and `trimmed` lines.
+            default unbounded), writing `save`, `ack`, `compact`, `compacted`, `trim` and `trimmed` lines. With
+            --writer K it is writer K of several sharing the store per save, touching only its own objects; with
+            --controlled it obeys `pause`/`resume` lines on standard input between saves.
     """
 
 func value(_ name: String, in arguments: [String]) -> String? {
@@ -42,7 +52,11 @@ case "child":
     }
     let steps = value("--steps", in: arguments).flatMap { Int($0) } ?? Int.max - from
     let deferred = value("--durability", in: arguments) == "deferred"
-    StressChild(url: URL(fileURLWithPath: store), seed: seed, deferred: deferred).run(from: from, steps: steps)
+    let writer = value("--writer", in: arguments).flatMap { Int($0) }
+    if let writer, !(1...255).contains(writer) { fail("--writer must be 1…255", status: 2) }
+    StressChild(url: URL(fileURLWithPath: store), seed: seed, deferred: deferred, writer: writer,
+                lockTimeout: value("--lock-timeout", in: arguments).flatMap { Double($0) },
+                controlled: arguments.contains("--controlled")).run(from: from, steps: steps)
 
 case "kill":
     let seed = value("--seed", in: arguments).flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
@@ -52,12 +66,20 @@ case "kill":
     let parent = URL(fileURLWithPath: value("--dir", in: arguments) ?? FileManager.default.temporaryDirectory.path)
     let directory = parent.appendingPathComponent("notekit-kill-\(seed)-\(getpid())")
     guard let executable = Bundle.main.executableURL else { fail("cannot find my own executable", status: 1) }
-    print("kill test: seed \(seed), \(kills) kills, in \(directory.path)")
+    let writers = value("--writers", in: arguments).flatMap { Int($0) } ?? 1
+    guard (1...255).contains(writers) else { fail("--writers must be 1…255", status: 2) }
+    let lockTimeout = value("--lock-timeout", in: arguments).flatMap { Double($0) } ?? 3
+    print("kill test: seed \(seed), \(kills) kills\(writers > 1 ? ", \(writers) writers" : ""), in \(directory.path)")
     do {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let summary = try KillDriver.run(.init(executable: executable, directory: directory, seed: seed, kills: kills,
-                                               timeLimit: seconds, creationKills: creationKills,
-                                               progress: { print($0) }))
+        let summary = if writers > 1 {
+            try SharedKillDriver.run(.init(executable: executable, directory: directory, seed: seed, writers: writers,
+                                           kills: kills, timeLimit: seconds, lockTimeout: lockTimeout,
+                                           progress: { print($0) }))
+        } else {
+            try KillDriver.run(.init(executable: executable, directory: directory, seed: seed, kills: kills,
+                                     timeLimit: seconds, creationKills: creationKills, progress: { print($0) }))
+        }
         print(summary)
         if !arguments.contains("--keep") { try? FileManager.default.removeItem(at: directory) }
     } catch {

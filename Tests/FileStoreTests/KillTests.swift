@@ -48,3 +48,43 @@ struct KillTests {
         }
     }
 }
+
+/// The kill test with several writers sharing a store per save (docs/reliability/kill.md, *Several writers*): two
+/// children write one store at once, one of them is killed at a random moment while the other goes on, and the
+/// store is checked with the other paused between saves.
+///
+/// `NOTEKIT_SHARED_KILL_SEED=N` replays a seed; `NOTEKIT_SHARED_KILL_KILLS=N` changes how many kills,
+/// `NOTEKIT_SHARED_KILL_WRITERS=N` how many writers. The long mode:
+/// `swift run -c release notekit-stress kill --writers 2 --kills 1000 --seed N --dir /tmp/kill`.
+@Suite("Kill test: SIGKILL of one writer among several sharing a store")
+struct SharedKillTests {
+    @Test("One of two writers killed at random moments: each writer's acknowledged saves stay, whole, and all write on")
+    func randomKillsOfOneWriter() throws {
+        let environment = ProcessInfo.processInfo.environment
+        let seed = environment["NOTEKIT_SHARED_KILL_SEED"].flatMap { UInt64($0) }
+            ?? UInt64.random(in: 1...UInt64(UInt32.max))
+        let kills = environment["NOTEKIT_SHARED_KILL_KILLS"].flatMap { Int($0) } ?? 60
+        let writers = environment["NOTEKIT_SHARED_KILL_WRITERS"].flatMap { Int($0) } ?? 2
+        print("shared kill test: seed \(seed) (replay with NOTEKIT_SHARED_KILL_SEED=\(seed))")
+        let directory = TemporaryStores.newURL("shared-kill")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        do {
+            // The time limit keeps a loaded machine from running long; the kills still have to happen.
+            let summary = try SharedKillDriver.run(.init(executable: KillTests.executable, directory: directory,
+                                                         seed: seed, writers: writers, kills: kills, timeLimit: 35))
+            print(summary)
+            #expect(summary.kills >= min(kills, 20), "too few kills in the time allowed: \(summary)")
+            #expect(summary.killsDuringSave > 0, "no kill landed during a save: \(summary)")
+            #expect((1...writers).allSatisfy { summary.acknowledgedByWriter[$0, default: 0] > 0 },
+                    "every writer must save: \(summary)")
+            #expect(summary.segmentsStarted > 1 && summary.explicitCompactions > 0,
+                    "the run must rotate and compact: \(summary)")
+            try FileManager.default.removeItem(at: directory)
+        } catch let failure as KillDriver.Failure {
+            let kept = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "notekit-shared-kill-failed-\(seed)-\(ProcessInfo.processInfo.processIdentifier)")
+            let moved = (try? FileManager.default.moveItem(at: directory, to: kept)) != nil
+            Issue.record("\(failure)\(moved ? " (the store is moved to \(kept.path))" : "")")
+        }
+    }
+}

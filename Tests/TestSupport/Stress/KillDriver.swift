@@ -81,10 +81,28 @@ public enum KillDriver {
         public var killsByMoment: [String: Int] = [:]
         /// Bytes of the store's files at the end.
         public var storeBytes = 0
+        /// Writers sharing the store (``SharedKillDriver``); 1 for ``KillDriver``.
+        public var writers = 1
+        /// With several writers: saves acknowledged per writer, and the segments the store started in all
+        /// (rotations and compactions by every writer; `rotations` and `compactions` then count only explicit
+        /// compactions, since a writer cannot tell its own segments from the others').
+        public var acknowledgedByWriter: [Int: Int] = [:]
+        public var segmentsStarted = 0
         public var seconds = 0.0
 
         public var description: String {
             let moments = killsByMoment.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            if writers > 1 {
+                let perWriter = acknowledgedByWriter.sorted { $0.key < $1.key }.map { "w\($0.key) \($0.value)" }
+                    .joined(separator: ", ")
+                return "shared kill test: seed \(seed), \(writers) writers: \(kills) kills in "
+                    + String(format: "%.1f", seconds) + " s; saves acknowledged \(acknowledged) (\(perWriter)), "
+                    + "issued \(issued), kills during a save \(killsDuringSave) (the save kept \(unacknowledgedKept)), "
+                    + "during an explicit compaction \(killsDuringCompaction), during a history deletion "
+                    + "\(killsDuringTrim); steps in the store \(steps); segments started \(segmentsStarted), explicit "
+                    + "compactions \(explicitCompactions), history trims \(historyTrims), torn tails \(tornTails); "
+                    + "store bytes \(storeBytes); kills aimed at: \(moments); failures 0"
+            }
             return "kill test: seed \(seed): \(kills) kills (\(creationKills) while creating a store, "
                 + "\(interruptedCreations) before its manifest) in "
                 + String(format: "%.1f", seconds) + " s; saves acknowledged \(acknowledged), issued \(issued), "
@@ -102,9 +120,16 @@ public enum KillDriver {
         public var kill: Int
         public var store: String
         public var reason: String
+        /// Writers sharing the store (``SharedKillDriver``); 1 for ``KillDriver``.
+        public var writers = 1
 
         public var description: String {
-            "kill test failed after kill \(kill) (seed \(seed); replay with NOTEKIT_KILL_SEED=\(seed) or "
+            if writers > 1 {
+                return "shared kill test failed after kill \(kill) (seed \(seed), \(writers) writers; replay with "
+                    + "NOTEKIT_SHARED_KILL_SEED=\(seed) or `notekit-stress kill --writers \(writers) --seed \(seed)`; "
+                    + "store kept at \(store)): \(reason)"
+            }
+            return "kill test failed after kill \(kill) (seed \(seed); replay with NOTEKIT_KILL_SEED=\(seed) or "
                 + "`notekit-stress kill --seed \(seed)`; store kept at \(store)): \(reason)"
         }
     }
@@ -121,8 +146,8 @@ public enum KillDriver {
 
 // MARK: - The run
 
-/// One store being killed, and the in-memory replay it is compared with.
-private struct Track {
+/// One store being killed (or one writer's part of it), and the in-memory replay it is compared with.
+struct Track {
     let url: URL
     let workload: StressWorkload
     /// The last step the store held at the last check.
@@ -130,9 +155,9 @@ private struct Track {
     let model: ModelContainer
     var modelStep = 0
 
-    init(url: URL, seed: UInt64) throws {
+    init(url: URL, seed: UInt64, writer: Int? = nil) throws {
         self.url = url
-        workload = StressWorkload(seed: seed)
+        workload = StressWorkload(seed: seed, writer: writer)
         model = try ModelContainer(for: Schema(StressWorkload.models),
                                    configurations: [ModelConfiguration(isStoredInMemoryOnly: true)])
     }
@@ -145,12 +170,12 @@ private struct Track {
             try workload.apply(step: modelStep, in: context)
             try context.save()
         }
-        return try StressWorkload.canonicalDump(ModelContext(model))
+        return try StressWorkload.canonicalDump(ModelContext(model), writer: workload.writer)
     }
 }
 
 /// Where a kill is aimed.
-private enum Moment: String {
+enum Moment: String {
     /// While the child starts and opens the store (recovery included), or creates a new one.
     case startup
     /// Right after an acknowledgement: between saves.
@@ -168,11 +193,7 @@ private struct Run {
     typealias Options = KillDriver.Options
     var summary: KillDriver.Summary
     var rng: SeededGenerator
-    // Running estimates of how long things take, in seconds, to aim kills inside them.
-    var startupTime = 0.05
-    var creationTime = 0.03
-    var saveTime = 0.01
-    var compactionTime = 0.05
+    var aim = KillAim()
     let began = ContinuousClock.now
 
     init(options: Options) {
@@ -186,7 +207,7 @@ private struct Run {
     mutating func go() throws -> KillDriver.Summary {
         var main = try Track(url: options.directory.appendingPathComponent("kill.notekit"), seed: options.seed)
         var creationsLeft = options.creationKills
-        if creationsLeft > 0 { creationTime = try timeCreation() }
+        if creationsLeft > 0 { aim.creationTime = try timeCreation() }
         while summary.kills < options.kills {
             if let limit = options.timeLimit, elapsed > limit { break }
             // Creation kills are spread over the run.
@@ -199,7 +220,7 @@ private struct Run {
                 try? FileManager.default.removeItem(at: fresh.url)
                 summary.creationKills += 1
             } else {
-                try round(&main, moment: nextMoment())
+                try round(&main, moment: KillAim.nextMoment(&rng))
             }
             if summary.kills % options.progressEvery == 0 {
                 options.progress?("kill \(summary.kills): step \(main.step), \(summary.acknowledged) saves acknowledged, "
@@ -208,7 +229,7 @@ private struct Run {
         }
         try acceptsWrites(&main)
         summary.steps = main.step
-        summary.storeBytes = Self.bytes(under: main.url)
+        summary.storeBytes = KillChecks.bytes(under: main.url)
         summary.seconds = elapsed
         return summary
     }
@@ -232,19 +253,6 @@ private struct Run {
         return times.sorted()[1]
     }
 
-    mutating func nextMoment() -> Moment {
-        switch Int.random(in: 0..<100, using: &rng) {
-        case 0..<10: .startup
-        case 10..<22: .ack
-        case 22..<62: .save
-        case 62..<72: .blob
-        case 72..<80: .large
-        case 80..<87: .rotate
-        case 87..<95: .compaction
-        default: .trim
-        }
-    }
-
     func failure(_ track: Track, _ reason: String) -> KillDriver.Failure {
         KillDriver.Failure(seed: options.seed, kill: summary.kills, store: track.url.path, reason: reason)
     }
@@ -260,72 +268,14 @@ private struct Run {
                         String(track.step + 1), "--steps", "400"]
                 + (rng.chance(0.25) ? ["--durability", "deferred"] : []),
             errors: errors)
-        var seen: [StressChildProcess.Event] = []
-        let acksWanted = Int.random(in: moment == .ack ? 1...4 : 0...6, using: &rng)
-        // Startup kills aim at the end of the startup, where the store is opened (or created) and recovered.
-        let fraction = Double.random(in: moment != .startup ? 0..<1.2 : creates ? 0.9..<1.1 : 0.4..<1.2, using: &rng)
-        var savingSince: ContinuousClock.Instant?, compactingSince: ContinuousClock.Instant?
-        // Waits for the moment, then sleeps a random part of how long the thing aimed at takes.
-        var delay: Double?
-        if moment == .startup { delay = fraction * (creates ? creationTime : startupTime) }
-        let giveUp = ContinuousClock.now + .seconds(5)
-        while delay == nil, child.isRunning || !child.endOfOutput, ContinuousClock.now < giveUp {
-            for event in child.events(waitingUpTo: 0.05) {
-                seen.append(event)
-                let acks = seen.count { if case .acknowledged = $0 { true } else { false } }
-                switch event {
-                case .ready:
-                    startupTime = 0.9 * startupTime + 0.1 * ((ContinuousClock.now - child.started) / .seconds(1))
-                case .saving(_, let tags):
-                    savingSince = .now
-                    guard delay == nil, acks >= acksWanted else { break }
-                    switch moment {
-                    case .save: delay = fraction * saveTime
-                    case .blob where tags.contains("blob"), .large where tags.contains("large"),
-                         .rotate where tags.contains("rotate"):
-                        delay = fraction * saveTime * 2
-                    default: break
-                    }
-                case .acknowledged:
-                    if let since = savingSince {
-                        saveTime = 0.95 * saveTime + 0.05 * ((ContinuousClock.now - since) / .seconds(1))
-                    }
-                    if delay == nil, moment == .ack, acks >= acksWanted { delay = 0 }
-                case .compacting:
-                    compactingSince = .now
-                    if delay == nil, moment == .compaction, acks >= acksWanted { delay = fraction * compactionTime }
-                case .compacted:
-                    if let since = compactingSince {
-                        compactionTime = 0.9 * compactionTime + 0.1 * ((ContinuousClock.now - since) / .seconds(1))
-                    }
-                case .trimming:
-                    if delay == nil, moment == .trim, acks >= acksWanted { delay = fraction * saveTime }
-                case .failed, .finished, .trimmed:
-                    break
-                }
-            }
-        }
-        if let delay, delay > 0 {
-            let target = (moment == .startup ? child.started : ContinuousClock.now) + .seconds(delay)
-            let wait = (target - .now) / .seconds(1)
-            if wait > 0 { usleep(UInt32(min(wait, 5) * 1_000_000)) }
-        }
+        var seen = aim.waitForMoment(moment, in: child, creates: creates, rng: &rng)
         let (ending, last) = child.kill()
         seen += last
         summary.kills += 1
         summary.killsByMoment[moment.rawValue, default: 0] += 1
 
-        if case .failed(let message) = seen.last(where: { if case .failed = $0 { true } else { false } }) {
-            throw failure(track, "the child failed: \(message)")
-        }
-        switch ending {
-        case .killed, .exited(0): break
-        case .exited(let status):
-            let text = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
-            throw failure(track, "the child exited with status \(status): \(text.suffix(2_000))")
-        case .signalled(let signal):
-            let text = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
-            throw failure(track, "the child died of signal \(signal): \(text.suffix(2_000))")
+        if let problem = KillChecks.problem(ending: ending, events: seen, errors: errors) {
+            throw failure(track, problem)
         }
 
         if creates {
@@ -333,43 +283,15 @@ private struct Run {
             // not there yet, earlier when the manifest already was.
             let files = FileManager.default
             if files.fileExists(atPath: track.url.appendingPathComponent("MANIFEST").path) {
-                creationTime *= 0.9
+                aim.creationTime *= 0.9
             } else if !files.fileExists(atPath: track.url.appendingPathComponent("segments/000001.seg").path) {
-                creationTime *= 1.1
+                aim.creationTime *= 1.1
             }
         }
-        var lastAcknowledged = track.step, lastIssued = track.step
-        for event in seen {
-            switch event {
-            case .acknowledged(let step, let rotations, let compactions):
-                guard step == lastAcknowledged + 1 else {
-                    throw failure(track, "the child acknowledged step \(step) after step \(lastAcknowledged)")
-                }
-                lastAcknowledged = step
-                summary.acknowledged += 1
-                summary.rotations += rotations
-                summary.compactions += compactions
-            case .saving(let step, _):
-                lastIssued = max(lastIssued, step)
-                summary.issued += 1
-            case .compacted:
-                summary.compactions += 1
-                summary.explicitCompactions += 1
-            case .trimmed:
-                summary.historyTrims += 1
-            default: break
-            }
-        }
-        // What the child was doing when it died.
-        switch seen.last(where: { event in
-            switch event { case .saving, .acknowledged, .compacting, .compacted, .trimming, .trimmed: true; default: false }
-        }) {
-        case .saving?: summary.killsDuringSave += 1
-        case .compacting?: summary.killsDuringCompaction += 1
-        case .trimming?: summary.killsDuringTrim += 1
-        default: break
-        }
-        try check(&track, atLeast: lastAcknowledged, atMost: lastIssued)
+        var ledger = StepLedger(step: track.step)
+        if let problem = ledger.take(seen, into: &summary) { throw failure(track, problem) }
+        KillChecks.countKill(after: seen, into: &summary)
+        try check(&track, atLeast: ledger.lastAcknowledged, atMost: ledger.lastIssued)
     }
 
     // MARK: Checks
@@ -387,40 +309,13 @@ private struct Run {
             }
             return
         }
-        // 1. Before anything opens the store: no damage but a torn tail.
-        let verification = StoreVerifier.verify(at: track.url)
-        let torn = verification.problems.filter { $0.kind == .tornTail }
-        let damage = verification.problems.filter { $0.kind != .tornTail }
-        guard damage.isEmpty, torn.count <= 1 else {
-            throw failure(track, "verify found damage after a kill: "
-                          + verification.problems.map(\.description).joined(separator: "; "))
-        }
-        if !torn.isEmpty { summary.tornTails += 1 }
-
-        // Half the time this process recovers the store; otherwise it reads it as it is and the next child recovers.
+        // 1. Before anything opens the store: no damage but a torn tail. Half the time this process recovers the
+        // store; otherwise it reads it as it is and the next child recovers it.
         let writable = rng.chance(0.5)
-        let configuration = FileStoreConfiguration(url: track.url,
-                                                   mode: writable ? .readWrite(createIfMissing: false) : .readOnly,
-                                                   automaticCompaction: nil)
-        let container: ModelContainer
-        do {
-            container = try ModelContainer(for: Schema(StressWorkload.models), configurations: [configuration])
-        } catch {
-            throw failure(track, "the store does not open \(writable ? "for writing" : "read-only") after a kill: \(error)")
-        }
-        guard let store = container.store as? FileStore else { throw failure(track, "not a file store") }
+        let torn = try checked(track) { try KillChecks.verifyAllowingTornTail(track.url) }
+        if torn != nil { summary.tornTails += 1 }
+        let (container, store) = try checked(track) { try KillChecks.open(track.url, writable: writable, torn: torn) }
         defer { try? store.close() }
-        if let torn = torn.first {
-            guard store.recovery.tornTail?.offset == torn.offset else {
-                throw failure(track, "verify reported a torn tail at byte \(torn.offset) of \(torn.file), the open "
-                              + "\(store.recovery.tornTail.map { "at byte \($0.offset)" } ?? "none")")
-            }
-            if writable, store.recovery.tornTail?.quarantinedAt == nil {
-                throw failure(track, "the torn tail at byte \(torn.offset) was not kept in quarantine")
-            }
-        } else if let tail = store.recovery.tornTail {
-            throw failure(track, "the open found a torn tail at byte \(tail.offset) of \(tail.segment) that verify missed")
-        }
 
         // 2. Whole steps, a prefix of those issued, every acknowledged one among them.
         let context = ModelContext(container)
@@ -452,42 +347,18 @@ private struct Run {
         let expected = try track.expectedState(through: step)
 
         if actual != expected {
-            let missing = Set(expected).subtracting(actual).sorted().prefix(5)
-            let extra = Set(actual).subtracting(expected).sorted().prefix(5)
-            throw failure(track, "after steps 1…\(step) the store differs from the replay; expected but missing: "
-                          + "\(missing.map { String($0.prefix(300)) }); present but unexpected: "
-                          + "\(extra.map { String($0.prefix(300)) })")
+            throw failure(track, "after steps 1…\(step) the store differs from the replay; "
+                          + KillChecks.difference(expected: expected, actual: actual))
         }
 
         // 4. A writable open leaves nothing behind that the manifest does not reach.
-        if writable {
-            try checkNoLeftovers(track, segments: statistics.segments, blobs: Self.blobNames(store))
-            try store.close()
-            let after = StoreVerifier.verify(at: track.url)
-            guard after.ok else {
-                throw failure(track, "verify found problems after recovery: "
-                              + after.problems.map(\.description).joined(separator: "; "))
-            }
-        }
+        if writable { try checked(track) { try KillChecks.recoveredCleanly(track.url, store: store) } }
         track.step = step
     }
 
-    func checkNoLeftovers(_ track: Track, segments: [Int], blobs: Set<String>) throws {
-        let files = FileManager.default
-        let segmentFiles = Set((try? files.contentsOfDirectory(atPath: track.url.appendingPathComponent("segments").path)) ?? [])
-        let listed = Set(segments.map { String(format: "%06d.seg", $0) })
-        guard segmentFiles == listed else {
-            throw failure(track, "after recovery segments/ holds \(segmentFiles.sorted()), the manifest lists \(listed.sorted())")
-        }
-        let blobFiles = Set((try? files.contentsOfDirectory(atPath: track.url.appendingPathComponent("blobs").path)) ?? [])
-        let referenced = Set(blobs.map { $0 + ".blob" })
-        guard blobFiles == referenced else {
-            throw failure(track, "after recovery blobs/ holds \(blobFiles.subtracting(referenced).sorted()) that "
-                          + "nothing references and lacks \(referenced.subtracting(blobFiles).sorted())")
-        }
-        if files.fileExists(atPath: track.url.appendingPathComponent("MANIFEST.tmp").path) {
-            throw failure(track, "after recovery MANIFEST.tmp is still there")
-        }
+    /// Runs `body`, turning a failed check into a ``KillDriver/Failure`` that names the kill and the store.
+    func checked<T>(_ track: Track, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch let failed as KillChecks.Failed { throw failure(track, failed.reason) }
     }
 
     /// The store takes a new save after everything: step k + 1, in this process, and reads back exactly.
@@ -503,27 +374,5 @@ private struct Run {
             throw failure(track, "the store does not take a new save: \(error)")
         }
         try check(&track, atLeast: track.step + 1, atMost: track.step + 1)
-    }
-
-    /// The blobs the store's rows name.
-    static func blobNames(_ store: FileStore) throws -> Set<String> {
-        var names = Set<String>()
-        for entity in store.schema.entities {
-            for row in try store.fetch(StoreFetchRequest(entity: entity.name)).snapshots {
-                for case .external(let blob) in row.attributes { names.insert(blob.name) }
-            }
-        }
-        return names
-    }
-
-    static func bytes(under url: URL) -> Int {
-        guard let walker = FileManager.default.enumerator(at: url, includingPropertiesForKeys: [.fileSizeKey]) else {
-            return 0
-        }
-        var total = 0
-        for case let file as URL in walker {
-            total += (try? file.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0
-        }
-        return total
     }
 }

@@ -16,6 +16,8 @@ final class StressChildProcess {
         case compacted(after: Int)
         case trimming(after: Int)
         case trimmed(after: Int)
+        /// Asked to pause (a writer sharing the store), the child stopped between saves; it holds steps up to `at`.
+        case paused(at: Int)
         /// The child gave up: what went wrong.
         case failed(String)
         /// The child made as many saves as it was told to and is exiting.
@@ -41,6 +43,7 @@ final class StressChildProcess {
             case "compacted": guard let step = number(1) else { return nil }; self = .compacted(after: step)
             case "trim": guard let step = number(1) else { return nil }; self = .trimming(after: step)
             case "trimmed": guard let step = number(1) else { return nil }; self = .trimmed(after: step)
+            case "paused": guard let step = number(1) else { return nil }; self = .paused(at: step)
             case "error": self = .failed(String(line.dropFirst(word.count).drop { $0 == " " }))
             case "done": self = .finished
             default: return nil
@@ -57,24 +60,41 @@ final class StressChildProcess {
 
     private let process = Process()
     private let output = Pipe()
+    /// The child's standard input, when the parent controls it (`pause`/`resume` lines).
+    private let control: Pipe?
     private let descriptor: Int32
     private var pending: [UInt8] = []
     private(set) var endOfOutput = false
     let started = ContinuousClock.now
 
-    /// Starts `executable` with `arguments`, its standard error going to the file at `errors`.
-    init(executable: URL, arguments: [String], errors: URL) throws {
+    /// Starts `executable` with `arguments`, its standard error going to the file at `errors` (appended to). With
+    /// `controlled`, its standard input is a pipe ``send(_:)`` writes to; else it reads nothing.
+    init(executable: URL, arguments: [String], errors: URL, controlled: Bool = false) throws {
         process.executableURL = executable
         process.arguments = arguments
         process.standardOutput = output
-        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: errors)
-        process.standardInput = FileHandle.nullDevice
+        if !FileManager.default.fileExists(atPath: errors.path) {
+            _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+        }
+        let errorFile = try FileHandle(forWritingTo: errors)
+        errorFile.seekToEndOfFile()
+        process.standardError = errorFile
+        control = controlled ? Pipe() : nil
+        process.standardInput = control ?? FileHandle.nullDevice
         descriptor = output.fileHandleForReading.fileDescriptor
         try process.run()
     }
 
     var isRunning: Bool { process.isRunning }
+    var pid: Int32 { process.processIdentifier }
+
+    /// Writes `line` to the child's standard input (if controlled); a child that is gone is ignored.
+    func send(_ line: String) {
+        guard let control else { return }
+        let bytes = Array((line + "\n").utf8)
+        // SIGPIPE is ignored by the driver: a write to a child that died fails with EPIPE instead.
+        _ = bytes.withUnsafeBytes { write(control.fileHandleForWriting.fileDescriptor, $0.baseAddress, $0.count) }
+    }
 
     /// The events of the complete lines written since the last call, waiting up to `timeout` seconds for one.
     func events(waitingUpTo timeout: Double) -> [Event] {
@@ -101,6 +121,7 @@ final class StressChildProcess {
         }
         events += drainLines()
         try? output.fileHandleForReading.close()
+        try? control?.fileHandleForWriting.close()
         let ending: Ending = switch process.terminationReason {
         case .uncaughtSignal: process.terminationStatus == SIGKILL ? .killed : .signalled(process.terminationStatus)
         case .exit: .exited(process.terminationStatus)

@@ -33,8 +33,31 @@ public struct StressWorkload: Sendable {
     public static let window = 48
 
     public let seed: UInt64
+    /// The writer this workload belongs to when several processes write one store (``FileStoreConfiguration``
+    /// `sharing: .perSave`), or nil for the only writer. A writer's steps touch only objects it created: their
+    /// identifiers begin with the byte `writer`, and its ``StressStep`` markers are numbered
+    /// `writer × markerStride + step`. So its steps make the same changes whatever the other writers do, and the
+    /// slice of a shared store it owns can be compared with a replay of its steps alone.
+    public let writer: Int?
 
-    public init(seed: UInt64) { self.seed = seed }
+    /// Writers' ``StressStep`` numbers are apart by this much.
+    public static let markerStride = 1_000_000_000
+
+    public init(seed: UInt64, writer: Int? = nil) {
+        precondition(writer.map { (1...255).contains($0) } ?? true, "a writer is numbered 1…255")
+        self.seed = seed
+        self.writer = writer
+    }
+
+    /// The ``StressStep`` number that marks step `step` of `writer`.
+    public static func marker(step: Int, writer: Int?) -> Int {
+        writer.map { $0 * markerStride + step } ?? step
+    }
+
+    /// Whether an object with identifier `id` belongs to `writer` (every object does when `writer` is nil).
+    public static func owns(_ writer: Int?, _ id: UUID) -> Bool {
+        writer.map { id.uuid.0 == UInt8($0) } ?? true
+    }
 
     /// What a step is, before it is applied: for the kill driver, which times its kills by it.
     public struct Plan: Sendable, Hashable {
@@ -54,13 +77,16 @@ public struct StressWorkload: Sendable {
     /// - Throws: what fetching and deleting throw.
     @discardableResult
     public func apply(step number: Int, in context: ModelContext) throws -> Plan {
-        var builder = StepBuilder(context: context, step: number, rng: SeededGenerator(seed: Self.mix(seed, number)))
+        var builder = StepBuilder(context: context, step: number, writer: writer,
+                                  rng: SeededGenerator(seed: Self.mix(seed, number)))
         return try builder.run()
     }
 
-    /// The steps whose ``StressStep`` rows `context` sees, in increasing order.
-    public static func stepsPresent(in context: ModelContext) throws -> [Int] {
-        try context.fetch(FetchDescriptor<StressStep>()).map(\.number).sorted()
+    /// The steps whose ``StressStep`` rows `context` sees, in increasing order: of `writer` only, when given.
+    public static func stepsPresent(in context: ModelContext, writer: Int? = nil) throws -> [Int] {
+        let numbers = try context.fetch(FetchDescriptor<StressStep>()).map(\.number)
+        guard let writer else { return numbers.sorted() }
+        return numbers.filter { $0 / markerStride == writer }.map { $0 - writer * markerStride }.sorted()
     }
 
     /// The ``StressStep`` rows that must be present after steps 1…`last`: the last ``window`` of them.
@@ -84,13 +110,16 @@ public struct StressWorkload: Sendable {
 private struct StepBuilder {
     let context: ModelContext
     let step: Int
+    /// Only objects of this writer are read and changed (all when nil).
+    let writer: Int?
     var rng: SeededGenerator
     var plan = StressWorkload.Plan()
     var operation = 0
 
-    init(context: ModelContext, step: Int, rng: SeededGenerator) {
+    init(context: ModelContext, step: Int, writer: Int?, rng: SeededGenerator) {
         self.context = context
         self.step = step
+        self.writer = writer
         self.rng = rng
     }
 
@@ -99,10 +128,10 @@ private struct StepBuilder {
 
     mutating func run() throws -> StressWorkload.Plan {
         let marker = StressStep()
-        marker.number = step
+        marker.number = StressWorkload.marker(step: step, writer: writer)
         context.insert(marker)
         if step > StressWorkload.window {
-            let old = step - StressWorkload.window
+            let old = StressWorkload.marker(step: step - StressWorkload.window, writer: writer)
             for row in try context.fetch(FetchDescriptor<StressStep>()) where row.number == old {
                 try context.delete(row)
             }
@@ -123,8 +152,12 @@ private struct StepBuilder {
     // MARK: Reading the state in a canonical order
 
     func all<T: PersistentModel>(_ type: T.Type, _ id: (T) -> UUID) throws -> [T] {
-        try context.fetch(FetchDescriptor<T>()).sorted { id($0).uuidString < id($1).uuidString }
+        try context.fetch(FetchDescriptor<T>()).filter { StressWorkload.owns(writer, id($0)) }
+            .sorted { id($0).uuidString < id($1).uuidString }
     }
+
+    /// How many notes this step's writer has.
+    var noteCount: Int { get throws { try writer == nil ? context.fetchCount(FetchDescriptor<Note>()) : notes.count } }
 
     var notes: [Note] { get throws { try all(Note.self, \.id) } }
     var folders: [Folder] { get throws { try all(Folder.self, \.id) } }
@@ -140,8 +173,8 @@ private struct StepBuilder {
 
     /// One operation, weighted by what the state holds so that it stays around 40 notes and 8 folders.
     mutating func one() throws {
-        let noteCount = try context.fetchCount(FetchDescriptor<Note>())
-        let folderCount = try context.fetchCount(FetchDescriptor<Folder>())
+        let noteCount = try self.noteCount
+        let folderCount = try writer == nil ? context.fetchCount(FetchDescriptor<Folder>()) : folders.count
         let weights: [(Int, Kind)] = [
             (noteCount < 25 ? 30 : noteCount < 50 ? 12 : 0, .insertNote),
             (20, .editNote),
@@ -288,7 +321,7 @@ private struct StepBuilder {
     /// record. Inserting only while there are fewer than 40 notes keeps the state from growing.
     mutating func bulk() throws {
         plan.isLarge = true
-        if try context.fetchCount(FetchDescriptor<Note>()) < 40 {
+        if try noteCount < 40 {
             let folder = try element(of: folders)
             for index in 0..<Int.random(in: 10...30, using: &rng) {
                 operation = index + 1
@@ -338,7 +371,8 @@ private struct StepBuilder {
     mutating func uuid() -> UUID {
         let a = rng.next(), b = rng.next()
         return withUnsafeBytes(of: (a, b)) { raw in
-            UUID(uuid: (raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7],
+            // A writer's objects are told apart by their first byte.
+            UUID(uuid: (writer.map { UInt8($0) } ?? raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7],
                         raw[8], raw[9], raw[10], raw[11], raw[12], raw[13], raw[14], raw[15]))
         }
     }
@@ -397,7 +431,11 @@ extension StressWorkload {
     /// same process, are equal.
     ///
     /// Reading a drawing reads its blob file; a read that fails is listed as a line of its own.
-    public static func canonicalDump(_ context: ModelContext) throws -> [String] {
+    /// With `writer`, only that writer's objects and markers are listed.
+    public static func canonicalDump(_ context: ModelContext, writer: Int? = nil) throws -> [String] {
+        func mine<T: PersistentModel>(_ type: T.Type, _ id: (T) -> UUID) throws -> [T] {
+            try context.fetch(FetchDescriptor<T>()).filter { owns(writer, id($0)) }
+        }
         func ids(_ targets: [some PersistentModel], _ id: (any PersistentModel) -> String) -> String {
             "[" + targets.map(id).joined(separator: ",") + "]"
         }
@@ -417,34 +455,35 @@ extension StressWorkload {
         func text(_ string: String) -> String { String(reflecting: string) }
 
         var lines: [String] = []
-        for folder in try context.fetch(FetchDescriptor<Folder>()) {
+        for folder in try mine(Folder.self, \.id) {
             lines.append("Folder \(folder.id) name=\(text(folder.name)) parent=\(id(folder.parent)) "
                          + "children=\(ids(folder.children, id)) notes=\(ids(folder.notes, id))")
         }
-        for note in try context.fetch(FetchDescriptor<Note>()) {
+        for note in try mine(Note.self, \.id) {
             lines.append("Note \(note.id) title=\(text(note.title)) body=\(text(note.body)) "
                          + "event=\(date(note.eventDate)) created=\(date(note.createdAt)) "
                          + "updated=\(date(note.updatedAt)) folder=\(id(note.folder)) drawing=\(id(note.drawing)) "
                          + "revisions=\(ids(note.revisions, id)) attachments=\(ids(note.attachments, id))")
         }
-        for drawing in try context.fetch(FetchDescriptor<NoteDrawing>()) {
+        for drawing in try mine(NoteDrawing.self, \.id) {
             // Hasher's seed differs from process to process: dumps compare within one process only.
             var hasher = Hasher()
             drawing.data.withUnsafeBytes { hasher.combine(bytes: $0) }
             lines.append("NoteDrawing \(drawing.id) note=\(id(drawing.note)) "
                          + "data=\(drawing.data.count):\(hasher.finalize())")
         }
-        for revision in try context.fetch(FetchDescriptor<NoteRevision>()) {
+        for revision in try mine(NoteRevision.self, \.id) {
             lines.append("NoteRevision \(revision.id) title=\(text(revision.title)) body=\(text(revision.body)) "
                          + "event=\(date(revision.eventDate)) updated=\(date(revision.updatedAt)) "
                          + "captured=\(date(revision.capturedAt)) note=\(id(revision.note))")
         }
-        for attachment in try context.fetch(FetchDescriptor<NoteAttachment>()) {
+        for attachment in try mine(NoteAttachment.self, \.id) {
             lines.append("NoteAttachment \(attachment.id) file=\(text(attachment.fileName)) "
                          + "original=\(text(attachment.originalName)) type=\(text(attachment.contentType)) "
                          + "size=\(attachment.size) note=\(id(attachment.note))")
         }
-        for step in try context.fetch(FetchDescriptor<StressStep>()) {
+        for step in try context.fetch(FetchDescriptor<StressStep>())
+            where writer.map({ step.number / markerStride == $0 }) ?? true {
             lines.append("StressStep \(step.number)")
         }
         lines.sort()
