@@ -282,7 +282,7 @@ struct CrashStepTests {
             case .store(_, let call):
                 let container = try #require(container)
                 try call(StoreFiles.store(container), ModelContext(container))
-            case .close, .offline: break
+            case .close, .offline, .by: break
             }
         }
         try StoreFiles.close(try #require(container))
