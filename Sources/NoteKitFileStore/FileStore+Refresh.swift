@@ -203,7 +203,8 @@ extension FileStore {
             }
             return fresh
         }
-        try? state.log?.close()
+        // Another writer moved past this open's log (shared per save): let it go without flushing or cutting it.
+        state.log?.abandon()
         let picked = refreshed.rows.history.records.filter { $0.number > before }
         state = refreshed
         broadcaster.publish(picked)

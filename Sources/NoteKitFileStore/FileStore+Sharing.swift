@@ -49,7 +49,9 @@ extension FileStore {
             }
         }
         if let log = state.log, log.manifest != position.manifest || log.activeSize != position.offset {
-            try? log.close()
+            // Stale: closing it would flush it, and a failed flush would cut the segment back to where this log
+            // last stood, past the others' records.
+            log.abandon()
             state.log = try SegmentLog.open(layout: layout, fileSystem: fileSystem, manifest: position.manifest,
                                             end: position.offset)
             var closed = 0

@@ -590,14 +590,20 @@ public final class FileStore: DataStore {
                 state.lock?.unlock()
                 state.lock = nil
             }
-            try log.close()
+            try closeLog(log)
         }
+    }
+
+    /// Closes the log. Shared per save, the lock is not held and the log may be stale (others appended after
+    /// it): a failed flush must not cut the segment back.
+    private func closeLog(_ log: SegmentLog) throws {
+        if configuration.sharing == .perSave { try log.closeShared() } else { try log.close() }
     }
 
     deinit {
         broadcaster.finish()
         state.withLock { state in
-            try? state.log?.close()
+            if let log = state.log { try? closeLog(log) }
             state.lock?.unlock()
         }
     }

@@ -112,6 +112,27 @@ struct CrashStepTests {
         }, readOld: readNotes, readNew: readNotes, reopen: StoreScenario.openNotes))
     }
 
+    @Test("A crash at any step of a shared writer's save that catches up (another's appends, a torn tail it cuts off) leaves the state before or after the save")
+    func sharedCatchUp() throws {
+        try check(CrashCase(name: "shared catch-up", prepare: prepareNotes, setUp: { disk, url in
+            let other = try StoreScenario.openSharedNotes.make(url, disk)
+            let writer = try StoreScenario.openSharedNotes.make(url, disk)
+            // The other writer saves, then a third dies in the middle of an append: the writer's log is stale,
+            // and a torn tail follows what it must catch up with.
+            let context = ModelContext(other)
+            try StoreScenario.note("n1", in: context).body = "by the other writer"
+            try context.save()
+            try StoreFiles.close(other)
+            let active = try #require(manifestSegments(disk.contents(url.path + "/MANIFEST") ?? []).last)
+            try disk.appendDurably(StoreFiles.segment(url, active).path, Array("0000004a 1234abcd {\"k\":\"tx\"".utf8))
+            return writer
+        }, operation: { _, _, container in
+            let context = ModelContext(try #require(container))
+            try StoreScenario.note("n0", in: context).body = "after catching up"
+            try context.save()
+        }, readOld: readNotes, readNew: readNotes, reopen: StoreScenario.openNotes))
+    }
+
     @Test("A crash at any step of creating a store leaves no store or an empty one, and the next open creates it")
     func creation() throws {
         try check(CrashCase(name: "creation", prepare: { _, _ in }, operation: { disk, url, _ in
@@ -282,7 +303,7 @@ struct CrashStepTests {
             case .store(_, let call):
                 let container = try #require(container)
                 try call(StoreFiles.store(container), ModelContext(container))
-            case .close, .offline: break
+            case .close, .offline, .by: break
             }
         }
         try StoreFiles.close(try #require(container))

@@ -54,7 +54,7 @@ struct FaultInjectionTests {
     }
 
     @Test("Every Nth call of every kind fails: the failing call throws a typed error and nothing acknowledged is lost",
-          arguments: ["notes", "lightweight migration", "migration plan"], FaultKind.allCases)
+          arguments: ["notes", "lightweight migration", "migration plan", "two writers"], FaultKind.allCases)
     func everyCallFails(scenarioName: String, kind: FaultKind) throws {
         let scenario = try #require(StoreScenario.all[scenarioName])
         let reference = try FaultRun.reference(scenario)
@@ -86,6 +86,45 @@ struct FaultInjectionTests {
         let problems = tally.problems.count
         #expect(problems == 0,
                 Comment(rawValue: "the first problems:\n" + tally.problems.prefix(12).joined(separator: "\n")))
+    }
+
+    @Test("The two-writer scenario, without faults, takes the paths it names: a rotation, a compaction the other reloads after, a torn tail cut off")
+    func twoWritersScenarioPaths() throws {
+        let disk = SimulatedDisk()
+        let url = TemporaryStores.newURL()
+        var containers: [Int: ModelContainer] = [:]
+        var segments: [String: [Int]] = [:]
+        for step in try #require(StoreScenario.all["two writers"]).steps {
+            switch step.action {
+            case .open(let open): containers[step.writer] = try open.make(url, disk)
+            case .save(_, let change):
+                let context = ModelContext(try #require(containers[step.writer]))
+                try change(context)
+                try context.save()
+            case .store(_, let call):
+                let container = try #require(containers[step.writer])
+                try call(StoreFiles.store(container), ModelContext(container))
+            case .offline(_, let change): try change(disk, url)
+            case .close:
+                let container = containers.removeValue(forKey: step.writer)
+                try StoreFiles.close(try #require(container))
+            case .by: Issue.record("nested writers")
+            }
+            if let container = containers[step.writer] {
+                segments[step.name] = StoreFiles.store(container).statistics.segments
+            }
+        }
+        let names = try #require(StoreScenario.all["two writers"]).steps.map(\.name)
+        func segmentsAfter(_ prefix: String) throws -> [Int] {
+            let name = names.first { $0.contains(prefix) }
+            return try #require(name.flatMap { segments[$0] })
+        }
+        #expect(try segmentsAfter("rotates").count == segmentsAfter("the segment fills").count + 1, "\(segments)")
+        #expect(try segmentsAfter("compact").count == 1)
+        #expect(try segmentsAfter("reload").first == segmentsAfter("compact").first,
+                "the other writer took the compacted log over")
+        #expect(disk.files(under: url.path).keys.contains { $0.hasPrefix("quarantine/") && $0.hasSuffix(".torn") })
+        #expect(StoreVerifier.verify(at: url, fileSystem: disk).ok)
     }
 
     @Test("A failed flush is never retried as success: the record is cut off, writes stop until reopened, a power loss loses nothing acknowledged")
@@ -285,8 +324,19 @@ final class FaultRun {
     let url = TemporaryStores.newURL()
     private(set) var problems: [String] = []
     private(set) var stopped = 0
-    private var container: ModelContainer?
-    private var open: StoreScenario.Open?
+    /// Each writer's open store and how it was opened (one writer unless the scenario's steps name others).
+    private var containers: [Int: ModelContainer] = [:]
+    private var opens: [Int: StoreScenario.Open] = [:]
+    /// The writer of the step being run, whose store `container` and `open` are.
+    private var writer = 0
+    private var container: ModelContainer? {
+        get { containers[writer] }
+        set { containers[writer] = newValue }
+    }
+    private var open: StoreScenario.Open? {
+        get { opens[writer] }
+        set { opens[writer] = newValue }
+    }
 
     init(scenario: StoreScenario, reference: [String], rule: FaultRules.Rule?) {
         self.scenario = scenario
@@ -301,6 +351,7 @@ final class FaultRun {
         let run = FaultRun(scenario: scenario, reference: [], rule: nil)
         var fingerprints: [String] = []
         for step in scenario.steps {
+            run.writer = step.writer
             try run.perform(step, context: nil)
             fingerprints.append(try run.fingerprint() ?? fingerprints.last ?? "")
         }
@@ -312,9 +363,10 @@ final class FaultRun {
         disk.faults.setLogging(false)
         for (index, step) in scenario.steps.enumerated() {
             if index == scenario.faultsFrom, let rule { disk.faults.arm(rule) }
+            writer = step.writer
             let before = injected
             var context: ModelContext?
-            if case .save(_, let change) = step, let container {
+            if case .save(_, let change) = step.action, let container {
                 let fresh = ModelContext(container)
                 context = fresh
                 do { try change(fresh) } catch {
@@ -338,9 +390,9 @@ final class FaultRun {
         finalCheck()
     }
 
-    /// Does what a step says.
+    /// Does what a step says, with the current writer's store.
     func perform(_ step: StoreScenario.Step, context: ModelContext?) throws {
-        switch step {
+        switch step.action {
         case .open(let open):
             self.open = open
             container = try open.make(url, disk)
@@ -359,6 +411,8 @@ final class FaultRun {
             if let container { try StoreFiles.close(container) }
         case .offline(_, let change):
             try change(disk, url)
+        case .by:
+            preconditionFailure("an action is never a writer's step")
         }
     }
 
@@ -377,9 +431,11 @@ final class FaultRun {
         problems.append("step \(index) (\(step.name)): \(message)")
     }
 
-    /// The first failed call and whether it was a flush of the segment being appended to.
+    /// Whether the first failed call was a flush of the segment being appended to, with writes not flushed yet
+    /// (not, say, the flush a writer sharing the store makes of what it catches up with, which loses nothing).
     private func failedFlushOfActiveSegment() -> Bool {
         guard let failed = disk.faults.calls.first(where: \.failed), failed.operation == .fsync,
+              disk.failedFlushes.first?.hadUnflushedWrites == true,
               let manifest = disk.contents(url.path + "/MANIFEST"),
               let active = manifestSegments(manifest).last else { return false }
         return failed.path == StoreFiles.segment(url, active).path
@@ -399,7 +455,9 @@ final class FaultRun {
             for found in StoreFiles.unrecoverableProblems(at: url, fileSystem: disk) { problem(index, step, "verify: \(found)") }
         }
         do {
-            switch step {
+            switch step.action {
+            case .by:
+                preconditionFailure("an action is never a writer's step")
             case .open:
                 try perform(step, context: nil)
             case .close:
@@ -496,7 +554,8 @@ final class FaultRun {
         let last = scenario.steps.count - 1
         guard let open else { return }
         do {
-            if let container { try? StoreFiles.close(container) }
+            for container in containers.values { try? StoreFiles.close(container) }
+            containers = [:]
             let container = try open.make(url, disk)
             defer { try? StoreFiles.close(container) }
             let context = ModelContext(container)

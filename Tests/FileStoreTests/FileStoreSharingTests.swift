@@ -116,6 +116,38 @@ struct FileStoreSharingTests {
         #expect(try titles(try StoreFiles.open(url, NotesSchema.models)).count == 5)
     }
 
+    @Test("A writer whose log another writer moved past never cuts the other's records off: a failed reopen or flush while catching up, a failed flush at close",
+          arguments: [(FaultRules.Operation.openForAppending, "save"), (.fsync, "save"), (.fsync, "close")])
+    func staleLogKeepsOthersRecords(operation: FaultRules.Operation, action: String) throws {
+        let disk = SimulatedDisk()
+        let url = TemporaryStores.newURL()
+        let first = try open(url) { $0.fileSystem = disk }, second = try open(url) { $0.fileSystem = disk }
+        let a = ModelContext(first), b = ModelContext(second)
+        a.insert(Note.titled("a"))
+        try a.save()
+        b.insert(Note.titled("b"))
+        try b.save()
+        // The first writer's log now ends before the second's record.
+        disk.faults.arm(.init(operation))
+        if action == "save" {
+            a.insert(Note.titled("a again"))
+            #expect(throws: (any Error).self) { try a.save() }
+            disk.faults.disarm()
+            do { try a.save() } catch FileStoreError.writesStopped {}
+        } else {
+            #expect(throws: StoreIOError.self) { try StoreFiles.close(first) }
+        }
+        disk.faults.disarm()
+        #expect(disk.faults.failureCount == 1)
+        try? StoreFiles.close(first)
+        try StoreFiles.close(second)
+        #expect(StoreFiles.unrecoverableProblems(at: url, fileSystem: disk).isEmpty)
+        for image in [disk, SimulatedDisk(image: disk.crashImage(.powerLoss))] {
+            let reopened = try open(url) { $0.fileSystem = image }
+            #expect(try titles(reopened).filter { $0.count == 1 } == ["a", "b"], "the second writer's save is there")
+        }
+    }
+
     @Test("An exclusive open keeps per-save writers out; a per-save open does not keep an exclusive one out for long")
     func exclusiveAndShared() throws {
         let url = TemporaryStores.newURL()

@@ -10,6 +10,11 @@ import NoteKitTestSupport
 /// A scenario is a list of steps run on one store. The expected state after each step is what a run without faults
 /// gives, as a ``StoreScenario/Open/fingerprint`` that names objects by their values, not their random identifiers,
 /// so that runs can be compared.
+///
+/// Several writers can share the store (each its own open, ``FileStoreConfiguration/Sharing/perSave``): a step
+/// wrapped in ``Step/by(_:_:)`` uses that writer's open; others use writer 0. The state after a step is read through
+/// the step's writer, so each step must leave its writer caught up with everything committed (a save or a store
+/// call catches up first; an offline step belongs to the writer that wrote last).
 struct StoreScenario {
     /// How to open the store, and how to describe what it holds.
     struct Open {
@@ -30,6 +35,8 @@ struct StoreScenario {
         case close
         /// Changes the files while the store is closed, as another program or an earlier crash would.
         case offline(String, (SimulatedDisk, URL) throws -> Void)
+        /// Does the step with writer `writer` (0, 1, …): its own open of the store, shared with the other writers.
+        indirect case by(Int, Step)
 
         var name: String {
             switch self {
@@ -37,7 +44,18 @@ struct StoreScenario {
             case .save(let name, _), .store(let name, _): name
             case .close: "close"
             case .offline(let name, _): name
+            case .by(let writer, let step): "writer \(writer): \(step.name)"
             }
+        }
+
+        /// The writer whose open the step uses.
+        var writer: Int {
+            if case .by(let writer, _) = self { writer } else { 0 }
+        }
+
+        /// What the step does, whoever does it.
+        var action: Step {
+            if case .by(_, let step) = self { step.action } else { self }
         }
     }
 
@@ -53,6 +71,7 @@ extension StoreScenario {
     static var all: [String: StoreScenario] {
         [
             notes.name: notes, lightweightMigration.name: lightweightMigration, migrationPlan.name: migrationPlan,
+            twoWriters.name: twoWriters,
         ]
     }
 
@@ -94,7 +113,7 @@ extension StoreScenario {
         return note
     }
 
-    private static func drawingBytes(_ seed: UInt8, count: Int = 300) -> Data {
+    static func drawingBytes(_ seed: UInt8, count: Int = 300) -> Data {
         Data((0..<count).map { UInt8(truncatingIfNeeded: Int(seed) &* 31 &+ $0) })
     }
 
@@ -246,6 +265,74 @@ extension StoreScenario {
             try context.fetch(FetchDescriptor<ShelfUniqueName.Item>(sortBy: [SortDescriptor(\.count)]))
                 .map { "\($0.name) \($0.count) \($0.note ?? "nil")" }.joined(separator: "\n")
         })
+    }
+}
+
+extension StoreScenario {
+    /// The notes store shared per save: each save, history deletion and compaction takes the lock, catches up with
+    /// what the other writers committed, and appends. A lock left held fails the next save at once rather than
+    /// after the default 5 seconds.
+    static var openSharedNotes: Open {
+        Open(name: "notes, shared per save", make: { url, fileSystem in
+            try StoreFiles.open(url, NotesSchema.models) {
+                notesConfiguration(&$0)
+                $0.sharing = .perSave
+                $0.lockTimeout = 0
+                $0.fileSystem = fileSystem
+            }
+        }, fingerprint: notesFingerprint)
+    }
+
+    /// Two writers (two opens, each its own `FileStore`) take turns on one store, so that every save, history
+    /// deletion and compaction first catches up with the other's commits: appended records, a rotation, a
+    /// compaction that replaced every segment (a full reload of what the writer had cached), and a torn tail that
+    /// a writer killed in the middle of an append left, which the next writer cuts off (quarantine, truncate).
+    /// Each writer edits objects it knows without refreshing: its own, or, after a reload, the other's.
+    static var twoWriters: StoreScenario {
+        let a = 0, b = 1
+        return StoreScenario(name: "two writers", steps: [
+            .by(a, .open(openSharedNotes)),
+            .by(b, .open(openSharedNotes)),
+            .by(a, .save("a folder and three notes") { context in
+                let editor = NoteEditor(context: context)
+                let folder = Folder(name: "Inbox")
+                context.insert(folder)
+                for index in 0..<3 {
+                    editor.createNote(.init(title: "a\(index)", body: String(repeating: "a\(index) ", count: 40)),
+                                      in: folder)
+                }
+            }),
+            .by(b, .save("two notes and a drawing (a new blob), after the other's appends; the segment fills") { context in
+                let editor = NoteEditor(context: context)
+                let drawn = editor.createNote(.init(title: "b0", body: "drawn"))
+                editor.createNote(.init(title: "b1", body: String(repeating: "b1 ", count: 400)))
+                try editor.setDrawing(drawingBytes(3), on: drawn)
+            }),
+            .by(a, .save("edit a body (rotates the segment)") { context in
+                try note("a0", in: context).body = "rotated " + String(repeating: "r", count: 300)
+            }),
+            .by(b, .store("delete history before the third transaction, after the other's rotation") { _, context in
+                let third = DefaultHistoryToken(transactionNumber: 3)
+                try context.deleteHistory(HistoryDescriptor<DefaultHistoryTransaction>(
+                    predicate: #Predicate { $0.token < third }))
+            }),
+            .by(a, .store("compact, after the other's history deletion") { store, _ in try store.compact() }),
+            .by(b, .save("edit with state cached from before the other's compaction (reload)") { context in
+                try note("b0", in: context).body = "after the compaction"
+            }),
+            .by(b, .offline("a third writer dies in the middle of an append: a torn tail") { disk, url in
+                guard let manifest = disk.contents(url.path + "/MANIFEST"), let active = manifestSegments(manifest).last else {
+                    throw ScenarioError.noStore
+                }
+                try disk.appendDurably(StoreFiles.segment(url, active).path, Array("0000004a 1234abcd {\"k\":\"tx\"".utf8))
+            }),
+            .by(a, .save("edit the other's note (known from catching up), cutting off the torn tail") { context in
+                try note("b1", in: context).body = "edited by a"
+            }),
+            // The other's log is stale now: closing must not cut the segment back to where it stood.
+            .by(b, .close),
+            .by(a, .close),
+        ], faultsFrom: 1)
     }
 }
 

@@ -363,9 +363,22 @@ public final class SimulatedDisk: StoreFileSystem {
         }
     }
 
+    /// A flush that failed (or reported failure after its effect).
+    public struct FailedFlush: Sendable, Equatable {
+        public let path: String
+        /// Whether the file held writes not flushed yet: whether the failure could lose data.
+        public let hadUnflushedWrites: Bool
+    }
+
+    /// Every flush of a file that failed, in order.
+    public var failedFlushes: [FailedFlush] { state.withLock { $0.failedFlushes } }
+
     fileprivate func sync(_ file: Int, path: String) throws {
         let failure = faults.check(.fsync, path)
         try state.withLock { state in
+            if failure != nil {
+                state.failedFlushes.append(FailedFlush(path: path, hadUnflushedWrites: !state.image.files[file]!.pending.isEmpty))
+            }
             switch failure {
             case nil:
                 state.record(.fsync(file: file, succeeded: true))
@@ -413,6 +426,7 @@ public final class SimulatedDisk: StoreFileSystem {
         var image: Image
         var journal: [Step] = []
         var locks: Set<String> = []
+        var failedFlushes: [FailedFlush] = []
 
         mutating func record(_ step: Step) {
             image.apply(step)

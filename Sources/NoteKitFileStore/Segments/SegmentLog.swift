@@ -224,6 +224,21 @@ final class SegmentLog {
         return file
     }
 
+    /// Lets go of the active segment without flushing or cutting it: for a log shared per save that another
+    /// writer has moved past. Its sizes are stale, so a flush that failed would cut the segment back to this log's
+    /// last flush, taking the other writers' committed records with it. (Whoever appended after this log flushed
+    /// the file, and with it what this log appended.)
+    func abandon() {
+        try? active.close()
+    }
+
+    /// Closes a log shared per save, without the store's lock: flushes what this log appended, but cuts nothing
+    /// when the flush fails, since other writers may have appended after it.
+    func closeShared() throws {
+        defer { try? active.close() }
+        try active.sync()
+    }
+
     /// Flushes and closes the active segment.
     func close() throws {
         try sync()
