@@ -567,15 +567,21 @@ public final class FileStore: DataStore {
 
     // MARK: Maintenance
 
-    /// Flushes every written record to disk (meaningful with deferred durability).
+    /// Flushes every written record to disk (meaningful with deferred durability). Shared per save, it takes the
+    /// store's lock and catches up first, as a save does, so that the log it flushes ends where the file ends.
     ///
-    /// - Throws: the flush's error; the store then accepts no more writes until reopened.
+    /// - Throws: the flush's error; the store then accepts no more writes until reopened. Shared per save, what
+    ///   catching up throws too.
     public func sync() throws {
         try state.withLock { state in
-            guard let log = state.log else { return }
-            do { try flush(log, &state, forced: true) } catch {
-                state.writesStopped = "flushing failed: \(error)"
-                throw error
+            guard state.log != nil else { return }
+            // A stale log (another writer appended after it) must not be flushed: a failed flush cuts the segment
+            // back to where this log last flushed, past the other writer's records.
+            try withWriteAccess(&state) { log, state in
+                do { try flush(log, &state, forced: true) } catch {
+                    state.writesStopped = "flushing failed: \(error)"
+                    throw error
+                }
             }
         }
     }

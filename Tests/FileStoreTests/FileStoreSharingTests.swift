@@ -116,8 +116,9 @@ struct FileStoreSharingTests {
         #expect(try titles(try StoreFiles.open(url, NotesSchema.models)).count == 5)
     }
 
-    @Test("A writer whose log another writer moved past never cuts the other's records off: a failed reopen or flush while catching up, a failed flush at close",
-          arguments: [(FaultRules.Operation.openForAppending, "save"), (.fsync, "save"), (.fsync, "close")])
+    @Test("A writer whose log another writer moved past never cuts the other's records off: a failed reopen or flush while catching up, a failed flush at close or in sync()",
+          arguments: [(FaultRules.Operation.openForAppending, "save"), (.fsync, "save"), (.fsync, "close"),
+                      (.fsync, "sync")])
     func staleLogKeepsOthersRecords(operation: FaultRules.Operation, action: String) throws {
         let disk = SimulatedDisk()
         let url = TemporaryStores.newURL()
@@ -134,6 +135,8 @@ struct FileStoreSharingTests {
             #expect(throws: (any Error).self) { try a.save() }
             disk.faults.disarm()
             do { try a.save() } catch FileStoreError.writesStopped {}
+        } else if action == "sync" {
+            #expect(throws: StoreIOError.self) { try StoreFiles.store(first).sync() }
         } else {
             #expect(throws: StoreIOError.self) { try StoreFiles.close(first) }
         }
