@@ -66,7 +66,7 @@ struct BadInputTests {
         var opened = 0, refused = 0
         let directory = CaseDirectory()
         for seed in 0..<Self.seeds {
-            var random = SeededRandom(seed: UInt64(seed))
+            var random = SeededGenerator.badInput(seed: UInt64(seed))
             var files = store.files
             var hits: [(file: Int, offset: Int)] = []
             for _ in 0..<(1 + seed % 3) {
@@ -104,7 +104,7 @@ struct BadInputTests {
     @Test("Garbage appended to the last segment is a torn tail, zeros reserved space; to another segment or the manifest, damage")
     func appendedBytes() throws {
         let store = try SmallStore.shared.get()
-        var random = SeededRandom(seed: 42)
+        var random = SeededGenerator.badInput(seed: 42)
         let tails: [(String, [UInt8])] = [
             ("zeros", [UInt8](repeating: 0, count: 4096)),
             ("garbage", (0..<4096).map { _ in UInt8(truncatingIfNeeded: random.next()) }),
@@ -190,7 +190,7 @@ struct BadInputTests {
             cases += 1
             store.check(files, .refused(file: "MANIFEST"), "MANIFEST cut at \(cut)")
         }
-        var random = SeededRandom(seed: 7)
+        var random = SeededGenerator.badInput(seed: 7)
         let garbage: [(String, [UInt8])] = [
             ("random bytes", (0..<200).map { _ in UInt8(truncatingIfNeeded: random.next()) }),
             ("a segment's bytes", store.files[store.segments[0]]!),
@@ -886,16 +886,10 @@ struct CraftedRecord {
     }
 }
 
-/// A small deterministic generator (SplitMix64), so a failing seed can be replayed.
-struct SeededRandom {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed &* 0x9E37_79B9_7F4A_7C15 &+ 1 }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+extension SeededGenerator {
+    /// The generator the matrix uses for `seed`: the seed spread over the state first, as it always was, so that
+    /// each seed makes the same cases docs/reliability/inputs.md counts.
+    static func badInput(seed: UInt64) -> SeededGenerator {
+        SeededGenerator(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ 1)
     }
 }

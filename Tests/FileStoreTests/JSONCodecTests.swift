@@ -1,3 +1,4 @@
+import NoteKitTestSupport
 import Testing
 
 @testable import NoteKitFileStore
@@ -204,7 +205,7 @@ struct JSONCodecTests {
 
     @Test("4,000 random bit patterns round-trip bit for bit, and their text is what Double(String) reads")
     func randomBitPatternsRoundTrip() throws {
-        var random = SplitMix64(seed: 0x5EED_0001)
+        var random = SeededGenerator(seed: 0x5EED_0001)
         var values: [Double] = []
         for index in 0..<4_000 {
             switch index % 4 {
@@ -232,7 +233,7 @@ struct JSONCodecTests {
 
     @Test("3,000 random decimal texts read as strtod rounds them (Swift's Double(String) is the oracle)")
     func randomDecimalTextsRoundCorrectly() throws {
-        var random = SplitMix64(seed: 0x5EED_0002)
+        var random = SeededGenerator(seed: 0x5EED_0002)
         for _ in 0..<3_000 {
             let digitCount = 1 + Int(random.next() % 25)
             var digits = String(1 + random.next() % 9)
@@ -477,7 +478,7 @@ struct JSONCodecTests {
 
     @Test("5,000 mutations of a record and random byte strings never crash the reader")
     func mutationsNeverCrash() {
-        var random = SplitMix64(seed: 0x5EED_0003)
+        var random = SeededGenerator(seed: 0x5EED_0003)
         let record = Array(Self.sampleRecord.utf8)
         let interesting: [UInt8] = Array(#"{}[]",:\-+.eE0123456789tfnu "#.utf8) + [0x00, 0x0A, 0x80, 0xC3, 0xED, 0xF4, 0xFF]
         for round in 0..<5_000 {
@@ -537,7 +538,7 @@ struct JSONCodecTests {
 
     @Test("200 random documents round-trip through the writer and the reader")
     func randomDocumentsRoundTrip() throws {
-        var random = SplitMix64(seed: 0x5EED_0004)
+        var random = SeededGenerator(seed: 0x5EED_0004)
         for _ in 0..<200 {
             let value = JSONValue.random(using: &random, depth: 0)
             let json = encoded { value.write(to: &$0) }
@@ -685,7 +686,7 @@ private indirect enum JSONValue: Equatable {
         }
     }
 
-    static func random(using random: inout SplitMix64, depth: Int) -> JSONValue {
+    static func random(using random: inout SeededGenerator, depth: Int) -> JSONValue {
         let alphabet = Array("aé\"\\\n\u{0}😀 z\t/".unicodeScalars)
         func string() -> String {
             String(String.UnicodeScalarView((0..<Int(random.next() % 12)).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] }))
@@ -719,20 +720,5 @@ private indirect enum JSONValue: Equatable {
         case (.null, .null): return true
         default: return false
         }
-    }
-}
-
-/// A seeded generator (SplitMix64), so every run tests the same values.
-private struct SplitMix64 {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

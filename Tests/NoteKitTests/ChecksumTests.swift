@@ -1,4 +1,5 @@
 import FoundationEssentials
+import NoteKitTestSupport
 import Testing
 
 @testable import NoteKit
@@ -82,7 +83,7 @@ struct ChecksumTests {
 
     @Test("CRC-32C matches a bitwise reference for every length 0…100")
     func crc32cMatchesReference() {
-        var generator = SplitMix64(seed: 0x5EED_C0DE)
+        var generator = SeededGenerator(seed: 0x5EED_C0DE)
         // One random buffer with room to start at every offset 0…7, so the 8-byte loads run unaligned too.
         let buffer = (0..<(100 + 8)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
         for length in 0...100 {
@@ -101,7 +102,7 @@ struct ChecksumTests {
 
     @Test("CRC-32C continues from a seed across any split")
     func crc32cIncrementalSeed() {
-        var generator = SplitMix64(seed: 42)
+        var generator = SeededGenerator(seed: 42)
         for _ in 0..<200 {
             let count = Int(generator.next() % 600)
             let bytes = (0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
@@ -127,7 +128,7 @@ struct ChecksumTests {
 
     @Test("CRC-32C mask and unmask round-trip")
     func crc32cMask() {
-        var generator = SplitMix64(seed: 7)
+        var generator = SeededGenerator(seed: 7)
         let samples: [UInt32] = [0, 1, 0xFFFF_FFFF, 0xE306_9283, 0xA282_EAD8, 0x8000_0000]
             + (0..<1000).map { _ in UInt32(truncatingIfNeeded: generator.next()) }
         for crc in samples {
@@ -152,19 +153,4 @@ private func referenceCRC32C(_ bytes: some Sequence<UInt8>) -> UInt32 {
         }
     }
     return crc ^ 0xFFFF_FFFF
-}
-
-/// A small deterministic generator, so failures reproduce.
-private struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

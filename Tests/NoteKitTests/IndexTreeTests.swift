@@ -1,4 +1,5 @@
 import FoundationEssentials
+import NoteKitTestSupport
 import Testing
 @testable import NoteKit
 
@@ -83,17 +84,6 @@ struct IndexTreeTests {
 
     // MARK: - Random data
 
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Value pools. Decimals compare with other numbers through a conversion, and NaN is unordered against
     /// decimals, so the two live in separate pools; each pool is a total order under `StoredValue.compare`.
     enum Pool: String, CaseIterable, Sendable {
@@ -126,7 +116,7 @@ struct IndexTreeTests {
         }
     }
 
-    static func identifiers(_ count: Int, using rng: inout SplitMix64) -> [PersistentIdentifier] {
+    static func identifiers(_ count: Int, using rng: inout SeededGenerator) -> [PersistentIdentifier] {
         // A long entity name is a heap string; a short one is stored inline. Both orders are exercised.
         let names = ["Note", "Tag", "NotebookAttachmentWithALongName"]
         return (0..<count).map { _ in
@@ -140,7 +130,7 @@ struct IndexTreeTests {
 
     @Test("Random inserts and removes match a sorted array", arguments: Pool.allCases, [8, 512])
     func modelTest(pool: Pool, chunkCapacity: Int) {
-        var rng = SplitMix64(state: UInt64(chunkCapacity) &* 31 &+ (pool == .mixed ? 1 : 2))
+        var rng = SeededGenerator(seed: UInt64(chunkCapacity) &* 31 &+ (pool == .mixed ? 1 : 2))
         let values = pool.values
         let ids = Self.identifiers(60, using: &rng)
         func randomKey() -> [StoredValue] { (0..<2).map { _ in values.randomElement(using: &rng)! } }
@@ -196,7 +186,7 @@ struct IndexTreeTests {
 
     @Test("Bulk load equals incremental inserts", arguments: [8, 512])
     func bulkLoad(chunkCapacity: Int) {
-        var rng = SplitMix64(state: 7)
+        var rng = SeededGenerator(seed: 7)
         let values = Pool.mixed.values
         let ids = Self.identifiers(40, using: &rng)
         let entries = (0..<5000).map { _ in
@@ -258,7 +248,7 @@ struct IndexTreeTests {
             .int(2), .double(2.5), .uint(3), .int(1 << 60), .uint(.max), .double(.infinity), .double(.nan),
             .string("A"), .string("a"), .date(date),
         ]
-        var rng = SplitMix64(state: 3)
+        var rng = SeededGenerator(seed: 3)
         var tree = IndexTree(keyCount: 1, chunkCapacity: 4)
         for value in expected.shuffled(using: &rng) {
             tree.insert(key: [value], id: .make(entityName: "Note"))
