@@ -453,13 +453,7 @@ public final class FileStore: DataStore {
     public func save(_ changes: ChangeSet) throws -> SaveResult {
         try state.withLock { state in try withWriteAccess(&state) { log, state in
             try state.rows.validate(changes)
-            let stored: ChangeSet
-            do {
-                stored = try writeBlobs(changes)
-            } catch let error as FileStoreError {
-                if case .writesStopped(let reason) = error { state.writesStopped = reason }
-                throw error
-            }
+            let stored = try recordingStop(&state) { try writeBlobs(changes) }
             let transaction = Transaction(number: state.lastTransaction + 1, time: Date(), changes: stored)
             if !state.migrationHeld {
                 try write(transaction, to: log, &state)
@@ -476,15 +470,22 @@ public final class FileStore: DataStore {
         } }
     }
 
+    /// Runs `body`; a ``FileStoreError/writesStopped(reason:)`` it throws (the files are in doubt) is recorded, so
+    /// that the store refuses writes until it is reopened.
+    @discardableResult
+    private func recordingStop<Result>(_ state: inout State, _ body: () throws -> Result) throws -> Result {
+        do {
+            return try body()
+        } catch FileStoreError.writesStopped(let reason) {
+            state.writesStopped = reason
+            throw FileStoreError.writesStopped(reason: reason)
+        }
+    }
+
     /// Appends one framed record and flushes it as the durability policy asks. A failed append that leaves the
     /// segment in doubt, or any failed flush, stops writes until the store is reopened.
     private func appendDurably(_ record: [UInt8], what: String, to log: SegmentLog, _ state: inout State) throws {
-        do {
-            try log.append(record)
-        } catch let error as FileStoreError {
-            if case .writesStopped(let reason) = error { state.writesStopped = reason }
-            throw error
-        }
+        try recordingStop(&state) { try log.append(record) }
         do {
             try flush(log, &state, forced: false)
         } catch {
@@ -498,14 +499,9 @@ public final class FileStore: DataStore {
     private func write(_ transaction: Transaction, to log: SegmentLog, _ state: inout State) throws {
         let payload = encoder.transaction(transaction, schema: schema)
         if log.activeSize > configuration.maximumSegmentSize {
-            do {
-                let closedSize = log.activeSize
-                try log.startSegment(with: [], replacingAll: false, now: Date())
-                state.closedSegmentBytes += closedSize
-            } catch let error as FileStoreError {
-                if case .writesStopped(let reason) = error { state.writesStopped = reason }
-                throw error
-            }
+            let closedSize = log.activeSize
+            try recordingStop(&state) { try log.startSegment(with: [], replacingAll: false, now: Date()) }
+            state.closedSegmentBytes += closedSize
         }
         try appendDurably(payload, what: "transaction \(transaction.number)", to: log, &state)
     }
@@ -694,12 +690,8 @@ public final class FileStore: DataStore {
         let records = [AnySequence(opening), AnySequence(chunks.lazy.map { encoder.rows(entity: $0.entity, $0.rows) })]
             .joined()
 
-        let dropped: [Int]
-        do {
-            dropped = try log.startSegment(with: records, replacingAll: true, now: Date())
-        } catch let error as FileStoreError {
-            if case .writesStopped(let reason) = error { state.writesStopped = reason }
-            throw error
+        let dropped = try recordingStop(&state) {
+            try log.startSegment(with: records, replacingAll: true, now: Date())
         }
         // The new state is committed; what follows only reclaims space, and a crash here is cleaned up at open.
         var removedSegments: [String] = []
