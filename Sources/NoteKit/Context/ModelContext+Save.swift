@@ -174,6 +174,7 @@ extension ModelContext {
                     throw SaveError.uniqueConstraintViolation(entity: metadata.entityName, properties: names,
                                                               values: key, existing: holder.id)
                 }
+                let duplicateID = object._$id
                 switch holder {
                 case .object(let existing):
                     merge(object, into: existing)
@@ -182,6 +183,7 @@ extension ModelContext {
                     adopt(snapshot, by: object)
                     claimed[claimKey, default: [:]][key] = object
                 }
+                redirectReferences(to: duplicateID, toward: holder.id, entity: type(of: object))
                 // An undo group cannot express an object that changed identity or was merged away: forget them all.
                 undoManager?.removeAllActions()
                 // The object has a new identity or left the context; its other constraints were checked with it.
@@ -207,6 +209,25 @@ extension ModelContext {
             return .object(registered)
         }
         return store.snapshots(for: [id]).first?.map(KeyHolder.stored)
+    }
+
+    /// Points every reference to `duplicate` (an inserted object an upsert merged away or renamed) at `survivor`,
+    /// in every relationship of every pending object, with or without an inverse, to-one or to-many (where a list
+    /// held both, it keeps one).
+    ///
+    /// Only pending objects can refer to `duplicate`: it was never saved, so a reference to it is itself an unsaved
+    /// change of the referring object, which is therefore inserted or changed in this context.
+    ///
+    /// - Complexity: O(pending objects × their relationships to `entity`).
+    private func redirectReferences(to duplicate: PersistentIdentifier, toward survivor: PersistentIdentifier,
+                                    entity: ModelObject.Type) {
+        let destination = ObjectIdentifier(entity)
+        for referrer in insertedObjects + changedObjects {
+            for (slot, relationship) in referrer._$metadata.relationships.enumerated()
+            where ObjectIdentifier(relationship.destination) == destination {
+                referrer._$replaceTarget(duplicate, with: survivor, in: slot)
+            }
+        }
     }
 
     /// Merges inserted `object` into `holder`, which this context already has: the holder gets the inserted values

@@ -228,8 +228,8 @@ public enum SaveError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(model).\(property) has \(count) targets; it must have between \(minimum) and "
                 + (maximum.map(String.init) ?? "any number")
         case let .relationshipToMissingModel(model, property, target):
-            "\(model).\(property) points at \(target), which was deleted; set the relationship after deciding "
-                + "whether to keep that object"
+            "\(model).\(property) points at \(target), which is not in the store (it was deleted, or never "
+                + "inserted); remove it from the relationship, or insert it, before saving"
         case let .readOnly(reason): "the store accepts no writes: \(reason)"
         }
     }
