@@ -16,32 +16,46 @@ struct PredicateTranslator {
     }
 
     /// The filter for a Boolean expression.
+    ///
+    /// A part that reads nothing of the object (`searchText.isEmpty`, `words.contains("x")`, `limit > 2`) is
+    /// computed once, here, whatever its form, so the rest of the predicate can still run in the store.
     func filter(_ expression: any PredicateExpression) throws -> FetchFilter {
-        if let translatable = expression as? any FilterTranslatable {
-            return try translatable.fetchFilter(self)
-        }
-        if let value = expression as? any OperandTranslatable, Self.isBoolean(expression) {
-            // A bare Boolean property (`$0.isPinned`) or constant.
-            return .compare(try value.fetchOperand(self), .equal, .value(.bool(true)))
+        do {
+            if let translatable = expression as? any FilterTranslatable {
+                return try translatable.fetchFilter(self)
+            }
+            if let value = expression as? any OperandTranslatable, Self.isBoolean(expression) {
+                // A bare Boolean property (`$0.isPinned`) or constant.
+                return .compare(try value.fetchOperand(self), .equal, .value(.bool(true)))
+            }
+        } catch let untranslatable as Untranslatable {
+            if let constant = Self.constantValue(of: expression) as? Bool { return .constant(constant) }
+            throw untranslatable
         }
         if let constant = Self.constantValue(of: expression) as? Bool { return .constant(constant) }
         throw Untranslatable(reason: "\(type(of: expression)) is not supported by the store")
     }
 
-    /// The operand for a value expression.
+    /// The operand for a value expression; a part that reads nothing of the object is computed once, here.
     func operand(_ expression: any PredicateExpression) throws -> FetchOperand {
-        if let translatable = expression as? any OperandTranslatable {
-            return try translatable.fetchOperand(self)
+        do {
+            if let translatable = expression as? any OperandTranslatable {
+                return try translatable.fetchOperand(self)
+            }
+        } catch let untranslatable as Untranslatable {
+            if let constant = Self.constantValue(of: expression) { return .value(try Self.constant(constant)) }
+            throw untranslatable
         }
-        // A part that reads nothing of the object (`searchText.isEmpty`) is computed once, here.
         if let constant = Self.constantValue(of: expression) { return .value(try Self.constant(constant)) }
         throw Untranslatable(reason: "\(type(of: expression)) is not supported by the store")
     }
 
-    /// The value of an expression that reads no variable, or nil when it reads one (or fails).
+    /// The value of an expression that reads no variable, or nil when it reads one (or fails): evaluated with no
+    /// bindings, an expression that reads the object throws at once.
     private static func constantValue(of expression: any PredicateExpression) -> Any? {
         func evaluate<E: PredicateExpression>(_ expression: E) -> Any? {
-            try? expression.evaluate(PredicateBindings())
+            guard let value = try? expression.evaluate(PredicateBindings()) else { return nil }
+            return value
         }
         return evaluate(expression)
     }
