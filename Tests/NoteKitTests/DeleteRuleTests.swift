@@ -103,7 +103,7 @@ struct DeleteRuleTests {
         #expect(context.deletedModelsArray.count == 2)
     }
 
-    @Test(".noAction leaves the targets pointing at the deleted object", arguments: StoreKind.allCases)
+    @Test(".noAction leaves the targets unchanged in the context", arguments: StoreKind.allCases)
     func noAction(kind: StoreKind) throws {
         let context = ModelContext(try kind.makeContainer([Warehouse.self]))
         let bin = Bin(code: "b1")

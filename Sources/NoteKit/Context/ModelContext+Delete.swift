@@ -21,7 +21,9 @@ extension ModelContext {
     /// - `.cascade`: each target is deleted too, with its own rules, through any number of levels; a cycle of
     ///   cascades ends when it reaches an object already being deleted.
     /// - `.deny`: if the relationship has a target that is not itself being deleted, the whole delete is refused.
-    /// - `.noAction`: the targets are left as they are, still pointing at the deleted object.
+    /// - `.noAction`: the targets are left as they are (not changed, nothing recorded for them); their inverse
+    ///   reads nil (or leaves the deleted object out), in a property and in a predicate alike, once the delete is
+    ///   saved (see ``Schema/Relationship/DeleteRule/noAction``).
     ///
     /// Unlike SwiftData, which reports a denied delete only when saving, this throws at once.
     ///

@@ -32,10 +32,22 @@ public struct FetchDescriptor<T: PersistentModel> {
     public var fetchOffset: Int?
     /// Whether unsaved inserts, changes and deletes of the context count (default true).
     public var includePendingChanges = true
-    /// Accepted for SwiftData compatibility: NoteKit always has every property at hand (external blobs are still
-    /// read only when their property is read).
+    /// The properties SwiftData loads with each result; the others are faulted in when first read.
+    ///
+    /// Today this is deliberately a no-op in NoteKit, with the same results as SwiftData: a store opens with
+    /// every row in memory, so each result already has every property at hand, and reading a property that is not
+    /// listed returns its stored value, just as SwiftData's fault would. There is nothing left to save by loading
+    /// fewer properties. (An `.externalStorage` attribute is still read from its file only when the property is
+    /// read, listed or not.) The list is kept, so code written for SwiftData compiles and behaves the same; it is
+    /// not validated. When the file store reads rows lazily, this list will say which properties to decode first.
     public var propertiesToFetch: [PartialKeyPath<T>] = []
-    /// Accepted for SwiftData compatibility: relationships resolve from memory, so there is nothing to prefetch.
+    /// The relationships whose targets SwiftData loads together with the results, to avoid one fault per result.
+    ///
+    /// Today this is deliberately a no-op in NoteKit, with the same results as SwiftData: a relationship's targets
+    /// resolve from rows already in memory, so following `note.folder` for every result costs no extra read (the
+    /// "N+1" that prefetching avoids does not arise). The list is kept, so code written for SwiftData compiles and
+    /// behaves the same; it is not validated. When the file store reads rows lazily, the named relationships'
+    /// targets will be read in one pass.
     public var relationshipKeyPathsForPrefetching: [PartialKeyPath<T>] = []
 
     var compilation = FetchCompilation()

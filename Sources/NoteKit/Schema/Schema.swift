@@ -278,7 +278,10 @@ extension Schema {
             case cascade
             /// The delete is refused while the relationship has any target.
             case deny
-            /// Nothing is done to the targets: their inverse keeps pointing at the deleted object.
+            /// Nothing is done to the targets: they are not changed in the context and history records nothing
+            /// for them. Their inverse then reads as if the deleted object were never there (nil, or left out of a
+            /// list), and the store drops the reference when it applies the delete, so that a predicate on the
+            /// inverse (`$0.folder == nil`) agrees with the property.
             case noAction
         }
 

@@ -16,10 +16,14 @@ public final class RowStorage {
     /// A record of every change set applied, less what was deleted from history.
     public var history = HistoryLog()
 
+    /// What a `.noAction` delete leaves behind, dropped when the delete is applied.
+    private let noActionReferences: NoActionReferences
+
     /// Empty storage for `schema`.
     public init(schema: Schema) {
         self.schema = schema
         tables = Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, EntityTable(entity: $0)) })
+        noActionReferences = NoActionReferences(schema: schema)
     }
 
     // MARK: Reading
@@ -94,8 +98,15 @@ public final class RowStorage {
     }
 
     /// Applies a validated change set without recording history (the record was read from a log).
+    ///
+    /// A deleted object's `.noAction` relationships change nothing in the context, but their targets' inverse
+    /// would still name the deleted object here: those references are dropped, so that a predicate on the
+    /// inverse (`$0.folder == nil`) agrees with reading it (nil), now and after a reopen replays the delete.
     public func applyRows(_ changes: ChangeSet) {
         generation += 1
+        for update in noActionReferences.updates(deleting: changes.deleted, row: snapshot(for:)) {
+            tables[update.id.entityName]?.update(update, version: generation)
+        }
         for deletion in changes.deleted { tables[deletion.id.entityName]?.remove(deletion.id) }
         for update in changes.updated { tables[update.id.entityName]?.update(update, version: generation) }
         var inserted: [String: [ModelSnapshot]] = [:]

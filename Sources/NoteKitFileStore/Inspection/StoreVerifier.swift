@@ -90,11 +90,13 @@ public enum StoreVerifier {
                             }
                         case .schema(let schema):
                             schemas.append(schema)
+                            objects.schemaInForce(schema)
                         case .migration(let migration):
                             if let previous = schemas.last, let reason = objects.migrate(from: previous, by: migration) {
                                 problem(path, recordStart, .danglingReference, reason)
                             }
                             schemas.append(migration.schema)
+                            objects.schemaInForce(migration.schema)
                         case .snapshot(let last, _):
                             objects.beginSnapshot(after: last)
                         case .rows(_, let rows):
@@ -146,11 +148,6 @@ public enum StoreVerifier {
                 guard let entity = schema.entity(named: row.id.entityName) else { continue }
                 let place = lastWrite[row.id] ?? (layout.root, 0)
                 for (slot, relationship) in entity.relationships.enumerated() {
-                    // A noAction delete on the other side leaves its targets pointing back on purpose.
-                    if let inverse = relationship.inverse,
-                       schema.entity(named: relationship.destination)?.relationship(named: inverse)?.deleteRule == .noAction {
-                        continue
-                    }
                     for target in row.relationships[slot].identifiers where !present.contains(target) {
                         problem(place.file, place.offset, .danglingRelationship,
                                 "\(row.id).\(relationship.name) points at \(target), which does not exist")

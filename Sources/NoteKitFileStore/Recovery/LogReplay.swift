@@ -265,8 +265,10 @@ struct LogReplay {
             throw FileStoreError.undecodableRecord(file: file, offset: offset, reason: "a manifest record in a segment")
         case .schema(let schema):
             schemas.append(schema)
+            objects.schemaInForce(schema)
         case .migration(let migration):
             try apply(migration, at: offset, file: file)
+            objects.schemaInForce(migration.schema)
         case let .snapshot(last, _):
             objects.beginSnapshot(after: last)
             operationsLogged = 0

@@ -10,6 +10,13 @@ struct ReplayedObjects {
     private var index: [PersistentIdentifier: Int] = [:]
     /// The number of the last transaction applied (or the snapshot's).
     private(set) var lastTransaction: UInt64 = 0
+    /// The `.noAction` links of the schema in force.
+    private var noAction: NoActionReferences?
+
+    /// Makes `schema` the one later transactions follow (a schema or migration record was read).
+    mutating func schemaInForce(_ schema: Schema) {
+        noAction = NoActionReferences(schema: schema)
+    }
 
     /// The live objects in the order they were first inserted. O(objects inserted since the last snapshot).
     var rows: [ModelSnapshot] { slots.compactMap { $0 } }
@@ -35,6 +42,9 @@ struct ReplayedObjects {
 
     /// Applies `transaction` whole, or returns why it does not apply (and changes nothing).
     ///
+    /// References that a `.noAction` delete leaves behind are dropped, as every store drops them (see
+    /// ``NoActionReferences``), by the rules of the schema last given to ``schemaInForce(_:)``.
+    ///
     /// - Parameter consecutive: whether its number must be the next one (replay), or merely a later one (salvage,
     ///   which keeps what still applies after a gap).
     mutating func apply(_ transaction: Transaction, consecutive: Bool = true) -> String? {
@@ -55,6 +65,13 @@ struct ReplayedObjects {
         for row in changes.inserted where (index[row.id] != nil && !deleted.contains(row.id))
             || !inserted.insert(row.id).inserted {
             return "transaction \(transaction.number) inserts \(row.id), which already exists"
+        }
+        if let noAction, !noAction.isEmpty {
+            let row = { (id: PersistentIdentifier) in self.index[id].flatMap { self.slots[$0] } }
+            for update in noAction.updates(deleting: changes.deleted, row: row) {
+                let position = index[update.id]!
+                slots[position] = slots[position]!.applying(update, version: transaction.number)
+            }
         }
         for deletion in changes.deleted {
             if let position = index.removeValue(forKey: deletion.id) { slots[position] = nil }
@@ -82,6 +99,7 @@ struct ReplayedObjects {
         }
         var next = ReplayedObjects()
         next.lastTransaction = lastTransaction
+        next.noAction = noAction
         for row in converted { next.insert(row) }
         let transaction = Transaction(number: migration.number, time: migration.time,
                                       changes: ChangeSet(updated: migration.fills))

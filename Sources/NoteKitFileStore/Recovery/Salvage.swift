@@ -80,7 +80,9 @@ extension FileStore {
                         let record = try decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[payload]),
                                                         offset: payload.lowerBound, file: path, schema: schemas.last)
                         switch record {
-                        case .schema(let schema): schemas.append(schema)
+                        case .schema(let schema):
+                            schemas.append(schema)
+                            state.schemaInForce(schema)
                         case .migration(let migration):
                             if let previous = schemas.last, let reason = state.migrate(from: previous, by: migration) {
                                 report.skippedRecords.append(.init(file: path, offset: offset, length: next - offset,
@@ -89,6 +91,7 @@ extension FileStore {
                                 report.transactionsKept += 1
                             }
                             schemas.append(migration.schema)
+                            state.schemaInForce(migration.schema)
                         case .segment(let header):
                             if storeID == nil { storeID = header.store }
                         default:
@@ -165,6 +168,8 @@ private struct SalvageState {
             return nil
         }
     }
+
+    mutating func schemaInForce(_ schema: Schema) { objects.schemaInForce(schema) }
 
     mutating func migrate(from previous: Schema, by migration: MigrationRecord) -> String? {
         objects.migrate(from: previous, by: migration, consecutive: false)

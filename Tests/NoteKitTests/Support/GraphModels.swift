@@ -119,3 +119,24 @@ final class Pet: PersistentModel {
         self.name = name
     }
 }
+
+/// Seed 003's delete-rule table: a folder whose notes rule is `.noAction` leaves its notes pointing at it.
+final class Drawer: PersistentModel {
+    @Attribute var name = ""
+    @Relationship(deleteRule: .noAction, inverse: \Sheet.drawer) var sheets: [Sheet] = []
+    required init() {}
+    convenience init(name: String) {
+        self.init()
+        self.name = name
+    }
+}
+
+final class Sheet: PersistentModel {
+    @Attribute var title = ""
+    @Relationship var drawer: Drawer?
+    required init() {}
+    convenience init(title: String) {
+        self.init()
+        self.title = title
+    }
+}
