@@ -7,11 +7,11 @@ import Testing
 /// reference to the duplicate, from any pending object, must then point at the surviving identity.
 @Suite("Uniqueness: references to an upserted duplicate point at the survivor")
 struct UpsertReferenceTests {
-    private static let types: [any PersistentModel.Type] = [TutorialNote.self, TutorialTag.self,
+    private static let types: [any PersistentModel.Type] = [TaggedNote.self, UniqueTag.self,
                                                             Byline.self, Story.self]
 
-    private func tags(_ container: ModelContainer) throws -> [TutorialTag] {
-        try ModelContext(container).fetch(FetchDescriptor<TutorialTag>())
+    private func tags(_ container: ModelContainer) throws -> [UniqueTag] {
+        try ModelContext(container).fetch(FetchDescriptor<UniqueTag>())
     }
 
     @Test("Seed 003: two notes with their own Tag(name: \"swift\") saved together share one tag",
@@ -19,9 +19,9 @@ struct UpsertReferenceTests {
     func sameSaveToManyWithoutInverse(kind: StoreKind) throws {
         let container = try kind.makeContainer(Self.types)
         let context = ModelContext(container)
-        let first = TutorialNote(title: "First"), second = TutorialNote(title: "Second")
-        first.tags = [TutorialTag(name: "swift")]
-        second.tags = [TutorialTag(name: "swift")]
+        let first = TaggedNote(title: "First"), second = TaggedNote(title: "Second")
+        first.tags = [UniqueTag(name: "swift")]
+        second.tags = [UniqueTag(name: "swift")]
         context.insert(first)
         context.insert(second)
         try context.save()
@@ -29,7 +29,7 @@ struct UpsertReferenceTests {
         let stored = try tags(container)
         #expect(stored.map(\.name) == ["swift"])
         let reader = ModelContext(container)
-        let notes = try reader.fetch(FetchDescriptor<TutorialNote>(sortBy: [SortDescriptor(\.title)]))
+        let notes = try reader.fetch(FetchDescriptor<TaggedNote>(sortBy: [SortDescriptor(\.title)]))
         withExtendedLifetime(reader) {
             #expect(notes.map { $0.tags.map(\.name) } == [["swift"], ["swift"]])
             #expect(Set(notes.flatMap { $0.tags.map(\.persistentModelID) }) == [stored[0].persistentModelID])
@@ -43,22 +43,22 @@ struct UpsertReferenceTests {
     func laterSaveAgainstStoredTag(kind: StoreKind) throws {
         let container = try kind.makeContainer(Self.types)
         let writer = ModelContext(container)
-        let first = TutorialNote(title: "First")
-        first.tags = [TutorialTag(name: "swift")]
+        let first = TaggedNote(title: "First")
+        first.tags = [UniqueTag(name: "swift")]
         writer.insert(first)
         try writer.save()
         let storedID = try #require(first.tags.first).persistentModelID
 
         let fresh = ModelContext(container)
-        let second = TutorialNote(title: "Second")
-        second.tags = [TutorialTag(name: "swift")]
+        let second = TaggedNote(title: "Second")
+        second.tags = [UniqueTag(name: "swift")]
         fresh.insert(second)
         try fresh.save()
         try fresh.save()   // and a retry has nothing left to fail on
 
         #expect(try tags(container).map(\.persistentModelID) == [storedID])
         let reader = ModelContext(container)
-        let notes = try reader.fetch(FetchDescriptor<TutorialNote>(sortBy: [SortDescriptor(\.title)]))
+        let notes = try reader.fetch(FetchDescriptor<TaggedNote>(sortBy: [SortDescriptor(\.title)]))
         withExtendedLifetime(reader) {
             #expect(notes.map { $0.tags.map(\.persistentModelID) } == [[storedID], [storedID]])
         }
@@ -69,23 +69,23 @@ struct UpsertReferenceTests {
     func toOneWithoutInverse(kind: StoreKind) throws {
         let container = try kind.makeContainer(Self.types)
         let context = ModelContext(container)
-        let a = TutorialNote(title: "A"), b = TutorialNote(title: "B")
-        a.primaryTag = TutorialTag(name: "work")
-        b.primaryTag = TutorialTag(name: "work")
+        let a = TaggedNote(title: "A"), b = TaggedNote(title: "B")
+        a.primaryTag = UniqueTag(name: "work")
+        b.primaryTag = UniqueTag(name: "work")
         context.insert(a)
         context.insert(b)
         try context.save()
         let survivor = try #require(try tags(container).first).persistentModelID
 
         let fresh = ModelContext(container)
-        let c = TutorialNote(title: "C")
-        c.primaryTag = TutorialTag(name: "work")
+        let c = TaggedNote(title: "C")
+        c.primaryTag = UniqueTag(name: "work")
         fresh.insert(c)
         try fresh.save()
 
         #expect(try tags(container).count == 1)
         let reader = ModelContext(container)
-        let notes = try reader.fetch(FetchDescriptor<TutorialNote>(sortBy: [SortDescriptor(\.title)]))
+        let notes = try reader.fetch(FetchDescriptor<TaggedNote>(sortBy: [SortDescriptor(\.title)]))
         withExtendedLifetime(reader) {
             #expect(notes.map { $0.primaryTag?.persistentModelID } == [survivor, survivor, survivor])
         }
@@ -95,20 +95,20 @@ struct UpsertReferenceTests {
     func changedObjectGainsDuplicate(kind: StoreKind) throws {
         let container = try kind.makeContainer(Self.types)
         let setup = ModelContext(container)
-        setup.insert(TutorialTag(name: "swift"))
-        setup.insert(TutorialNote(title: "Old"))
+        setup.insert(UniqueTag(name: "swift"))
+        setup.insert(TaggedNote(title: "Old"))
         try setup.save()
 
         let context = ModelContext(container)
-        let old = try #require(try context.fetch(FetchDescriptor<TutorialNote>()).first)
-        old.tags.append(TutorialTag(name: "swift"))   // a stored note, changed, gains a new duplicate tag
+        let old = try #require(try context.fetch(FetchDescriptor<TaggedNote>()).first)
+        old.tags.append(UniqueTag(name: "swift"))   // a stored note, changed, gains a new duplicate tag
         old.primaryTag = old.tags.last
         try context.save()
 
         let stored = try tags(container)
         #expect(stored.count == 1)
         let reader = ModelContext(container)
-        let reread = try #require(try reader.fetch(FetchDescriptor<TutorialNote>()).first)
+        let reread = try #require(try reader.fetch(FetchDescriptor<TaggedNote>()).first)
         withExtendedLifetime(reader) {
             #expect(reread.tags.map(\.persistentModelID) == [stored[0].persistentModelID])
             #expect(reread.primaryTag?.persistentModelID == stored[0].persistentModelID)
@@ -119,17 +119,17 @@ struct UpsertReferenceTests {
     func duplicateReferencesCollapse(kind: StoreKind) throws {
         let container = try kind.makeContainer(Self.types)
         let context = ModelContext(container)
-        let swift = TutorialTag(name: "swift")
+        let swift = UniqueTag(name: "swift")
         context.insert(swift)
         try context.save()
 
-        let note = TutorialNote(title: "Both")
-        note.tags = [swift, TutorialTag(name: "swift")]
+        let note = TaggedNote(title: "Both")
+        note.tags = [swift, UniqueTag(name: "swift")]
         context.insert(note)
         try context.save()
 
         let reader = ModelContext(container)
-        let reread = try #require(try reader.fetch(FetchDescriptor<TutorialNote>()).first)
+        let reread = try #require(try reader.fetch(FetchDescriptor<TaggedNote>()).first)
         withExtendedLifetime(reader) { #expect(reread.tags.map(\.persistentModelID) == [swift.persistentModelID]) }
     }
 

@@ -4,13 +4,13 @@ import NoteKit
 // Seed 003's version 2: `Note.tags: [Tag]` with no inverse, and a tag whose name is unique.
 
 /// Seed 003's `SchemaV2.Note` (renamed: NoteKit's notes module has a `Note`).
-final class TutorialNote: PersistentModel {
+final class TaggedNote: PersistentModel {
     @Attribute var title = ""
     @Attribute var content = ""
     @Attribute var isPinned = false
-    @Relationship var tags: [TutorialTag] = []
+    @Relationship var tags: [UniqueTag] = []
     /// A to-one reference without an inverse, to the same kind of unique model.
-    @Relationship var primaryTag: TutorialTag?
+    @Relationship var primaryTag: UniqueTag?
     required init() {}
     convenience init(title: String) {
         self.init()
@@ -19,7 +19,7 @@ final class TutorialNote: PersistentModel {
 }
 
 /// Seed 003's `SchemaV2.Tag`.
-final class TutorialTag: PersistentModel {
+final class UniqueTag: PersistentModel {
     @Attribute(.unique) var name = ""
     required init() {}
     convenience init(name: String) {
