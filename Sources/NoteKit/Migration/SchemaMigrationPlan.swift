@@ -24,14 +24,26 @@ public protocol SchemaMigrationPlan {
     static var stages: [MigrationStage] { get }
 }
 
-/// One step of a migration plan.
-public enum MigrationStage {
+/// One step of a migration plan (SwiftData's `MigrationStage`).
+///
+/// A stage is `Sendable`, so a plan can keep one in a `static let`, as seed 002 does; a trailing closure is the
+/// stage's `willMigrate`:
+///
+/// ```swift
+/// static let migrateV1toV2 = MigrationStage.custom(fromVersion: SchemaV1.self, toVersion: SchemaV2.self) { context in
+///     for task in try context.fetch(FetchDescriptor<SchemaV1.TaskV1>()) { task.name = task.name.capitalized }
+///     try context.save()
+/// }
+/// ```
+public enum MigrationStage: Sendable {
     /// A step a lightweight migration makes by itself.
     case lightweight(fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type)
     /// A step with code: `willMigrate` runs on a context over the old version's models before the schema changes,
     /// `didMigrate` on a context over the new version's models after; what each changes is saved when it returns.
+    /// Either may be nil (the default). The closures are `@Sendable`: they capture no context, they are given one.
     case custom(fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type,
-                willMigrate: ((ModelContext) throws -> Void)?, didMigrate: ((ModelContext) throws -> Void)?)
+                willMigrate: (@Sendable (ModelContext) throws -> Void)? = nil,
+                didMigrate: (@Sendable (ModelContext) throws -> Void)? = nil)
 
     var fromVersion: any VersionedSchema.Type {
         switch self {
