@@ -8,7 +8,8 @@ enum MigrationRunner {
     /// (together with what `didMigrate` saved), so the next open runs a failed stage again (write stages so that
     /// running one twice does no harm).
     ///
-    /// - Throws: ``MigrationError``, ``SchemaError`` for an invalid versioned schema, or the store's errors.
+    /// - Throws: ``MigrationError`` (a downgrade is refused before any stage runs), ``SchemaError`` for an invalid
+    ///   versioned schema, or the store's errors.
     static func open(_ schema: Schema, plan: any SchemaMigrationPlan.Type,
                      configuration: any MigratableStoreConfiguration,
                      uniquenessPolicy: UniquenessPolicy) throws -> any DataStore {
@@ -21,14 +22,16 @@ enum MigrationRunner {
             session.end()
             return store
         }
-        guard let stored = session.storedSchema, stored.contentHash != schema.contentHash, !session.isReadOnly else {
+        let history = session.storedSchemaHistory
+        guard let stored = history.last, !session.isReadOnly,
+              case .migrate = try SchemaVersioning.decide(schema, history: history) else {
             return try finish()
         }
-        guard stored.version <= schema.version else {
-            throw MigrationError.storeIsNewer(stored: stored.version, current: schema.version)
-        }
         let versions = try plan.schemas.map { try Schema(versionedSchema: $0) }
-        guard var position = versions.firstIndex(where: { $0.contentHash == stored.contentHash }) else {
+        // The version the store is at: the same hash and number, else (a store written without the plan) the hash.
+        let storedHash = stored.contentHash
+        guard var position = versions.firstIndex(where: { $0.contentHash == storedHash && $0.version == stored.version })
+                ?? versions.firstIndex(where: { $0.contentHash == storedHash }) else {
             // A store written by no version the plan knows: infer a lightweight migration to today's schema.
             return try finish()
         }

@@ -17,6 +17,10 @@
 /// A plan is needed only for changes a lightweight migration cannot infer; without one, NoteKit compares the stored
 /// schema with today's and migrates by itself (see ``LightweightMigration``). A store whose schema matches none of
 /// the plan's versions is migrated lightweight to the current schema rather than refused.
+///
+/// A container given a plan and plain model types (`ModelContainer(for: SchemaV2.Note.self, migrationPlan: …)`)
+/// takes the version of the plan's schema whose content hash its models have (the newest, if several have), so a
+/// new store records 2.0.0 and an older app's models are refused by number (docs/MIGRATIONS.md, *Versioning*).
 public protocol SchemaMigrationPlan {
     /// Every shipped version, oldest first.
     static var schemas: [any VersionedSchema.Type] { get }
@@ -70,6 +74,9 @@ public protocol MigratableStoreConfiguration: DataStoreConfiguration {
 public protocol StoreMigrationSession: AnyObject {
     /// The schema the store was last written with; nil for a store that does not exist yet.
     var storedSchema: Schema? { get }
+    /// Every schema the store was written with, oldest first (empty for a store that does not exist yet): what
+    /// tells an older schema from a new one.
+    var storedSchemaHistory: [Schema] { get }
     /// Opens the store with `schema` under the session's lock, migrating lightweight from the stored schema if they
     /// differ. With `keepingLock`, the store takes the lock over and the session ends.
     func openStore(schema: Schema, keepingLock: Bool) throws -> any DataStore
@@ -87,6 +94,9 @@ public protocol StoreMigrationSession: AnyObject {
 }
 
 extension StoreMigrationSession {
+    /// The latest stored schema alone, for a session that cannot read the history.
+    public var storedSchemaHistory: [Schema] { storedSchema.map { [$0] } ?? [] }
+
     /// A session that cannot hold a migration back writes it at open, and `didMigrate`'s changes after it.
     public func openStoreForStage(schema: Schema) throws -> any DataStore {
         try openStore(schema: schema, keepingLock: false)
