@@ -65,12 +65,16 @@ public struct LightweightMigration: Sendable {
         var diff = SchemaDiff(from: source.version, to: destination.version)
         var plans: [String: EntityPlan] = [:]
         let entityMap = Self.matchEntities(source: source, destination: destination)
-        for stored in source.entities where !entityMap.values.contains(stored.name) {
-            diff.changes.append(.init(entity: stored.name, change: "entity removed; its objects are dropped"))
+        let removed = source.entities.map(\.name).filter { !entityMap.values.contains($0) }
+        let added = destination.entities.map(\.name).filter { entityMap[$0] == nil }
+        for stored in removed {
+            diff.changes.append(.init(entity: stored, change: "entity removed; its objects are dropped"
+                                          + (added.isEmpty ? "" : " (a renamed model declares originalEntityName)")))
         }
         if !source.entities.isEmpty && entityMap.isEmpty {
-            diff.changes.append(.init(entity: "*", change: "no stored entity is in the new schema",
-                                      refusal: "this looks like another application's store"))
+            let names = "stored: \(removed.joined(separator: ", ")); new: \(added.joined(separator: ", "))"
+            diff.changes.append(.init(entity: "*", change: "no stored entity is in the new schema (\(names))",
+                                      refusal: Self.renameAdvice(removed: removed, added: added)))
         }
         for entity in destination.entities {
             guard let storedName = entityMap[entity.name], let stored = source.entity(named: storedName) else {
@@ -85,6 +89,17 @@ public struct LightweightMigration: Sendable {
         self.diff = diff
         self.plans = plans
         if diff.isRefused { throw MigrationError.refused(diff) }
+    }
+
+    /// What to declare when a model was renamed without saying so, else what the refusal means.
+    private static func renameAdvice(removed: [String], added: [String]) -> String {
+        let attribute = "and `@Attribute(originalName: \"…\")` on each attribute renamed with it"
+        if removed.count == 1, added.count == 1 {
+            return "if \(added[0]) is \(removed[0]) renamed, declare `static var originalEntityName: String? "
+                + "{ \"\(removed[0])\" }` on \(added[0]) \(attribute); otherwise this is another application's store"
+        }
+        return "a renamed model declares the name it had, `static var originalEntityName: String? { \"<old name>\" }` "
+            + "(one of \(removed.joined(separator: ", "))), \(attribute); otherwise this is another application's store"
     }
 
     /// Which stored entity each destination entity continues (by name, or its original name).
@@ -447,9 +462,27 @@ public struct SchemaDiff: Sendable, Hashable, CustomStringConvertible {
 
 /// A migration NoteKit cannot perform. Each case says whether the store was left as it was.
 public enum MigrationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What a migration plan wrote to the store before a later step was refused.
+    public enum WrittenStep: Sendable, Hashable, CustomStringConvertible {
+        /// A custom stage's `willMigrate` saved changes; the store stayed at the stage's old schema.
+        case willMigrateSaved(from: Schema.Version, to: Schema.Version)
+        /// A stage completed: the store moved to its new schema.
+        case stageCompleted(from: Schema.Version, to: Schema.Version)
+
+        public var description: String {
+            switch self {
+            case let .willMigrateSaved(from, to): "the willMigrate of stage \(from) → \(to) saved its changes"
+            case let .stageCompleted(from, to): "stage \(from) → \(to) completed"
+            }
+        }
+    }
+
     /// A change needs code (a custom stage); the diff lists every change and marks the refused ones. Nothing was
     /// written.
     case refused(SchemaDiff)
+    /// A change was refused after steps of the migration plan had written to the store, which stays as they left
+    /// it: at schema `diff.from`, with what `written` lists.
+    case refusedAfterWriting(SchemaDiff, written: [WrittenStep])
     /// The store was written by a schema with a higher version than this code's: migrating backwards would lose
     /// data. Nothing was written.
     case storeIsNewer(stored: Schema.Version, current: Schema.Version)
@@ -464,6 +497,12 @@ public enum MigrationError: Error, Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .refused(let diff):
             "a lightweight migration cannot make these changes; the store is untouched.\n\(diff)"
+        case let .refusedAfterWriting(diff, written):
+            "a lightweight migration cannot make these changes, after the migration plan had already written to the "
+                + "store: " + written.map(\.description).joined(separator: "; ") + ". That stays in the store, which "
+                + "is at schema \(diff.from). Change the stage so that the refused changes can be made (its "
+                + "willMigrate can remove what they refuse) and open again: the stage runs again, so write it to "
+                + "run twice without harm.\n\(diff)"
         case let .storeIsNewer(stored, current):
             "the store was written with schema \(stored), newer than this code's \(current); it is left untouched"
         case let .schemaIsOlderThanStore(hash, stored, storedHash):
