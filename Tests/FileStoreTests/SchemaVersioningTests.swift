@@ -101,6 +101,22 @@ enum ListSchemas {
     }
 }
 
+/// ShelfV1's models at 2.0.0: a version that changes data only, through a custom stage.
+enum ShelfDataOnly: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(2, 0, 0) }
+    static var models: [any PersistentModel.Type] { [ShelfV1.Item.self] }
+}
+
+/// ShelfV1 → ShelfDataOnly: multiplies every count by ten.
+enum ShelfDataOnlyPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [ShelfV1.self, ShelfDataOnly.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: ShelfV1.self, toVersion: ShelfDataOnly.self) { context in
+            for item in try context.fetch(FetchDescriptor<ShelfV1.Item>()) { item.count *= 10 }
+        }]
+    }
+}
+
 /// The SHA-256 of every file under `url`, by relative path: what "the store's bytes are unchanged" compares.
 func fileHashes(_ url: URL) -> [String: String] {
     StoreFiles.contents(of: url).mapValues { SHA256Digest.hexString($0) }
@@ -165,7 +181,8 @@ struct PlanVersionTests {
         let url = try v2Store()
         let before = fileHashes(url)
         #expect(throws: MigrationError.storeIsNewer(stored: Schema.Version(2, 0, 0), current: Schema.Version(1, 0, 0))) {
-            _ = try ModelContainer(for: Schema(versionedSchema: V1.self), configurations: [FileStoreConfiguration(url: url)])
+            _ = try ModelContainer(for: Schema(versionedSchema: V1.self),
+                                   configurations: [FileStoreConfiguration(url: url)])
         }
         #expect(fileHashes(url) == before)
         // The V2 app still finds its note's content.
@@ -189,6 +206,35 @@ struct PlanVersionTests {
         #expect(fileHashes(url) == before)
     }
 
+    @Test("A stage between two versions with the same models runs once, and the store records the new version")
+    func dataOnlyStage() throws {
+        let url = TemporaryStores.newURL()
+        do {
+            let container = try ModelContainer(for: Schema(versionedSchema: ShelfV1.self),
+                                               configurations: [FileStoreConfiguration(url: url)])
+            let context = ModelContext(container)
+            let item = ShelfV1.Item()
+            item.count = 3
+            context.insert(item)
+            try context.save()
+            try StoreFiles.close(container)
+        }
+        for _ in 1...2 {
+            let container = try ModelContainer(for: ShelfV1.Item.self, migrationPlan: ShelfDataOnlyPlan.self,
+                                               configurations: FileStoreConfiguration(url: url))
+            #expect(container.schema.version == Schema.Version(2, 0, 0))
+            #expect(try ModelContext(container).fetch(FetchDescriptor<ShelfV1.Item>()).map(\.count) == [30])
+            try StoreFiles.close(container)
+        }
+        #expect(try StoreInspector.schemaHistory(at: url).map(\.version)
+                    == [Schema.Version(1, 0, 0), Schema.Version(2, 0, 0)])
+        // The V1 app is now older than the store, though its models are the same.
+        #expect(throws: MigrationError.storeIsNewer(stored: Schema.Version(2, 0, 0), current: Schema.Version(1, 0, 0))) {
+            _ = try ModelContainer(for: Schema(versionedSchema: ShelfV1.self),
+                                   configurations: [FileStoreConfiguration(url: url)])
+        }
+    }
+
     @Test("Seed 003's plan migrates a V1 store to 2.0.0, keeping every body as content")
     func planMigratesForward() throws {
         let url = TemporaryStores.newURL()
@@ -206,7 +252,8 @@ struct PlanVersionTests {
                                            configurations: FileStoreConfiguration(url: url))
         #expect(try ModelContext(container).fetch(FetchDescriptor<V2.Note>()).map(\.content) == ["milk, eggs"])
         try StoreFiles.close(container)
-        #expect(try StoreInspector.schemaHistory(at: url).map(\.version) == [Schema.Version(1, 0, 0), Schema.Version(2, 0, 0)])
+        #expect(try StoreInspector.schemaHistory(at: url).map(\.version)
+                    == [Schema.Version(1, 0, 0), Schema.Version(2, 0, 0)])
     }
 }
 
@@ -215,7 +262,8 @@ struct ModelListVersionTests {
     typealias Card = ListSchemas.Card
 
     /// A store written by `type`'s model list (or, with `version`, by a schema of that version), holding one card.
-    private func cardStore<C: PersistentModel & ListSchemas.CardModel>(_ type: C.Type, version: Schema.Version? = nil) throws -> URL {
+    private func cardStore<C: PersistentModel & ListSchemas.CardModel>(_ type: C.Type,
+                                                                       version: Schema.Version? = nil) throws -> URL {
         let url = TemporaryStores.newURL()
         let schema = try version.map { try Schema([type], version: $0) } ?? Schema([type])
         let container = try ModelContainer(for: schema, configurations: [FileStoreConfiguration(url: url)])
@@ -232,7 +280,8 @@ struct ModelListVersionTests {
     @Test("A model list with a forward lightweight change opens a store of any version and carries its version on")
     func forwardUnderModelList() throws {
         let url = try cardStore(Card.self, version: Schema.Version(2, 0, 0))
-        let container = try ModelContainer(for: ListSchemas.Later.Card.self, configurations: FileStoreConfiguration(url: url))
+        let container = try ModelContainer(for: ListSchemas.Later.Card.self,
+                                           configurations: FileStoreConfiguration(url: url))
         let cards = try ModelContext(container).fetch(FetchDescriptor<ListSchemas.Later.Card>())
         #expect(cards.map(\.back) == ["hello"] && cards.map(\.hint) == [nil])
         #expect(container.schema.version == Schema.Version(2, 0, 0), "the list carries the store's version on")
@@ -277,7 +326,8 @@ struct ModelListVersionTests {
         let url = try cardStore(Card.self, version: Schema.Version(2, 0, 0))
         let before = fileHashes(url)
         do {
-            _ = try ModelContainer(for: ListSchemas.WithoutBack.Card.self, configurations: FileStoreConfiguration(url: url))
+            _ = try ModelContainer(for: ListSchemas.WithoutBack.Card.self,
+                                   configurations: FileStoreConfiguration(url: url))
             Issue.record("removing an attribute that holds values needs a declared version")
         } catch MigrationError.refused(let diff) {
             let refusal = try #require(diff.refusals.first)
@@ -289,7 +339,8 @@ struct ModelListVersionTests {
         // Declared on purpose, with a higher version, the removal is made.
         let container = try ModelContainer(for: Schema(versionedSchema: ListSchemas.VersionTwoWithoutBack.self),
                                            configurations: [FileStoreConfiguration(url: try cardStore(Card.self))])
-        #expect(try ModelContext(container).fetch(FetchDescriptor<ListSchemas.WithoutBack.Card>()).map(\.front) == ["hola"])
+        #expect(try ModelContext(container).fetch(FetchDescriptor<ListSchemas.WithoutBack.Card>()).map(\.front)
+                    == ["hola"])
     }
 
     @Test("A model list may remove an attribute that holds no value")
@@ -300,22 +351,30 @@ struct ModelListVersionTests {
         #expect(try ModelContext(container).fetch(FetchDescriptor<Card>()).map(\.back) == ["hello"])
     }
 
-    @Test("A versioned schema with the store's version and an older hash of its history is refused as a downgrade")
-    func equalVersionOlderHash() throws {
+    @Test("A versioned schema at the store's number is ordered by hash: an older one is refused, a new one loses nothing")
+    func equalVersionOrderedByHash() throws {
         let url = try cardStore(Card.self, version: Schema.Version(2, 0, 0))
         // A model list moves the store on, at 2.0.0.
         try StoreFiles.close(try ModelContainer(for: ListSchemas.Later.Card.self,
                                                 configurations: FileStoreConfiguration(url: url)))
         let before = fileHashes(url)
-        #expect(throws: MigrationError.self) {
-            _ = try ModelContainer(for: Schema([Card.self], version: Schema.Version(2, 0, 0)),
-                                   configurations: [FileStoreConfiguration(url: url)])
+        let older = try Schema([Card.self], version: Schema.Version(2, 0, 0))
+        let later = try Schema([ListSchemas.Later.Card.self])
+        #expect(throws: MigrationError.schemaIsOlderThanStore(hash: older.contentHash, stored: Schema.Version(2, 0, 0),
+                                                              storedHash: later.contentHash)) {
+            _ = try ModelContainer(for: older, configurations: [FileStoreConfiguration(url: url)])
         }
         #expect(fileHashes(url) == before)
-        // The same number with a new hash that loses nothing migrates forward.
+
+        // A new hash at the same number migrates forward, but may not drop stored values.
         let forward = try ModelContainer(for: Schema(versionedSchema: ListSchemas.VersionTwoLater.self),
-                                         configurations: [FileStoreConfiguration(url: try cardStore(Card.self,
-                                                                                                     version: Schema.Version(2, 0, 0)))])
+                                         configurations: [FileStoreConfiguration(
+                                             url: try cardStore(Card.self, version: Schema.Version(2, 0, 0)))])
         #expect(try ModelContext(forward).fetch(FetchDescriptor<ListSchemas.Later.Card>()).map(\.back) == ["hello"])
+        let numbered = try cardStore(Card.self, version: Schema.Version(2, 0, 0))
+        #expect(throws: MigrationError.self, "dropping `back` needs a version higher than 2.0.0") {
+            _ = try ModelContainer(for: Schema(versionedSchema: ListSchemas.VersionTwoWithoutBack.self),
+                                   configurations: [FileStoreConfiguration(url: numbered)])
+        }
     }
 }
