@@ -33,7 +33,8 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Whether the version was declared: by a ``VersionedSchema``, an explicit `version:`, a migration plan the
     /// container was given, or a stored schema. A plain model list (`Schema([Note.self])`) is unversioned: a
     /// store orders it by content hash against the schemas it was written with, never by number, and it may not
-    /// drop stored data (docs/MIGRATIONS.md, *Versioning*).
+    /// drop stored data (docs/MIGRATIONS.md, *Versioning*). It says how the schema was made, not what it is, so
+    /// it is not part of equality.
     public private(set) var isVersioned: Bool
     /// The entities, sorted by name.
     public var entities: [Entity]
