@@ -15,8 +15,9 @@ extension FileStore {
     /// With ``FileStoreConfiguration/automaticRefreshInterval`` set, reads refresh by themselves.
     ///
     /// - Returns: the records of the transactions picked up, oldest first.
-    /// - Throws: ``FileStoreError`` when what was appended is damaged or inconsistent, or an I/O error; the store
-    ///   then keeps the state it had.
+    /// - Throws: ``FileStoreError`` when what was appended is damaged or inconsistent, an I/O error, or (for a
+    ///   reload) the ``MigrationError`` an open would throw, when another process moved the store to a schema this
+    ///   open's is older than; the store then keeps the state it had.
     /// - Complexity: O(bytes appended) when only appends happened; O(store) after a compaction.
     @discardableResult
     public func refresh() throws -> [HistoryRecord] {

@@ -93,9 +93,11 @@ public final class FileStore: DataStore {
 
     /// Opens or creates the store. With `holdingMigration`, a lightweight migration is applied in memory and not
     /// written: see ``commitHeldMigration()``.
+    ///
+    /// Whether the store opens with `schema`, migrates to it, or is refused follows NoteKit's versioning rule
+    /// (``SchemaVersioning``); ``schema`` is `schema` at the version the store records.
     init(configuration: FileStoreConfiguration, schema: Schema, lockSource: LockSource = .acquire,
          holdingMigration: Bool = false) throws {
-        self.schema = schema
         self.configuration = configuration
         fileSystem = configuration.fileSystem
         layout = StoreLayout(root: configuration.url.path)
@@ -137,6 +139,7 @@ public final class FileStore: DataStore {
                                     lastTransaction: 0, operationsLogged: 0, closedSegmentBytes: 0)
                 try Self.shareIfAsked(&created, configuration: configuration, lockSource: lockSource, layout: layout,
                                       version: MagicLine.currentVersion)
+                self.schema = schema
                 state = Locked(created)
                 return
             }
@@ -157,18 +160,20 @@ public final class FileStore: DataStore {
             let replayed = replay.log.rows
             var rows = replayed
             var migration: MigrationRecord?
-            if stored.contentHash != schema.contentHash {
-                guard stored.version <= schema.version else {
-                    throw MigrationError.storeIsNewer(stored: stored.version, current: schema.version)
-                }
-                let lightweight = try LightweightMigration(from: stored, to: schema)
+            let effective: Schema
+            switch try SchemaVersioning.decide(schema, history: replay.log.schemas) {
+            case .current(let recorded):
+                effective = recorded
+            case .migrate(let target):
+                effective = target
+                let lightweight = try LightweightMigration(from: stored, to: target)
                 rows = try lightweight.convert(rows)
                 let fills = lightweight.fillUpdates(for: rows) { entity, attribute in
-                    schema.generatedDefault(entity: entity, attribute: attribute) ?? .null
+                    target.generatedDefault(entity: entity, attribute: attribute) ?? .null
                 }
                 rows = ReplayedObjects.applying(fills, to: rows, version: replay.log.lastTransaction + 1)
                 migration = MigrationRecord(number: replay.log.lastTransaction + 1, time: Date(), from: stored,
-                                            schema: schema, fills: fills)
+                                            schema: target, fills: fills)
             }
             report.damage = replay.log.damage
             // Nothing has been written so far. A writable open now recovers (torn tail, leftovers), then records
@@ -202,7 +207,7 @@ public final class FileStore: DataStore {
                                         reason: torn.reason, quarantinedAt: nil)
             }
             let lastTransaction = replay.log.lastTransaction + (migration == nil ? 0 : 1)
-            let storage = RowStorage(schema: schema)
+            let storage = RowStorage(schema: effective)
             storage.load(rows, generation: lastTransaction)
             storage.history = replay.log.history
             if let migration { storage.history.append(migration.historyRecord) }
@@ -218,7 +223,7 @@ public final class FileStore: DataStore {
             let closedBytes = replay.manifest.segments.dropLast().reduce(0) { $0 + (replay.log.segmentSizes[$1] ?? 0) }
             recovery = report
             var opened = State(rows: storage, log: log, lock: lock,
-                               schemas: replay.log.schemas + (migration == nil ? [] : [schema]),
+                               schemas: replay.log.schemas + (migration == nil ? [] : [effective]),
                                lastTransaction: lastTransaction,
                                operationsLogged: replay.log.operationsLogged + (migration?.fills.count ?? 0),
                                closedSegmentBytes: closedBytes, position: position,
@@ -226,6 +231,7 @@ public final class FileStore: DataStore {
             try Self.shareIfAsked(&opened, configuration: configuration, lockSource: lockSource, layout: layout,
                                   version: replay.manifest.segments.last.flatMap { replay.log.segmentVersions[$0] }
                                       ?? MagicLine.currentVersion)
+            self.schema = effective
             state = Locked(opened)
         } catch {
             if case .acquire = lockSource { lock?.unlock() }

@@ -5,6 +5,8 @@ import NoteKit
 public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Another process has the store open for writing.
     case locked(path: String)
+    /// Another open of this process (another container's `FileStore`) has the store open for writing.
+    case lockedInThisProcess(path: String)
     /// The path holds no store (and the configuration did not ask to create one).
     case storeNotFound(path: String)
     /// A file is not a NoteKit store file of the expected kind.
@@ -30,6 +32,9 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .locked(let path):
             "\(path) is open for writing in another process; open it read-only, or wait for the other process"
+        case .lockedInThisProcess(let path):
+            "\(path) is already open for writing in this process, by another container's FileStore; close that "
+                + "container or its FileStore (FileStore.close()) first, or open this one read-only"
         case .storeNotFound(let path): "there is no NoteKit store at \(path)"
         case let .notAStoreFile(file, reason): "\(file) is not a NoteKit store file: \(reason)"
         case let .unsupportedFormatVersion(file, found, supported):

@@ -158,7 +158,7 @@ struct FileStoreSharingTests {
         let exclusive = try StoreFiles.open(url, NotesSchema.models) { $0.lockTimeout = 1 }
         let context = ModelContext(shared)
         context.insert(Note.titled("refused"))
-        #expect(throws: FileStoreError.locked(path: url.path)) { try context.save() }
+        #expect(throws: FileStoreError.lockedInThisProcess(path: url.path)) { try context.save() }
         try StoreFiles.close(exclusive)
         try context.save()
         #expect(try titles(shared) == ["refused"])

@@ -103,9 +103,11 @@ struct FileStoreWritingTests {
     func lockInProcess() throws {
         let url = TemporaryStores.newURL()
         let writer = try StoreFiles.open(url, NotesSchema.models)
-        #expect(throws: FileStoreError.locked(path: url.path)) { _ = try StoreFiles.open(url, NotesSchema.models) }
+        #expect(throws: FileStoreError.lockedInThisProcess(path: url.path)) {
+            _ = try StoreFiles.open(url, NotesSchema.models)
+        }
         let started = Date()
-        #expect(throws: FileStoreError.locked(path: url.path)) {
+        #expect(throws: FileStoreError.lockedInThisProcess(path: url.path)) {
             _ = try StoreFiles.open(url, NotesSchema.models) { $0.lockTimeout = 0.2 }
         }
         #expect(Date().timeIntervalSince(started) >= 0.2)

@@ -4,6 +4,23 @@ import NoteKitFileStore
 import NoteKitTestSupport
 import Testing
 
+/// How an application names today's notes schema.
+enum SchemaSpelling: String, CaseIterable, CustomStringConvertible, Sendable {
+    /// `Schema(versionedSchema: NotesSchema.self)`, at 4.0.0.
+    case versionedSchema
+    /// `Schema([Note.self])`, the model list seed 000's application registers, with no version of its own.
+    case modelList
+
+    var description: String { rawValue }
+
+    func todaysSchema() throws -> Schema {
+        switch self {
+        case .versionedSchema: try Schema(versionedSchema: NotesSchema.self)
+        case .modelList: try Schema([Note.self])
+        }
+    }
+}
+
 /// DOMAIN.md M1–M6: the committed fixtures, written through frozen declarations, reopen under today's models.
 @Suite("Migration fixtures: v1–v3 reopen under today's models")
 struct FixtureReplayTests {
@@ -47,9 +64,10 @@ struct FixtureReplayTests {
         #expect(try ModelContext(container).fetchCount(FetchDescriptor<Note>()) == NotesFixtureData.notes(version: 3).count)
     }
 
-    @Test("M3: reopening a v2 store keeps every folder as a root, filing, drawings, revisions, text and timestamps")
-    func m3() throws {
-        try replay(version: 2) { context in
+    @Test("M3: reopening a v2 store keeps every folder as a root, filing, drawings, revisions, text and timestamps",
+          arguments: SchemaSpelling.allCases)
+    func m3(spelling: SchemaSpelling) throws {
+        try replay(version: 2, spelling) { context in
             let hierarchy = FolderHierarchy(context: context)
             let folders = try context.fetch(FetchDescriptor<Folder>())
             #expect(folders.allSatisfy { $0.parent == nil && $0.children.isEmpty }, "every folder is a root folder")
@@ -59,9 +77,10 @@ struct FixtureReplayTests {
         }
     }
 
-    @Test("M4: reopening a v3 store keeps notes, nested folders, filing, drawings and revisions; no attachments")
-    func m4() throws {
-        try replay(version: 3) { context in
+    @Test("M4: reopening a v3 store keeps notes, nested folders, filing, drawings and revisions; no attachments",
+          arguments: SchemaSpelling.allCases)
+    func m4(spelling: SchemaSpelling) throws {
+        try replay(version: 3, spelling) { context in
             let hierarchy = FolderHierarchy(context: context)
             let folders = try context.fetch(FetchDescriptor<Folder>())
             let byName = Dictionary(uniqueKeysWithValues: folders.map { ($0.name, $0) })
@@ -76,9 +95,10 @@ struct FixtureReplayTests {
         }
     }
 
-    @Test("M5: reopening a v1 store keeps notes, folders, filing and drawings; every note has an empty history")
-    func m5() throws {
-        try replay(version: 1) { context in
+    @Test("M5: reopening a v1 store keeps notes, folders, filing and drawings; every note has an empty history",
+          arguments: SchemaSpelling.allCases)
+    func m5(spelling: SchemaSpelling) throws {
+        try replay(version: 1, spelling) { context in
             #expect(Set(try context.fetch(FetchDescriptor<Folder>()).map(\.name))
                     == Set(NotesFixtureData.folders(version: 1).map(\.name)))
             try expectNotes(version: 1, in: context)
@@ -86,6 +106,29 @@ struct FixtureReplayTests {
             #expect(notes.allSatisfy { NoteEditor(context: context).history(of: $0).isEmpty })
             #expect(try context.fetchCount(FetchDescriptor<NoteRevision>()) == 0)
         }
+    }
+
+    @Test("A model list carries a fixture's version on; the fixture's own frozen declarations are then refused",
+          arguments: [1, 2, 3])
+    func modelListCarriesVersion(version: Int) throws {
+        let frozen = NotesFixtureData.versionedSchema(version)
+        let (container, copy) = try StoreFixture.openCopy(of: Self.fixture(version), schema: Schema([Note.self]))
+        defer { try? FileManager.default.removeItem(at: copy) }
+        #expect(container.schema.version == frozen.versionIdentifier)
+        try StoreFiles.close(container)
+        #expect(try StoreInspector.schemaHistory(at: copy).map(\.version)
+                    == [frozen.versionIdentifier, frozen.versionIdentifier])
+        // The store has moved past the frozen schema (by hash, at the same number): opening it with them again would
+        // migrate backwards.
+        let before = fileHashes(copy)
+        do {
+            _ = try ModelContainer(for: Schema(versionedSchema: frozen),
+                                   configurations: [FileStoreConfiguration(url: copy)])
+            Issue.record("the frozen v\(version) declarations must not migrate the store backwards")
+        } catch MigrationError.schemaIsOlderThanStore {
+            // Refused as older than the store: any other error fails the test.
+        }
+        #expect(fileHashes(copy) == before)
     }
 
     @Test("M6: every frozen schema has its fixture and the current schema is one version past the newest")
@@ -107,9 +150,9 @@ struct FixtureReplayTests {
 
     /// Copies the fixture, opens it with today's models, checks; edits, saves, reopens, checks; compacts, reopens,
     /// checks again.
-    private func replay(version: Int, check: (ModelContext) throws -> Void) throws {
+    private func replay(version: Int, _ spelling: SchemaSpelling, check: (ModelContext) throws -> Void) throws {
         let (container, copy) = try StoreFixture.openCopy(of: Self.fixture(version),
-                                                          schema: try Schema(versionedSchema: NotesSchema.self))
+                                                          schema: try spelling.todaysSchema())
         defer { try? FileManager.default.removeItem(at: copy) }
         do {
             let context = ModelContext(container)

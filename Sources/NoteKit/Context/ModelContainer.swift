@@ -29,7 +29,10 @@ public final class ModelContainer: Sendable {
     /// A container for `types` (and every type they reach).
     ///
     /// A store written with an older schema is migrated when it opens: lightweight changes by themselves (see
-    /// ``LightweightMigration``), other changes through `migrationPlan`'s custom stages.
+    /// ``LightweightMigration``), other changes through `migrationPlan`'s custom stages. With a plan, the schema
+    /// takes the version of the plan's ``VersionedSchema`` whose models `types` are (by content hash); without
+    /// one, `types` are an unversioned model list, which the store orders by content hash against the schemas it
+    /// was written with (docs/MIGRATIONS.md, *Versioning*).
     ///
     /// - Parameters:
     ///   - types: the model types.
@@ -39,8 +42,9 @@ public final class ModelContainer: Sendable {
     ///     false by default.
     ///   - configurations: exactly one store configuration.
     /// - Throws: ``SchemaError`` for an invalid model declaration, ``ModelContainerError`` for a configuration
-    ///   NoteKit cannot use, ``MigrationError`` when the store's schema cannot be migrated (the store is then left
-    ///   untouched), or the store's own errors when it cannot be opened.
+    ///   NoteKit cannot use, ``MigrationError`` when the store's schema cannot be migrated (a store written by a
+    ///   newer schema is refused and left untouched; each case says what was written), or the store's own errors
+    ///   when it cannot be opened.
     public convenience init(for types: any PersistentModel.Type...,
                             migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
                             uniquenessPolicy: UniquenessPolicy = .upsert,
@@ -52,6 +56,9 @@ public final class ModelContainer: Sendable {
 
     /// A container for `schema`.
     ///
+    /// ``schema`` is `schema` at its version: the one it declares; with a plan, the version of the plan's schema
+    /// with its content hash; else the version the store records for it.
+    ///
     /// - Throws: as the initializer that takes model types.
     public init(for schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
                 uniquenessPolicy: UniquenessPolicy = .upsert, isUndoEnabled: Bool = false,
@@ -61,17 +68,21 @@ public final class ModelContainer: Sendable {
         guard configurations.count == 1 else {
             throw ModelContainerError.multipleConfigurations(configurations.map(\.name))
         }
-        self.schema = schema
+        let versioned = try migrationPlan.map { try SchemaVersioning.resolving(schema, in: $0) } ?? schema
         self.runtime = runtime
         self.configuration = configuration
         self.uniquenessPolicy = uniquenessPolicy
         self.isUndoEnabled = isUndoEnabled
         if let migrationPlan, let migratable = configuration as? any MigratableStoreConfiguration {
-            store = try MigrationRunner.open(schema, plan: migrationPlan, configuration: migratable,
+            store = try MigrationRunner.open(versioned, plan: migrationPlan, configuration: migratable,
                                              uniquenessPolicy: uniquenessPolicy)
         } else {
-            store = try configuration.makeStore(schema: schema)
+            store = try configuration.makeStore(schema: versioned)
         }
+        // An unversioned schema has the version the store records for it (the store's own, carried on).
+        let recorded = store.schema
+        self.schema = !versioned.isVersioned && recorded.contentHash == versioned.contentHash
+            ? versioned.carrying(recorded.version) : versioned
     }
 
     /// A container over a store already opened (by a migration session).

@@ -9,7 +9,8 @@ import FoundationEssentials
 /// `originalName`; change delete rules and indexes. What it refuses, before anything is written, with a readable
 /// ``SchemaDiff``: any other type change, a to-one becoming a to-many or pointing elsewhere, a required attribute with
 /// no default where stored values are missing, a new unique constraint over stored duplicates, count bounds that
-/// stored objects break.
+/// stored objects break. Stored data (the objects of a removed entity, the values of a removed attribute, the links
+/// of a removed relationship) is dropped only when ``mayDropStoredData``.
 public struct LightweightMigration: Sendable {
     /// The schema the rows are stored in.
     public let source: Schema
@@ -17,6 +18,10 @@ public struct LightweightMigration: Sendable {
     public let destination: Schema
     /// What changes, entity by entity.
     public let diff: SchemaDiff
+    /// Whether the conversion may drop stored data: only when the destination declares a higher version than the
+    /// source (``Schema/isVersioned``), which says the removal is meant. Otherwise ``convert(_:)`` refuses to drop
+    /// any stored object, value or link; a removed property that holds nothing is still removed.
+    public let mayDropStoredData: Bool
     private let plans: [String: EntityPlan]
 
     /// How one stored entity's rows become rows of a destination entity.
@@ -42,17 +47,34 @@ public struct LightweightMigration: Sendable {
     /// - Throws: ``MigrationError/refused(_:)`` when a change cannot be made without code.
     /// - Complexity: O(entities × properties); no rows are read.
     public init(from source: Schema, to destination: Schema) throws {
+        try self.init(from: source, to: destination,
+                      mayDropStoredData: destination.isVersioned && destination.version > source.version)
+    }
+
+    /// A migration a store recorded, replayed: it was accepted when it was made, so it may drop what it dropped then.
+    ///
+    /// - Throws: ``MigrationError/refused(_:)`` when a change cannot be made without code.
+    package init(replaying source: Schema, to destination: Schema) throws {
+        try self.init(from: source, to: destination, mayDropStoredData: true)
+    }
+
+    private init(from source: Schema, to destination: Schema, mayDropStoredData: Bool) throws {
         self.source = source
         self.destination = destination
+        self.mayDropStoredData = mayDropStoredData
         var diff = SchemaDiff(from: source.version, to: destination.version)
         var plans: [String: EntityPlan] = [:]
         let entityMap = Self.matchEntities(source: source, destination: destination)
-        for stored in source.entities where !entityMap.values.contains(stored.name) {
-            diff.changes.append(.init(entity: stored.name, change: "entity removed; its objects are dropped"))
+        let removed = source.entities.map(\.name).filter { !entityMap.values.contains($0) }
+        let added = destination.entities.map(\.name).filter { entityMap[$0] == nil }
+        for stored in removed {
+            diff.changes.append(.init(entity: stored, change: "entity removed; its objects are dropped"
+                                          + (added.isEmpty ? "" : " (a renamed model declares originalEntityName)")))
         }
         if !source.entities.isEmpty && entityMap.isEmpty {
-            diff.changes.append(.init(entity: "*", change: "no stored entity is in the new schema",
-                                      refusal: "this looks like another application's store"))
+            let names = "stored: \(removed.joined(separator: ", ")); new: \(added.joined(separator: ", "))"
+            diff.changes.append(.init(entity: "*", change: "no stored entity is in the new schema (\(names))",
+                                      refusal: Self.renameAdvice(removed: removed, added: added)))
         }
         for entity in destination.entities {
             guard let storedName = entityMap[entity.name], let stored = source.entity(named: storedName) else {
@@ -67,6 +89,17 @@ public struct LightweightMigration: Sendable {
         self.diff = diff
         self.plans = plans
         if diff.isRefused { throw MigrationError.refused(diff) }
+    }
+
+    /// What to declare when a model was renamed without saying so, else what the refusal means.
+    private static func renameAdvice(removed: [String], added: [String]) -> String {
+        let attribute = "and `@Attribute(originalName: \"…\")` on each attribute renamed with it"
+        if removed.count == 1, added.count == 1 {
+            return "if \(added[0]) is \(removed[0]) renamed, declare `static var originalEntityName: String? "
+                + "{ \"\(removed[0])\" }` on \(added[0]) \(attribute); otherwise this is another application's store"
+        }
+        return "a renamed model declares the name it had, `static var originalEntityName: String? { \"<old name>\" }` "
+            + "(one of \(removed.joined(separator: ", "))), \(attribute); otherwise this is another application's store"
     }
 
     /// Which stored entity each destination entity continues (by name, or its original name).
@@ -254,21 +287,44 @@ public struct LightweightMigration: Sendable {
                                       refusal: "\(count) stored object\(count == 1 ? " has" : "s have") no value and "
                                           + "there is no default"))
         }
-        // Dropping stored objects must be meant: the schema's version has to move forward.
-        let kept = Set(plans.keys)
-        let dropped = Dictionary(grouping: rows.filter { !kept.contains($0.id.entityName) }, by: \.id.entityName)
-        if destination.version <= source.version {
-            for (entity, objects) in dropped.sorted(by: { $0.key < $1.key }) {
-                diff.changes.append(.init(entity: entity, change: "\(objects.count) stored object\(objects.count == 1 ? "" : "s") would be dropped",
-                                          refusal: "a schema that removes a stored entity must have a higher version "
-                                              + "than \(source.version) (was a model left out of the container?)"))
-            }
-        }
+        if !mayDropStoredData { refuseDataLoss(rows, diff: &diff) }
         // Dangling targets of dropped entities go; constraints and bounds are checked on the result.
         converted = Self.droppingDanglingTargets(converted)
         Self.checkConstraints(converted, source: source, destination: destination, plans: plans, diff: &diff)
         if diff.isRefused { throw MigrationError.refused(diff) }
         return converted
+    }
+
+    /// Adds a refusal for every stored object, value and link the conversion would drop: dropping stored data must
+    /// be meant, by a schema that declares a higher version.
+    private func refuseDataLoss(_ rows: [ModelSnapshot], diff: inout SchemaDiff) {
+        let reason = "a schema that removes stored data must declare it: a VersionedSchema with a version higher than "
+            + "\(source.version) (listed in the migration plan, if there is one) removes it on purpose"
+        let byEntity = Dictionary(grouping: rows, by: \.id.entityName)
+        func plural(_ count: Int, _ noun: String) -> String { "\(count) stored \(noun)\(count == 1 ? "" : "s")" }
+        for (entity, objects) in byEntity.sorted(by: { $0.key < $1.key }) {
+            guard let stored = source.entity(named: entity) else { continue }
+            guard let plan = plans[entity] else {
+                diff.changes.append(.init(entity: entity, change: "\(plural(objects.count, "object")) would be dropped",
+                                          refusal: reason + " (or was a model left out of the container?)"))
+                continue
+            }
+            var keptAttributes = Set<Int>()
+            for case .stored(let slot, _) in plan.attributes { keptAttributes.insert(slot) }
+            for (slot, attribute) in stored.attributes.enumerated() where !keptAttributes.contains(slot) {
+                let holding = objects.filter { !$0.attributes[slot].isNull }.count
+                guard holding > 0 else { continue }
+                diff.changes.append(.init(entity: entity, change: "attribute \(attribute.name) removed; "
+                                              + "\(plural(holding, "value")) would be dropped", refusal: reason))
+            }
+            let keptRelationships = Set(plan.relationships.compactMap { $0 })
+            for (slot, relationship) in stored.relationships.enumerated() where !keptRelationships.contains(slot) {
+                let holding = objects.filter { $0.relationships[slot].count > 0 }.count
+                guard holding > 0 else { continue }
+                diff.changes.append(.init(entity: entity, change: "relationship \(relationship.name) removed; the "
+                                              + "links of \(plural(holding, "object")) would be dropped", refusal: reason))
+            }
+        }
     }
 
     /// Updates that give each cell of a generated-default attribute a value, made by `generate` (which creates a
@@ -404,12 +460,36 @@ public struct SchemaDiff: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// A migration NoteKit cannot perform; the store is left as it was.
+/// A migration NoteKit cannot perform. Each case says whether the store was left as it was.
 public enum MigrationError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// A change needs code (a custom stage); the diff lists every change and marks the refused ones.
+    /// What a migration plan wrote to the store before a later step was refused.
+    public enum WrittenStep: Sendable, Hashable, CustomStringConvertible {
+        /// A custom stage's `willMigrate` saved changes; the store stayed at the stage's old schema.
+        case willMigrateSaved(from: Schema.Version, to: Schema.Version)
+        /// A stage completed: the store moved to its new schema.
+        case stageCompleted(from: Schema.Version, to: Schema.Version)
+
+        public var description: String {
+            switch self {
+            case let .willMigrateSaved(from, to): "the willMigrate of stage \(from) → \(to) saved its changes"
+            case let .stageCompleted(from, to): "stage \(from) → \(to) completed"
+            }
+        }
+    }
+
+    /// A change needs code (a custom stage); the diff lists every change and marks the refused ones. Nothing was
+    /// written.
     case refused(SchemaDiff)
-    /// The store was written by a newer schema than this code has: migrating backwards would lose data.
+    /// A change was refused after steps of the migration plan had written to the store, which stays as they left
+    /// it: at schema `diff.from`, with what `written` lists.
+    case refusedAfterWriting(SchemaDiff, written: [WrittenStep])
+    /// The store was written by a schema with a higher version than this code's: migrating backwards would lose
+    /// data. Nothing was written.
     case storeIsNewer(stored: Schema.Version, current: Schema.Version)
+    /// This code's schema (content hash `hash`) is one the store was written with before it moved on to a later
+    /// schema (`stored`, `storedHash`): this code is older than the store, and migrating backwards would lose data.
+    /// Nothing was written.
+    case schemaIsOlderThanStore(hash: String, stored: Schema.Version, storedHash: String)
     /// A custom stage threw.
     case stageFailed(from: Schema.Version, to: Schema.Version, reason: String)
 
@@ -417,8 +497,19 @@ public enum MigrationError: Error, Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .refused(let diff):
             "a lightweight migration cannot make these changes; the store is untouched.\n\(diff)"
+        case let .refusedAfterWriting(diff, written):
+            "a lightweight migration cannot make these changes, after the migration plan had already written to the "
+                + "store: " + written.map(\.description).joined(separator: "; ") + ". That stays in the store, which "
+                + "is at schema \(diff.from). Change the stage so that the refused changes can be made (its "
+                + "willMigrate can remove what they refuse) and open again: the stage runs again, so write it to "
+                + "run twice without harm.\n\(diff)"
         case let .storeIsNewer(stored, current):
             "the store was written with schema \(stored), newer than this code's \(current); it is left untouched"
+        case let .schemaIsOlderThanStore(hash, stored, storedHash):
+            "this code's schema (\(hash.prefix(12))) is one the store was written with before it moved on to a later "
+                + "schema (\(stored), \(storedHash.prefix(12))): this code is older than the store, and opening it "
+                + "would migrate it backwards and lose data, so it is left untouched. Open it with the later models, "
+                + "or, to go back on purpose, declare a VersionedSchema with a version higher than \(stored)"
         case let .stageFailed(from, to, reason):
             "the migration stage \(from) → \(to) failed: \(reason)"
         }

@@ -6,9 +6,11 @@ enum MigrationRunner {
     /// store is opened with its new schema (a lightweight migration recorded in the store), then `didMigrate`.
     /// What `willMigrate` saves stays saved if a later step fails; the schema moves on only when a stage completes
     /// (together with what `didMigrate` saved), so the next open runs a failed stage again (write stages so that
-    /// running one twice does no harm).
+    /// running one twice does no harm). A change refused after a step wrote is reported as
+    /// ``MigrationError/refusedAfterWriting(_:written:)``, naming what was written.
     ///
-    /// - Throws: ``MigrationError``, ``SchemaError`` for an invalid versioned schema, or the store's errors.
+    /// - Throws: ``MigrationError`` (a downgrade is refused before any stage runs), ``SchemaError`` for an invalid
+    ///   versioned schema, or the store's errors.
     static func open(_ schema: Schema, plan: any SchemaMigrationPlan.Type,
                      configuration: any MigratableStoreConfiguration,
                      uniquenessPolicy: UniquenessPolicy) throws -> any DataStore {
@@ -21,17 +23,34 @@ enum MigrationRunner {
             session.end()
             return store
         }
-        guard let stored = session.storedSchema, stored.contentHash != schema.contentHash, !session.isReadOnly else {
+        let history = session.storedSchemaHistory
+        guard let stored = history.last, !session.isReadOnly,
+              case .migrate = try SchemaVersioning.decide(schema, history: history) else {
             return try finish()
         }
-        guard stored.version <= schema.version else {
-            throw MigrationError.storeIsNewer(stored: stored.version, current: schema.version)
-        }
         let versions = try plan.schemas.map { try Schema(versionedSchema: $0) }
-        guard var position = versions.firstIndex(where: { $0.contentHash == stored.contentHash }) else {
+        // The version the store is at: the same hash and number, else (a store written without the plan) the hash.
+        let storedHash = stored.contentHash
+        guard var position = versions.firstIndex(where: { $0.contentHash == storedHash && $0.version == stored.version })
+                ?? versions.firstIndex(where: { $0.contentHash == storedHash }) else {
             // A store written by no version the plan knows: infer a lightweight migration to today's schema.
             return try finish()
         }
+        var written: [MigrationError.WrittenStep] = []
+        do {
+            try runStages(from: &position, versions: versions, plan: plan, session: session,
+                          configuration: configuration, uniquenessPolicy: uniquenessPolicy, written: &written)
+            return try finish()
+        } catch MigrationError.refused(let diff) where !written.isEmpty {
+            throw MigrationError.refusedAfterWriting(diff, written: written)
+        }
+    }
+
+    /// Runs the plan's stages from the version at `position`, recording in `written` what each step wrote.
+    private static func runStages(from position: inout Int, versions: [Schema], plan: any SchemaMigrationPlan.Type,
+                                  session: any StoreMigrationSession, configuration: any MigratableStoreConfiguration,
+                                  uniquenessPolicy: UniquenessPolicy,
+                                  written: inout [MigrationError.WrittenStep]) throws {
         while let stage = plan.stages.first(where: { stageVersion($0.fromVersion, in: versions) == position }) {
             guard let target = stageVersion(stage.toVersion, in: versions), target > position else {
                 throw MigrationError.stageFailed(from: versions[position].version, to: versions[position].version,
@@ -40,8 +59,12 @@ enum MigrationRunner {
             let from = versions[position], to = versions[target]
             if case .custom(_, _, let willMigrate?, _) = stage {
                 let store = try session.openStore(schema: from, keepingLock: false)
+                let generation = store.generation
                 try run(willMigrate, on: store, schema: from, configuration: configuration,
                         uniquenessPolicy: uniquenessPolicy, stage: (from.version, to.version))
+                if store.generation != generation {
+                    written.append(.willMigrateSaved(from: from.version, to: to.version))
+                }
             }
             if case .custom(_, _, _, let didMigrate?) = stage {
                 // The schema moves on only with didMigrate's changes: otherwise a failure or a crash in between
@@ -53,9 +76,9 @@ enum MigrationRunner {
             } else {
                 _ = try session.openStore(schema: to, keepingLock: false)
             }
+            written.append(.stageCompleted(from: from.version, to: to.version))
             position = target
         }
-        return try finish()
     }
 
     private static func stageVersion(_ type: any VersionedSchema.Type, in versions: [Schema]) -> Int? {

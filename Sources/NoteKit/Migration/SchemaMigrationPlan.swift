@@ -17,6 +17,10 @@
 /// A plan is needed only for changes a lightweight migration cannot infer; without one, NoteKit compares the stored
 /// schema with today's and migrates by itself (see ``LightweightMigration``). A store whose schema matches none of
 /// the plan's versions is migrated lightweight to the current schema rather than refused.
+///
+/// A container given a plan and plain model types (`ModelContainer(for: SchemaV2.Note.self, migrationPlan: …)`)
+/// takes the version of the plan's schema whose content hash its models have (the newest, if several have), so a
+/// new store records 2.0.0 and an older app's models are refused by number (docs/MIGRATIONS.md, *Versioning*).
 public protocol SchemaMigrationPlan {
     /// Every shipped version, oldest first.
     static var schemas: [any VersionedSchema.Type] { get }
@@ -24,14 +28,26 @@ public protocol SchemaMigrationPlan {
     static var stages: [MigrationStage] { get }
 }
 
-/// One step of a migration plan.
-public enum MigrationStage {
+/// One step of a migration plan (SwiftData's `MigrationStage`).
+///
+/// A stage is `Sendable`, so a plan can keep one in a `static let`, as seed 002 does; a trailing closure is the
+/// stage's `willMigrate`:
+///
+/// ```swift
+/// static let migrateV1toV2 = MigrationStage.custom(fromVersion: SchemaV1.self, toVersion: SchemaV2.self) { context in
+///     for task in try context.fetch(FetchDescriptor<SchemaV1.TaskV1>()) { task.name = task.name.capitalized }
+///     try context.save()
+/// }
+/// ```
+public enum MigrationStage: Sendable {
     /// A step a lightweight migration makes by itself.
     case lightweight(fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type)
     /// A step with code: `willMigrate` runs on a context over the old version's models before the schema changes,
     /// `didMigrate` on a context over the new version's models after; what each changes is saved when it returns.
+    /// Either may be nil (the default). The closures are `@Sendable`: they capture no context, they are given one.
     case custom(fromVersion: any VersionedSchema.Type, toVersion: any VersionedSchema.Type,
-                willMigrate: ((ModelContext) throws -> Void)?, didMigrate: ((ModelContext) throws -> Void)?)
+                willMigrate: (@Sendable (ModelContext) throws -> Void)? = nil,
+                didMigrate: (@Sendable (ModelContext) throws -> Void)? = nil)
 
     var fromVersion: any VersionedSchema.Type {
         switch self {
@@ -58,6 +74,9 @@ public protocol MigratableStoreConfiguration: DataStoreConfiguration {
 public protocol StoreMigrationSession: AnyObject {
     /// The schema the store was last written with; nil for a store that does not exist yet.
     var storedSchema: Schema? { get }
+    /// Every schema the store was written with, oldest first (empty for a store that does not exist yet): what
+    /// tells an older schema from a new one.
+    var storedSchemaHistory: [Schema] { get }
     /// Opens the store with `schema` under the session's lock, migrating lightweight from the stored schema if they
     /// differ. With `keepingLock`, the store takes the lock over and the session ends.
     func openStore(schema: Schema, keepingLock: Bool) throws -> any DataStore
@@ -75,6 +94,9 @@ public protocol StoreMigrationSession: AnyObject {
 }
 
 extension StoreMigrationSession {
+    /// The latest stored schema alone, for a session that cannot read the history.
+    public var storedSchemaHistory: [Schema] { storedSchema.map { [$0] } ?? [] }
+
     /// A session that cannot hold a migration back writes it at open, and `didMigrate`'s changes after it.
     public func openStoreForStage(schema: Schema) throws -> any DataStore {
         try openStore(schema: schema, keepingLock: false)

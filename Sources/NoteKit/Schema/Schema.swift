@@ -24,8 +24,18 @@ import FoundationEssentials
 /// - ``AttributeType``
 /// - ``Version``
 public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
-    /// The schema's version, as its author numbered it.
-    public var version: Version
+    /// The schema's version, as its author numbered it; for a schema with no declared version (a plain model
+    /// list, see ``isVersioned``), 1.0.0 until a store gives it the version it carries on (docs/MIGRATIONS.md).
+    /// Setting it declares it.
+    public var version: Version {
+        didSet { isVersioned = true }
+    }
+    /// Whether the version was declared: by a ``VersionedSchema``, an explicit `version:`, a migration plan the
+    /// container was given, or a stored schema. A plain model list (`Schema([Note.self])`) is unversioned: a
+    /// store orders it by content hash against the schemas it was written with, never by number, and it may not
+    /// drop stored data (docs/MIGRATIONS.md, *Versioning*). It says how the schema was made, not what it is, so
+    /// it is not part of equality.
+    public private(set) var isVersioned: Bool
     /// The entities, sorted by name.
     public var entities: [Entity]
 
@@ -36,14 +46,16 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
     ///
     /// - Parameters:
     ///   - types: the model types to register.
-    ///   - version: the schema's version (default 1.0.0).
+    ///   - version: the schema's version. Without one the schema is unversioned (``isVersioned`` is false, and
+    ///     ``version`` reads 1.0.0): a store decides where it stands by content hash.
     /// - Throws: ``SchemaError`` when a declaration is invalid: an inverse that does not point back, mismatched
     ///   inverse types, a duplicate name, an unsupported attribute type, a uniqueness constraint on a to-many
     ///   relationship, an index or constraint on a property that does not exist.
     /// - Complexity: builds each type's metadata once per process (two instances are created by `init()`).
-    public init(_ types: [any PersistentModel.Type], version: Version = Version(1, 0, 0)) throws {
+    public init(_ types: [any PersistentModel.Type], version: Version? = nil) throws {
         let runtime = try SchemaRuntime(types: types)
-        self.version = version
+        self.version = version ?? Version(1, 0, 0)
+        self.isVersioned = version != nil
         self.entities = runtime.entities
         self.runtime = runtime
         try SchemaValidator.validate(entities, runtime: runtime)
@@ -62,6 +74,7 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
     /// - Throws: ``SchemaError`` when the description is inconsistent.
     public init(version: Version, entities: [Entity]) throws {
         self.version = version
+        self.isVersioned = true
         self.entities = entities.sorted { $0.name < $1.name }
         self.runtime = nil
         try SchemaValidator.validate(self.entities, runtime: nil)
@@ -74,6 +87,16 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
         guard let metadata = runtime?.metadataByName[entity] else { return nil }
         let object = metadata.type.init()
         return object._$attributes[attribute]
+    }
+
+    /// This schema at `version`, versioned or not as it was: how a store gives an unversioned schema the version it
+    /// records (the store's own, carried on).
+    package func carrying(_ version: Version) -> Schema {
+        var schema = self
+        let wasVersioned = isVersioned
+        schema.version = version
+        schema.isVersioned = wasVersioned
+        return schema
     }
 
     /// The entity named `name`, if the schema has it.
@@ -101,6 +124,7 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         version = try container.decode(Version.self, forKey: .version)
+        isVersioned = true
         entities = try container.decode([Entity].self, forKey: .entities).sorted { $0.name < $1.name }
         runtime = nil
         do { try SchemaValidator.validate(entities, runtime: nil) } catch {

@@ -8,7 +8,10 @@
 ///     final class NoteRecord: PersistentModel { … }
 /// }
 /// ```
-public protocol VersionedSchema {
+///
+/// Its metatype is `Sendable` (``MigrationStage`` holds versions and is kept in `static let`s), so a conformance
+/// cannot be isolated to a global actor.
+public protocol VersionedSchema: SendableMetatype {
     /// The schema's version.
     static var versionIdentifier: Schema.Version { get }
     /// The schema's model types (types reachable from them are registered too).

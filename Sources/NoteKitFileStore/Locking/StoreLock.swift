@@ -1,13 +1,15 @@
 import FoundationEssentials
+import NoteKit
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// The one-writer rule: a writable open holds an exclusive `flock` on the store's `LOCK` file.
 enum StoreLock {
-    /// Takes the lock, waiting up to `timeout` seconds (nil: not at all) for another process to release it.
+    /// Takes the lock, waiting up to `timeout` seconds (nil: not at all) for another holder to release it.
     ///
-    /// - Throws: ``FileStoreError/locked(path:)`` when the lock stays held, or an I/O error.
+    /// - Throws: ``FileStoreError/lockedInThisProcess(path:)`` when the lock stays held by another open of this
+    ///   process, ``FileStoreError/locked(path:)`` when it stays held elsewhere, or an I/O error.
     static func acquire(_ layout: StoreLayout, fileSystem: any StoreFileSystem,
                         timeout: Double?) throws -> any StoreLockHandle {
         let deadline = Date().addingTimeInterval(timeout ?? 0)
@@ -15,10 +17,53 @@ enum StoreLock {
         // millisecond on a fast disk) and doubling up to 10 ms.
         var pause: UInt32 = 50
         while true {
-            if let handle = try fileSystem.tryLock(layout.lock) { return handle }
-            guard let timeout, timeout > 0, Date() < deadline else { throw FileStoreError.locked(path: layout.root) }
+            if let handle = try fileSystem.tryLock(layout.lock) { return HeldStoreLock(handle, path: layout.lock) }
+            guard let timeout, timeout > 0, Date() < deadline else {
+                throw HeldStoreLock.isHeldInThisProcess(layout.lock)
+                    ? FileStoreError.lockedInThisProcess(path: layout.root) : FileStoreError.locked(path: layout.root)
+            }
             usleep(pause)
             pause = min(pause * 2, 10_000)
         }
+    }
+}
+
+/// A store lock this process holds, counted by lock file, so that a refused lock can say whether an open of this
+/// process holds it (a `flock` conflicts between two opens of one process too). Only the message depends on the
+/// count: the `flock` decides.
+final class HeldStoreLock: StoreLockHandle {
+    /// How many locks this process holds, by the lock file's resolved path.
+    private static let held = Locked<[String: Int]>([:])
+
+    private let base: any StoreLockHandle
+    private let key: String
+    private let released = Locked(false)
+
+    init(_ base: any StoreLockHandle, path: String) {
+        self.base = base
+        key = Self.key(path)
+        Self.held.withLock { $0[key, default: 0] += 1 }
+    }
+
+    func unlock() {
+        guard released.withLock({ released in defer { released = true }; return !released }) else { return }
+        base.unlock()
+        Self.held.withLock { held in
+            held[key, default: 1] -= 1
+            if held[key] == 0 { held[key] = nil }
+        }
+    }
+
+    /// Whether an open of this process holds the lock of `path`.
+    static func isHeldInThisProcess(_ path: String) -> Bool {
+        held.withLock { $0[key(path)] != nil }
+    }
+
+    /// The path with symbolic links and `..` resolved when the file exists on this machine's disk (a store opened
+    /// by two spellings of its path is one store), else as given (a simulated file system).
+    private static func key(_ path: String) -> String {
+        guard let resolved = realpath(path, nil) else { return path }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 }

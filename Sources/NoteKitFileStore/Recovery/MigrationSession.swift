@@ -15,7 +15,8 @@ extension FileStoreConfiguration: MigratableStoreConfiguration {
 /// A file store held for a migration plan: the lock, and the schema the store was written with.
 final class FileStoreMigrationSession: StoreMigrationSession {
     let configuration: FileStoreConfiguration
-    let storedSchema: Schema?
+    let storedSchemaHistory: [Schema]
+    var storedSchema: Schema? { storedSchemaHistory.last }
     private var lock: (any StoreLockHandle)?
     private var open: FileStore?
 
@@ -27,8 +28,8 @@ final class FileStoreMigrationSession: StoreMigrationSession {
             lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout ?? 30)
         }
         do {
-            storedSchema = fileSystem.exists(layout.manifest)
-                ? try LogReplay.schemaHistory(layout: layout, fileSystem: fileSystem).last : nil
+            storedSchemaHistory = fileSystem.exists(layout.manifest)
+                ? try LogReplay.schemaHistory(layout: layout, fileSystem: fileSystem) : []
         } catch {
             lock?.unlock()
             throw error

@@ -93,7 +93,7 @@ struct ReplayedObjects {
     mutating func migrate(from previous: Schema, by migration: MigrationRecord, consecutive: Bool = true) -> String? {
         let converted: [ModelSnapshot]
         do {
-            converted = try LightweightMigration(from: previous, to: migration.schema).convert(rows)
+            converted = try LightweightMigration(replaying: previous, to: migration.schema).convert(rows)
         } catch {
             return "the recorded migration no longer applies: \(error)"
         }
