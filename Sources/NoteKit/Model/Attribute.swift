@@ -94,11 +94,23 @@ public struct Attribute<Value> {
 
 /// Marks a stored property of a model as never persisted (SwiftData's `@Transient`).
 ///
-/// A plain stored property without ``Attribute`` or ``Relationship`` is transient already; this wrapper only
-/// says so explicitly. The value resets to its initial value whenever the object is loaded anew.
+/// ```swift
+/// @Transient var isExpanded = false      // UI state, never persisted
+/// ```
+///
+/// Every stored property of a model is either persisted (``Attribute``, ``Relationship``) or declared transient
+/// with this wrapper: building a schema refuses a stored property with neither
+/// (``SchemaError/storedPropertyWithoutWrapper(entity:property:)``), because SwiftData would persist it. A
+/// transient value lives in the object only: it is not saved, changing it is not a change of the object, and it
+/// starts at its initial value whenever the object is loaded anew. Computed properties and `lazy` properties are
+/// derived state and need no wrapper.
 @propertyWrapper
 public struct Transient<Value> {
+    /// The property's value, held by the object alone.
     public var wrappedValue: Value
+
+    /// Declares a transient property whose initial value is `wrappedValue`, evaluated each time an object is
+    /// created, including when one is loaded from a store.
     public init(wrappedValue: Value) { self.wrappedValue = wrappedValue }
 }
 

@@ -71,9 +71,16 @@ final class ModelMetadata: @unchecked Sendable {
         var level: Mirror? = Mirror(reflecting: first)
         while let mirror = level, mirror.subjectType != ModelObject.self {
             for child in mirror.children {
-                guard let label = child.label, label.hasPrefix("_") else { continue }
-                if child.value is any AttributeWrapperMarker { attributeNames.append(String(label.dropFirst())) }
-                if child.value is any RelationshipWrapperMarker { relationshipNames.append(String(label.dropFirst())) }
+                guard let label = child.label else { continue }
+                if child.value is any AttributeWrapperMarker {
+                    attributeNames.append(String(label.dropFirst()))
+                } else if child.value is any RelationshipWrapperMarker {
+                    relationshipNames.append(String(label.dropFirst()))
+                } else if !(child.value is any TransientWrapperMarker) && !label.hasPrefix(Self.lazyStoragePrefix) {
+                    // SwiftData persists every stored property that is not @Transient; NoteKit would silently
+                    // drop this one on reload, so it is refused. (Computed properties are not in the mirror.)
+                    problems.append(.storedPropertyWithoutWrapper(entity: type.entityName, property: label))
+                }
             }
             level = mirror.superclassMirror
         }
@@ -122,6 +129,10 @@ final class ModelMetadata: @unchecked Sendable {
         first._$metadata = self
         resolveDeclaredConstraints(type)
     }
+
+    /// How a `lazy var`'s storage is labelled in a mirror. A lazy property takes no wrapper and is computed from
+    /// its initializer on first use: derived state, which is transient by design, as a computed property is.
+    private static let lazyStoragePrefix = "$__lazy_storage_$_"
 
     /// Creates an instance of `type` while recording what its wrappers declare.
     private static func record(_ type: any PersistentModel.Type) -> (ModelObject, ConstructionStack.Recorded) {
@@ -422,5 +433,7 @@ final class MutationNotifier: @unchecked Sendable {
 /// Lets reflection tell persisted properties' wrappers from other stored properties.
 protocol AttributeWrapperMarker {}
 protocol RelationshipWrapperMarker {}
+protocol TransientWrapperMarker {}
 extension Attribute: AttributeWrapperMarker {}
 extension Relationship: RelationshipWrapperMarker {}
+extension Transient: TransientWrapperMarker {}
