@@ -208,11 +208,13 @@ final class ModelMetadata: @unchecked Sendable {
         let found: PropertyReference? = prototype.withLock { prototype in
             prototype._$isPrototype = true
             prototype._$probeLog.removeAll()
-            _ = prototype[keyPath: keyPath]
+            let value = prototype[keyPath: keyPath]
             let log = prototype._$probeLog
             prototype._$isPrototype = false
             prototype._$probeLog.removeAll()
-            guard log.count == 1, log[0].keyPath == keyPath else { return nil }
+            // A `Bool` sort descriptor's key path reads its attribute through a subscript (SortDescriptor+Bool.swift).
+            let read = (value as? BoolSortKey)?.source ?? keyPath
+            guard log.count == 1, log[0].keyPath == read else { return nil }
             return log[0].property
         }
         keyPathCache.withLock { $0[keyPath] = .some(found) }
