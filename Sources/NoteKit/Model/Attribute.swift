@@ -45,6 +45,15 @@ public struct Attribute<Value> {
         stamp = Self.push({ nil }, options: options, originalName: originalName)
     }
 
+    /// Refused at compile time: a persisted property needs a default value or an optional type, the rule that
+    /// lets a migration add the attribute to objects stored before it existed.
+    @available(*, unavailable, message: "give the attribute a default value (`@Attribute var title = \"\"`) or make it optional (`@Attribute var title: String?`)")
+    public init() { fatalError("unavailable") }
+
+    /// Refused at compile time: a persisted property needs a default value or an optional type.
+    @available(*, unavailable, message: "give the attribute a default value (`@Attribute var title = \"\"`) or make it optional (`@Attribute var title: String?`)")
+    public init(_ options: Schema.Attribute.Option..., originalName: String? = nil) { fatalError("unavailable") }
+
     private static func push(_ initial: () -> Value, options: [Schema.Attribute.Option], originalName: String?) -> Int32 {
         let stack = ConstructionStack.current
         let stamp = Int32(truncatingIfNeeded: stack.attributeValues.count)
@@ -89,6 +98,43 @@ public struct Attribute<Value> {
                 model._$writeAttribute(slot, stored)
             }
         }
+    }
+}
+
+// A property whose type is a model is a relationship. Swift lets an available initializer win over an unavailable
+// one, so these cannot refuse the declaration at compile time: they are deprecated, which makes the compiler say
+// what to write, and building the schema refuses the attribute
+// (``SchemaError/attributeHoldsModels(entity:property:type:)``).
+
+extension Attribute where Value: RelationshipValue & ExpressibleByNilLiteral {
+    /// Not an attribute: an optional model is a to-one relationship (`@Relationship var folder: Folder?`).
+    @available(*, deprecated, message: "a property whose type is a model, an optional model or an array of models is a relationship: declare it with @Relationship (`@Relationship var folder: Folder?`)")
+    public init() {
+        stamp = Self.push({ nil }, options: [], originalName: nil)
+    }
+
+    /// Not an attribute: an optional model is a to-one relationship (`@Relationship var folder: Folder?`).
+    @available(*, deprecated, message: "a property whose type is a model, an optional model or an array of models is a relationship: declare it with @Relationship (`@Relationship var folder: Folder?`)")
+    public init(_ options: Schema.Attribute.Option..., originalName: String? = nil) {
+        stamp = Self.push({ nil }, options: options, originalName: originalName)
+    }
+}
+
+extension Attribute where Value: RelationshipValue {
+    /// Not an attribute: an array or optional of models is a relationship (`@Relationship var notes: [Note] = []`).
+    @available(*, deprecated, message: "a property whose type is a model, an optional model or an array of models is a relationship: declare it with @Relationship (`@Relationship var notes: [Note] = []`)")
+    public init(wrappedValue: @autoclosure () -> Value, _ options: Schema.Attribute.Option...,
+                originalName: String? = nil) {
+        stamp = Self.push(wrappedValue, options: options, originalName: originalName)
+    }
+}
+
+extension Attribute where Value: PersistentModel {
+    /// Not an attribute: a model is the target of a to-one relationship (`@Relationship var folder: Folder?`).
+    @available(*, deprecated, message: "a property whose type is a model, an optional model or an array of models is a relationship: declare it with @Relationship (`@Relationship var folder: Folder?`)")
+    public init(wrappedValue: @autoclosure () -> Value, _ options: Schema.Attribute.Option...,
+                originalName: String? = nil) {
+        stamp = Self.push(wrappedValue, options: options, originalName: originalName)
     }
 }
 

@@ -95,6 +95,12 @@ final class ModelMetadata: @unchecked Sendable {
             let initial = recorded.attributeValues[index]
             var defaultValue: StoredValue?
             var generated = false
+            let holdsModels = Self.holdsModels(declaration.valueType)
+            if holdsModels {
+                // Generic code declares such an attribute without the compiler's warning (Attribute.swift).
+                problems.append(.attributeHoldsModels(entity: type.entityName, property: name,
+                                                      type: String(describing: declaration.valueType)))
+            }
             if let codec = declaration.codec {
                 defaultValue = try? codec.encodeAny(initial)
                 let secondValue = try? codec.encodeAny(again.attributeValues[index])
@@ -102,7 +108,7 @@ final class ModelMetadata: @unchecked Sendable {
                     generated = true
                     defaultValue = nil
                 }
-            } else {
+            } else if !holdsModels {
                 problems.append(.unsupportedAttributeType(entity: type.entityName, property: name,
                                                           type: String(describing: declaration.valueType)))
             }
@@ -133,6 +139,13 @@ final class ModelMetadata: @unchecked Sendable {
     /// How a `lazy var`'s storage is labelled in a mirror. A lazy property takes no wrapper and is computed from
     /// its initializer on first use: derived state, which is transient by design, as a computed property is.
     private static let lazyStoragePrefix = "$__lazy_storage_$_"
+
+    /// Whether values of `type` are models, or optionals, arrays or dictionaries of them: a relationship's values.
+    private static func holdsModels(_ type: Any.Type) -> Bool {
+        if type is ModelObject.Type { return true }
+        if let container = type as? any ContainerAttributeValue.Type { return holdsModels(container.elementType) }
+        return false
+    }
 
     /// Creates an instance of `type` while recording what its wrappers declare.
     private static func record(_ type: any PersistentModel.Type) -> (ModelObject, ConstructionStack.Recorded) {

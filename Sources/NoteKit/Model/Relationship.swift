@@ -18,10 +18,59 @@ import FoundationEssentials
 ///
 /// To-many relationships keep the order in which targets were added. Relating a model to one that belongs to a
 /// context inserts it into that context, with everything it reaches.
+///
+/// A property of any other type is refused at compile time with a message that says what to write (`@Attribute`
+/// for a value, an optional for a to-one relationship).
 @propertyWrapper
-public struct Relationship<Value: RelationshipValue> {
+public struct Relationship<Value> {
     @usableFromInline let stamp: Int32
 
+    /// Refused at compile time: a relationship holds an optional model or an array of models.
+    @available(*, unavailable, message: "@Relationship holds an optional model (`@Relationship var folder: Folder?`) or an array of models (`@Relationship var notes: [Note] = []`); declare a property of any other type with @Attribute")
+    public init(wrappedValue: Value, deleteRule: DeleteRule = .nullify, minimumModelCount: Int? = nil,
+                maximumModelCount: Int? = nil, originalName: String? = nil, inverse: AnyKeyPath? = nil) {
+        fatalError("unavailable")
+    }
+
+    /// Refused at compile time: a relationship holds an optional model or an array of models.
+    @available(*, unavailable, message: "@Relationship holds an optional model (`@Relationship var folder: Folder?`) or an array of models (`@Relationship var notes: [Note] = []`); declare a property of any other type with @Attribute")
+    public init(deleteRule: DeleteRule = .nullify, minimumModelCount: Int? = nil, maximumModelCount: Int? = nil,
+                originalName: String? = nil, inverse: AnyKeyPath? = nil) {
+        fatalError("unavailable")
+    }
+
+    @available(*, unavailable, message: "@Relationship is only available on PersistentModel classes")
+    public var wrappedValue: Value {
+        get { fatalError("unavailable") }
+        set { fatalError("unavailable") } // swiftlint:disable:this unused_setter_value
+    }
+
+    /// The targets, resolved through the object's context, with Observation and inverse maintenance.
+    public static subscript<Model: ModelObject>(
+        _enclosingInstance model: Model,
+        wrapped wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>,
+        storage storageKeyPath: ReferenceWritableKeyPath<Model, Self>
+    ) -> Value where Value: RelationshipValue {
+        get {
+            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._$relationshipFrame)
+            model._$observationRegistrar.access(model, keyPath: wrappedKeyPath)
+            model._$metadata.relationshipNotifiers[slot].register(wrappedKeyPath)
+            if model._$isPrototype {
+                model._$probeLog.append(.init(property: .relationship(slot), keyPath: wrappedKeyPath))
+            }
+            return Value(models: model._$relationshipModels(at: slot).map {
+                unsafeDowncast($0, to: Value.Destination.self)
+            })
+        }
+        set {
+            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._$relationshipFrame)
+            model._$metadata.relationshipNotifiers[slot].register(wrappedKeyPath)
+            model._$setRelationship(at: slot, to: newValue.models)
+        }
+    }
+}
+
+extension Relationship where Value: RelationshipValue {
     /// Declares a relationship whose initial targets are `wrappedValue` (usually `[]`).
     ///
     /// - Parameters:
@@ -57,35 +106,5 @@ public struct Relationship<Value: RelationshipValue> {
                 originalName: originalName, inverse: inverse))
         }
         return stamp
-    }
-
-    @available(*, unavailable, message: "@Relationship is only available on PersistentModel classes")
-    public var wrappedValue: Value {
-        get { fatalError("unavailable") }
-        set { fatalError("unavailable") } // swiftlint:disable:this unused_setter_value
-    }
-
-    /// The targets, resolved through the object's context, with Observation and inverse maintenance.
-    public static subscript<Model: ModelObject>(
-        _enclosingInstance model: Model,
-        wrapped wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>,
-        storage storageKeyPath: ReferenceWritableKeyPath<Model, Self>
-    ) -> Value {
-        get {
-            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._$relationshipFrame)
-            model._$observationRegistrar.access(model, keyPath: wrappedKeyPath)
-            model._$metadata.relationshipNotifiers[slot].register(wrappedKeyPath)
-            if model._$isPrototype {
-                model._$probeLog.append(.init(property: .relationship(slot), keyPath: wrappedKeyPath))
-            }
-            return Value(models: model._$relationshipModels(at: slot).map {
-                unsafeDowncast($0, to: Value.Destination.self)
-            })
-        }
-        set {
-            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._$relationshipFrame)
-            model._$metadata.relationshipNotifiers[slot].register(wrappedKeyPath)
-            model._$setRelationship(at: slot, to: newValue.models)
-        }
     }
 }

@@ -42,6 +42,8 @@ public enum SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stored property (a `var` or a `let`) has neither ``Attribute`` nor ``Transient``: NoteKit would not persist
     /// it, where SwiftData persists every stored property that is not `@Transient`.
     case storedPropertyWithoutWrapper(entity: String, property: String)
+    /// An ``Attribute`` whose type is a model, an optional model or an array of models: that is a relationship.
+    case attributeHoldsModels(entity: String, property: String, type: String)
 
     public var description: String {
         switch self {
@@ -90,6 +92,10 @@ public enum SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(entity).\(property) is a stored property without a wrapper, which NoteKit would not persist; write "
                 + "`@Attribute var \(property)` to persist it, or `@Transient var \(property)` to keep it out of the "
                 + "store (a constant can be a computed property or a static let)"
+        case let .attributeHoldsModels(entity, property, type):
+            "\(entity).\(property) is an @Attribute of type \(type), which holds models: a property whose type is a "
+                + "model, an optional model or an array of models is a relationship; declare it with @Relationship "
+                + "(`@Relationship var \(property): Folder?`, or `: [Note] = []` for a to-many relationship)"
         }
     }
 }

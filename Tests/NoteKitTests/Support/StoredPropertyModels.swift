@@ -1,9 +1,8 @@
 import Foundation
 import NoteKit
 
-// Models for StoredPropertyTests: every kind of stored property a model class can have, and what the schema makes
-// of it. Reflection sees stored properties only (never computed ones), so each specimen has one of each kind the
-// rule must tell apart.
+// Models for StoredPropertyTests and DeclarationSchemaErrorTests: the kinds of stored property a model class can
+// have, and what the schema makes of each. Reflection sees stored properties only (never computed ones).
 
 /// Seed 001's QuickNote: UI state declared `@Transient`, next to persisted attributes.
 final class ExpandableNote: PersistentModel {
@@ -55,4 +54,20 @@ final class LazySummary: PersistentModel {
         self.init()
         self.title = title
     }
+}
+
+/// An attribute whose type is a model, declared in generic code, where the compiler cannot see that the type is a
+/// model (and so cannot warn): building the schema must refuse it.
+final class GenericAttributeHolder<Target>: PersistentModel {
+    static var entityName: String { "GenericAttributeHolder" }
+    @Attribute var target: Target?
+    required init() {}
+}
+
+/// A model that is also `Codable`, so that an attribute of its type would have an encoding to store.
+final class CodableTarget: PersistentModel, Codable {
+    @Attribute var name = ""
+    required init() {}
+    init(from decoder: any Decoder) throws { super.init() }
+    func encode(to encoder: any Encoder) throws {}
 }
