@@ -22,6 +22,9 @@ private enum Snippet {
         ("valid", "@Attribute var tagNames: [String] = []"),
         ("valid", "@Relationship var archive: Folder?"),
         ("valid", "@Relationship(deleteRule: .cascade) var children: [Folder] = []"),
+        ("valid", "@Attribute var isPinned = false"),
+        ("retroactiveBoolSort",
+         "static var pinnedFirst: [SortDescriptor<Specimen>] { [SortDescriptor(\\.isPinned, order: .reverse)] }"),
     ]
 
     static let header = [
@@ -33,7 +36,14 @@ private enum Snippet {
         "final class Specimen: PersistentModel {",
     ]
 
-    static let source = (header + declarations.map { "    " + $0.line } + ["    required init() {}", "}"])
+    /// What a porter wrote before NoteKit could sort by a `Bool`; it must not make that sort ambiguous.
+    static let footer = [
+        "extension Bool: @retroactive Comparable {",
+        "    public static func < (lhs: Bool, rhs: Bool) -> Bool { !lhs && rhs }",
+        "}",
+    ]
+
+    static let source = (header + declarations.map { "    " + $0.line } + ["    required init() {}", "}"] + footer)
         .joined(separator: "\n")
 
     /// The compiler's diagnostics, by snippet key.
@@ -95,6 +105,11 @@ struct DeclarationDiagnosticsTests {
     func validDeclarations() throws {
         #expect(try Snippet.diagnostics("valid").isEmpty)
         #expect(try Snippet.diagnostics("elsewhere").isEmpty)
+    }
+
+    @Test("A porter's own retroactive Bool: Comparable leaves SortDescriptor(\\.isPinned) unambiguous")
+    func retroactiveBoolConformance() throws {
+        #expect(try Snippet.diagnostics("retroactiveBoolSort").isEmpty)
     }
 }
 

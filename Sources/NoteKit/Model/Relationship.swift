@@ -25,6 +25,44 @@ import FoundationEssentials
 public struct Relationship<Value> {
     @usableFromInline let stamp: Int32
 
+    /// Declares a relationship whose initial targets are `wrappedValue` (usually `[]`).
+    ///
+    /// - Parameters:
+    ///   - deleteRule: what deleting this object does to its targets (default `.nullify`).
+    ///   - minimumModelCount: the fewest targets a saved object may have.
+    ///   - maximumModelCount: the most targets a saved object may have.
+    ///   - originalName: the relationship's name in an earlier schema, when it was renamed.
+    ///   - inverse: the destination's property that mirrors this one.
+    public init(wrappedValue: @autoclosure () -> Value, deleteRule: DeleteRule = .nullify,
+                minimumModelCount: Int? = nil, maximumModelCount: Int? = nil, originalName: String? = nil,
+                inverse: PartialKeyPath<Value.Destination>? = nil) where Value: RelationshipValue {
+        stamp = Self.push(wrappedValue, deleteRule: deleteRule, minimumModelCount: minimumModelCount,
+                          maximumModelCount: maximumModelCount, originalName: originalName, inverse: inverse)
+    }
+
+    /// Declares a relationship that starts with no targets.
+    public init(deleteRule: DeleteRule = .nullify, minimumModelCount: Int? = nil, maximumModelCount: Int? = nil,
+                originalName: String? = nil, inverse: PartialKeyPath<Value.Destination>? = nil)
+        where Value: RelationshipValue {
+        stamp = Self.push({ Value.empty }, deleteRule: deleteRule, minimumModelCount: minimumModelCount,
+                          maximumModelCount: maximumModelCount, originalName: originalName, inverse: inverse)
+    }
+
+    private static func push(_ initial: () -> Value, deleteRule: DeleteRule, minimumModelCount: Int?,
+                             maximumModelCount: Int?, originalName: String?,
+                             inverse: PartialKeyPath<Value.Destination>?) -> Int32 where Value: RelationshipValue {
+        let stack = ConstructionStack.current
+        let stamp = Int32(truncatingIfNeeded: stack.relationshipValues.count)
+        stack.relationshipValues.append(stack.isMaterializing ? [ModelObject]() : initial().models as [ModelObject])
+        if stack.recordingDepth > 0 {
+            stack.relationshipDeclarations.append(RelationshipDeclaration(
+                destination: Value.Destination.self, isToMany: Value.isToMany, deleteRule: deleteRule,
+                minimumModelCount: minimumModelCount, maximumModelCount: maximumModelCount,
+                originalName: originalName, inverse: inverse))
+        }
+        return stamp
+    }
+
     /// Refused at compile time: a relationship holds an optional model or an array of models.
     @available(*, unavailable, message: "@Relationship holds an optional model (`@Relationship var folder: Folder?`) or an array of models (`@Relationship var notes: [Note] = []`); declare a property of any other type with @Attribute")
     public init(wrappedValue: Value, deleteRule: DeleteRule = .nullify, minimumModelCount: Int? = nil,
@@ -67,44 +105,5 @@ public struct Relationship<Value> {
             model._$metadata.relationshipNotifiers[slot].register(wrappedKeyPath)
             model._$setRelationship(at: slot, to: newValue.models)
         }
-    }
-}
-
-extension Relationship where Value: RelationshipValue {
-    /// Declares a relationship whose initial targets are `wrappedValue` (usually `[]`).
-    ///
-    /// - Parameters:
-    ///   - deleteRule: what deleting this object does to its targets (default `.nullify`).
-    ///   - minimumModelCount: the fewest targets a saved object may have.
-    ///   - maximumModelCount: the most targets a saved object may have.
-    ///   - originalName: the relationship's name in an earlier schema, when it was renamed.
-    ///   - inverse: the destination's property that mirrors this one.
-    public init(wrappedValue: @autoclosure () -> Value, deleteRule: DeleteRule = .nullify,
-                minimumModelCount: Int? = nil, maximumModelCount: Int? = nil, originalName: String? = nil,
-                inverse: PartialKeyPath<Value.Destination>? = nil) {
-        stamp = Self.push(wrappedValue, deleteRule: deleteRule, minimumModelCount: minimumModelCount,
-                          maximumModelCount: maximumModelCount, originalName: originalName, inverse: inverse)
-    }
-
-    /// Declares a relationship that starts with no targets.
-    public init(deleteRule: DeleteRule = .nullify, minimumModelCount: Int? = nil, maximumModelCount: Int? = nil,
-                originalName: String? = nil, inverse: PartialKeyPath<Value.Destination>? = nil) {
-        stamp = Self.push({ Value.empty }, deleteRule: deleteRule, minimumModelCount: minimumModelCount,
-                          maximumModelCount: maximumModelCount, originalName: originalName, inverse: inverse)
-    }
-
-    private static func push(_ initial: () -> Value, deleteRule: DeleteRule, minimumModelCount: Int?,
-                             maximumModelCount: Int?, originalName: String?,
-                             inverse: PartialKeyPath<Value.Destination>?) -> Int32 {
-        let stack = ConstructionStack.current
-        let stamp = Int32(truncatingIfNeeded: stack.relationshipValues.count)
-        stack.relationshipValues.append(stack.isMaterializing ? [ModelObject]() : initial().models as [ModelObject])
-        if stack.recordingDepth > 0 {
-            stack.relationshipDeclarations.append(RelationshipDeclaration(
-                destination: Value.Destination.self, isToMany: Value.isToMany, deleteRule: deleteRule,
-                minimumModelCount: minimumModelCount, maximumModelCount: maximumModelCount,
-                originalName: originalName, inverse: inverse))
-        }
-        return stamp
     }
 }
