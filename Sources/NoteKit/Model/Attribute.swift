@@ -17,7 +17,13 @@ import FoundationEssentials
 /// (``SchemaError/unsupportedAttributeType(entity:property:type:)``).
 ///
 /// The initial value is the attribute's default: a migration that adds the attribute gives it to existing
-/// objects. It is an autoclosure, so objects loaded from a store never evaluate it.
+/// objects. It is an autoclosure, so objects loaded from a store never evaluate it. A non-optional attribute
+/// without one (`@Attribute var title: String`) does not compile, and the compiler says to give it a default or
+/// make it optional.
+///
+/// A property whose type is a model, an optional model or an array of models is a relationship: declare it with
+/// ``Relationship``. `@Attribute` on it draws a warning that says so, and building the schema refuses it
+/// (``SchemaError/attributeHoldsModels(entity:property:type:)``).
 @propertyWrapper
 public struct Attribute<Value> {
     /// Where this wrapper's initial value was pushed; its slot is `stamp - object's attribute frame`.
