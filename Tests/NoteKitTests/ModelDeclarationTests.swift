@@ -540,8 +540,7 @@ struct ModelDeclarationTests {
         let reader = ModelContext(container)
         let copy = try #require(try reader.fetch(FetchDescriptor<TransientSpecimen>()).first)
         #expect(copy.name == "kept" && copy.shouted == "KEPT")
-        #expect(copy.scratch == 0, "a plain stored property starts at its initial value")
-        #expect(copy.cache == "empty", "a @Transient property starts at its initial value")
+        #expect(copy.scratch == 0 && copy.cache == "empty", "a @Transient property starts at its initial value")
     }
 
     // MARK: Relationships

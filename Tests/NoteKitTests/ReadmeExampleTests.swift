@@ -1,8 +1,8 @@
-import Foundation
 import NoteKit
 import Testing
 
 // The README's example, compiled and run here. The test below checks that README.md shows exactly these lines.
+// Like the README, the file imports NoteKit alone: NoteKit re-exports Foundation.
 
 // README: models begin
 final class Project: PersistentModel {
@@ -53,7 +53,7 @@ struct ReadmeExampleTests {
             let indent = body.filter { !$0.isEmpty }.map { $0.prefix { $0 == " " }.count }.min() ?? 0
             return body.map { $0.isEmpty ? $0 : String($0.dropFirst(indent)) }
         }
-        let expected = (["import Foundation", "import NoteKit", ""] + section("models") + [""] + section("usage"))
+        let expected = (["import NoteKit", ""] + section("models") + [""] + section("usage"))
             .joined(separator: "\n")
         #expect(readme.contains("```swift\n" + expected + "\n```"), "update README.md's example from this file")
     }

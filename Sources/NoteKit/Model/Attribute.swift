@@ -17,7 +17,13 @@ import FoundationEssentials
 /// (``SchemaError/unsupportedAttributeType(entity:property:type:)``).
 ///
 /// The initial value is the attribute's default: a migration that adds the attribute gives it to existing
-/// objects. It is an autoclosure, so objects loaded from a store never evaluate it.
+/// objects. It is an autoclosure, so objects loaded from a store never evaluate it. A non-optional attribute
+/// without one (`@Attribute var title: String`) does not compile, and the compiler says to give it a default or
+/// make it optional.
+///
+/// A property whose type is a model, an optional model or an array of models is a relationship: declare it with
+/// ``Relationship``. `@Attribute` on it draws a warning that says so, and building the schema refuses it
+/// (``SchemaError/attributeHoldsModels(entity:property:type:)``).
 @propertyWrapper
 public struct Attribute<Value> {
     /// Where this wrapper's initial value was pushed; its slot is `stamp - object's attribute frame`.
@@ -44,6 +50,15 @@ public struct Attribute<Value> {
     public init(_ options: Schema.Attribute.Option..., originalName: String? = nil) where Value: ExpressibleByNilLiteral {
         stamp = Self.push({ nil }, options: options, originalName: originalName)
     }
+
+    /// Refused at compile time: a persisted property needs a default value or an optional type, the rule that
+    /// lets a migration add the attribute to objects stored before it existed.
+    @available(*, unavailable, message: "give the attribute a default value (`@Attribute var title = \"\"`) or make it optional (`@Attribute var title: String?`)")
+    public init() { fatalError("unavailable") }
+
+    /// Refused at compile time: a persisted property needs a default value or an optional type.
+    @available(*, unavailable, message: "give the attribute a default value (`@Attribute var title = \"\"`) or make it optional (`@Attribute var title: String?`)")
+    public init(_ options: Schema.Attribute.Option..., originalName: String? = nil) { fatalError("unavailable") }
 
     private static func push(_ initial: () -> Value, options: [Schema.Attribute.Option], originalName: String?) -> Int32 {
         let stack = ConstructionStack.current
@@ -92,13 +107,62 @@ public struct Attribute<Value> {
     }
 }
 
+// A property whose type is a model is a relationship. Swift lets an available initializer win over an unavailable
+// one, so these cannot refuse the declaration at compile time: they are deprecated, which makes the compiler say
+// what to write, and building the schema refuses the attribute
+// (``SchemaError/attributeHoldsModels(entity:property:type:)``).
+
+extension Attribute where Value: RelationshipValue & ExpressibleByNilLiteral {
+    /// Not an attribute: an optional model is a to-one relationship (`@Relationship var folder: Folder?`).
+    @available(*, deprecated, message: "a property whose type is a model, an optional model or an array of models is a relationship: declare it with @Relationship (`@Relationship var folder: Folder?`)")
+    public init() {
+        stamp = Self.push({ nil }, options: [], originalName: nil)
+    }
+
+    /// Not an attribute: an optional model is a to-one relationship (`@Relationship var folder: Folder?`).
+    @available(*, deprecated, message: "a property whose type is a model, an optional model or an array of models is a relationship: declare it with @Relationship (`@Relationship var folder: Folder?`)")
+    public init(_ options: Schema.Attribute.Option..., originalName: String? = nil) {
+        stamp = Self.push({ nil }, options: options, originalName: originalName)
+    }
+}
+
+extension Attribute where Value: RelationshipValue {
+    /// Not an attribute: an array or optional of models is a relationship (`@Relationship var notes: [Note] = []`).
+    @available(*, deprecated, message: "a property whose type is a model, an optional model or an array of models is a relationship: declare it with @Relationship (`@Relationship var notes: [Note] = []`)")
+    public init(wrappedValue: @autoclosure () -> Value, _ options: Schema.Attribute.Option...,
+                originalName: String? = nil) {
+        stamp = Self.push(wrappedValue, options: options, originalName: originalName)
+    }
+}
+
+extension Attribute where Value: PersistentModel {
+    /// Not an attribute: a model is the target of a to-one relationship (`@Relationship var folder: Folder?`).
+    @available(*, deprecated, message: "a property whose type is a model, an optional model or an array of models is a relationship: declare it with @Relationship (`@Relationship var folder: Folder?`)")
+    public init(wrappedValue: @autoclosure () -> Value, _ options: Schema.Attribute.Option...,
+                originalName: String? = nil) {
+        stamp = Self.push(wrappedValue, options: options, originalName: originalName)
+    }
+}
+
 /// Marks a stored property of a model as never persisted (SwiftData's `@Transient`).
 ///
-/// A plain stored property without ``Attribute`` or ``Relationship`` is transient already; this wrapper only
-/// says so explicitly. The value resets to its initial value whenever the object is loaded anew.
+/// ```swift
+/// @Transient var isExpanded = false      // UI state, never persisted
+/// ```
+///
+/// Every stored property of a model is either persisted (``Attribute``, ``Relationship``) or declared transient
+/// with this wrapper: building a schema refuses a stored property with neither
+/// (``SchemaError/storedPropertyWithoutWrapper(entity:property:)``), because SwiftData would persist it. A
+/// transient value lives in the object only: it is not saved, changing it is not a change of the object, and it
+/// starts at its initial value whenever the object is loaded anew. Computed properties and `lazy` properties are
+/// derived state and need no wrapper.
 @propertyWrapper
 public struct Transient<Value> {
+    /// The property's value, held by the object alone.
     public var wrappedValue: Value
+
+    /// Declares a transient property whose initial value is `wrappedValue`, evaluated each time an object is
+    /// created, including when one is loaded from a store.
     public init(wrappedValue: Value) { self.wrappedValue = wrappedValue }
 }
 

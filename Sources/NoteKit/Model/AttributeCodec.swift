@@ -112,9 +112,13 @@ enum AttributeCodecFactory {
 /// (an optional enum, an array of `Codable` structs): their codec wraps the element's codec.
 protocol ContainerAttributeValue {
     static func makeCodec() -> AnyAttributeCodec?
+    /// The type of the values it contains.
+    static var elementType: Any.Type { get }
 }
 
 extension Optional: ContainerAttributeValue {
+    static var elementType: Any.Type { Wrapped.self }
+
     static func makeCodec() -> AnyAttributeCodec? {
         guard !(Wrapped.self is any OptionalMarker.Type), let inner = AttributeCodecFactory.make(Wrapped.self) else {
             return nil
@@ -127,6 +131,8 @@ extension Optional: ContainerAttributeValue {
 }
 
 extension Array: ContainerAttributeValue {
+    static var elementType: Any.Type { Element.self }
+
     static func makeCodec() -> AnyAttributeCodec? {
         guard let inner = AttributeCodecFactory.make(Element.self) else { return nil }
         return AttributeCodec<[Element]>(
@@ -140,6 +146,8 @@ extension Array: ContainerAttributeValue {
 }
 
 extension Dictionary: ContainerAttributeValue where Key == String {
+    static var elementType: Any.Type { Value.self }
+
     static func makeCodec() -> AnyAttributeCodec? {
         guard let inner = AttributeCodecFactory.make(Value.self) else { return nil }
         return AttributeCodec<[String: Value]>(

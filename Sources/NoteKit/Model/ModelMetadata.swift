@@ -71,9 +71,16 @@ final class ModelMetadata: @unchecked Sendable {
         var level: Mirror? = Mirror(reflecting: first)
         while let mirror = level, mirror.subjectType != ModelObject.self {
             for child in mirror.children {
-                guard let label = child.label, label.hasPrefix("_") else { continue }
-                if child.value is any AttributeWrapperMarker { attributeNames.append(String(label.dropFirst())) }
-                if child.value is any RelationshipWrapperMarker { relationshipNames.append(String(label.dropFirst())) }
+                guard let label = child.label else { continue }
+                if child.value is any AttributeWrapperMarker {
+                    attributeNames.append(String(label.dropFirst()))
+                } else if child.value is any RelationshipWrapperMarker {
+                    relationshipNames.append(String(label.dropFirst()))
+                } else if !(child.value is any TransientWrapperMarker) && !label.hasPrefix(Self.lazyStoragePrefix) {
+                    // SwiftData persists every stored property that is not @Transient; NoteKit would silently
+                    // drop this one on reload, so it is refused. (Computed properties are not in the mirror.)
+                    problems.append(.storedPropertyWithoutWrapper(entity: type.entityName, property: label))
+                }
             }
             level = mirror.superclassMirror
         }
@@ -88,6 +95,12 @@ final class ModelMetadata: @unchecked Sendable {
             let initial = recorded.attributeValues[index]
             var defaultValue: StoredValue?
             var generated = false
+            let holdsModels = Self.holdsModels(declaration.valueType)
+            if holdsModels {
+                // Generic code declares such an attribute without the compiler's warning (Attribute.swift).
+                problems.append(.attributeHoldsModels(entity: type.entityName, property: name,
+                                                      type: String(describing: declaration.valueType)))
+            }
             if let codec = declaration.codec {
                 defaultValue = try? codec.encodeAny(initial)
                 let secondValue = try? codec.encodeAny(again.attributeValues[index])
@@ -95,7 +108,7 @@ final class ModelMetadata: @unchecked Sendable {
                     generated = true
                     defaultValue = nil
                 }
-            } else {
+            } else if !holdsModels {
                 problems.append(.unsupportedAttributeType(entity: type.entityName, property: name,
                                                           type: String(describing: declaration.valueType)))
             }
@@ -121,6 +134,17 @@ final class ModelMetadata: @unchecked Sendable {
         self.problems = problems
         first._$metadata = self
         resolveDeclaredConstraints(type)
+    }
+
+    /// How a `lazy var`'s storage is labelled in a mirror. A lazy property takes no wrapper and is computed from
+    /// its initializer on first use: derived state, which is transient by design, as a computed property is.
+    private static let lazyStoragePrefix = "$__lazy_storage_$_"
+
+    /// Whether values of `type` are models, or optionals, arrays or dictionaries of them: a relationship's values.
+    private static func holdsModels(_ type: Any.Type) -> Bool {
+        if type is ModelObject.Type { return true }
+        if let container = type as? any ContainerAttributeValue.Type { return holdsModels(container.elementType) }
+        return false
     }
 
     /// Creates an instance of `type` while recording what its wrappers declare.
@@ -197,11 +221,13 @@ final class ModelMetadata: @unchecked Sendable {
         let found: PropertyReference? = prototype.withLock { prototype in
             prototype._$isPrototype = true
             prototype._$probeLog.removeAll()
-            _ = prototype[keyPath: keyPath]
+            let value = prototype[keyPath: keyPath]
             let log = prototype._$probeLog
             prototype._$isPrototype = false
             prototype._$probeLog.removeAll()
-            guard log.count == 1, log[0].keyPath == keyPath else { return nil }
+            // A `Bool` sort descriptor's key path reads its attribute through a subscript (SortDescriptor+Bool.swift).
+            let read = (value as? BoolSortKey)?.source ?? keyPath
+            guard log.count == 1, log[0].keyPath == read else { return nil }
             return log[0].property
         }
         keyPathCache.withLock { $0[keyPath] = .some(found) }
@@ -422,5 +448,7 @@ final class MutationNotifier: @unchecked Sendable {
 /// Lets reflection tell persisted properties' wrappers from other stored properties.
 protocol AttributeWrapperMarker {}
 protocol RelationshipWrapperMarker {}
+protocol TransientWrapperMarker {}
 extension Attribute: AttributeWrapperMarker {}
 extension Relationship: RelationshipWrapperMarker {}
+extension Transient: TransientWrapperMarker {}

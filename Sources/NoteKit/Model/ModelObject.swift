@@ -93,7 +93,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
             stack.materialization = nil
             _$isMaterializing = true
         } else if stack.isMaterializing {
-            // A plain stored property of the object being loaded constructs this one: its wrappers skipped their
+            // A transient property of the object being loaded constructs this one: its wrappers skipped their
             // defaults, believing they belonged to the loaded object. A twin made with the engine out of the way
             // has the real defaults.
             let materialization = stack.materialization

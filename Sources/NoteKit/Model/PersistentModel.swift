@@ -24,8 +24,11 @@ import FoundationEssentials
 /// the bottleneck). Every persisted property needs a default value (or is optional): the same rule that makes a
 /// lightweight migration possible.
 ///
-/// A stored property without a wrapper is transient: it is never persisted, and resets when the object is loaded
-/// again. ``Transient`` marks one explicitly.
+/// Every stored property has a wrapper, as SwiftData persists every stored property unless it is `@Transient`:
+/// ``Attribute`` or ``Relationship`` to persist it, ``Transient`` to keep it out of the store (it then resets when
+/// the object is loaded again). Building a schema refuses a stored `var` or `let` without one
+/// (``SchemaError/storedPropertyWithoutWrapper(entity:property:)``), so a property is never dropped silently.
+/// Computed properties and `lazy var`s are derived state: they need no wrapper and are never persisted.
 ///
 /// Initializers: write a convenience initializer that calls `self.init()` first, then sets properties:
 /// ```swift

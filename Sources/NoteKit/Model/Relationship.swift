@@ -18,8 +18,11 @@ import FoundationEssentials
 ///
 /// To-many relationships keep the order in which targets were added. Relating a model to one that belongs to a
 /// context inserts it into that context, with everything it reaches.
+///
+/// A property of any other type is refused at compile time with a message that says what to write (`@Attribute`
+/// for a value, an optional for a to-one relationship).
 @propertyWrapper
-public struct Relationship<Value: RelationshipValue> {
+public struct Relationship<Value> {
     @usableFromInline let stamp: Int32
 
     /// Declares a relationship whose initial targets are `wrappedValue` (usually `[]`).
@@ -32,21 +35,22 @@ public struct Relationship<Value: RelationshipValue> {
     ///   - inverse: the destination's property that mirrors this one.
     public init(wrappedValue: @autoclosure () -> Value, deleteRule: DeleteRule = .nullify,
                 minimumModelCount: Int? = nil, maximumModelCount: Int? = nil, originalName: String? = nil,
-                inverse: PartialKeyPath<Value.Destination>? = nil) {
+                inverse: PartialKeyPath<Value.Destination>? = nil) where Value: RelationshipValue {
         stamp = Self.push(wrappedValue, deleteRule: deleteRule, minimumModelCount: minimumModelCount,
                           maximumModelCount: maximumModelCount, originalName: originalName, inverse: inverse)
     }
 
     /// Declares a relationship that starts with no targets.
     public init(deleteRule: DeleteRule = .nullify, minimumModelCount: Int? = nil, maximumModelCount: Int? = nil,
-                originalName: String? = nil, inverse: PartialKeyPath<Value.Destination>? = nil) {
+                originalName: String? = nil, inverse: PartialKeyPath<Value.Destination>? = nil)
+        where Value: RelationshipValue {
         stamp = Self.push({ Value.empty }, deleteRule: deleteRule, minimumModelCount: minimumModelCount,
                           maximumModelCount: maximumModelCount, originalName: originalName, inverse: inverse)
     }
 
     private static func push(_ initial: () -> Value, deleteRule: DeleteRule, minimumModelCount: Int?,
                              maximumModelCount: Int?, originalName: String?,
-                             inverse: PartialKeyPath<Value.Destination>?) -> Int32 {
+                             inverse: PartialKeyPath<Value.Destination>?) -> Int32 where Value: RelationshipValue {
         let stack = ConstructionStack.current
         let stamp = Int32(truncatingIfNeeded: stack.relationshipValues.count)
         stack.relationshipValues.append(stack.isMaterializing ? [ModelObject]() : initial().models as [ModelObject])
@@ -57,6 +61,20 @@ public struct Relationship<Value: RelationshipValue> {
                 originalName: originalName, inverse: inverse))
         }
         return stamp
+    }
+
+    /// Refused at compile time: a relationship holds an optional model or an array of models.
+    @available(*, unavailable, message: "@Relationship holds an optional model (`@Relationship var folder: Folder?`) or an array of models (`@Relationship var notes: [Note] = []`); declare a property of any other type with @Attribute")
+    public init(wrappedValue: Value, deleteRule: DeleteRule = .nullify, minimumModelCount: Int? = nil,
+                maximumModelCount: Int? = nil, originalName: String? = nil, inverse: AnyKeyPath? = nil) {
+        fatalError("unavailable")
+    }
+
+    /// Refused at compile time: a relationship holds an optional model or an array of models.
+    @available(*, unavailable, message: "@Relationship holds an optional model (`@Relationship var folder: Folder?`) or an array of models (`@Relationship var notes: [Note] = []`); declare a property of any other type with @Attribute")
+    public init(deleteRule: DeleteRule = .nullify, minimumModelCount: Int? = nil, maximumModelCount: Int? = nil,
+                originalName: String? = nil, inverse: AnyKeyPath? = nil) {
+        fatalError("unavailable")
     }
 
     @available(*, unavailable, message: "@Relationship is only available on PersistentModel classes")
@@ -70,7 +88,7 @@ public struct Relationship<Value: RelationshipValue> {
         _enclosingInstance model: Model,
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<Model, Self>
-    ) -> Value {
+    ) -> Value where Value: RelationshipValue {
         get {
             let slot = Int(model[keyPath: storageKeyPath].stamp &- model._$relationshipFrame)
             model._$observationRegistrar.access(model, keyPath: wrappedKeyPath)

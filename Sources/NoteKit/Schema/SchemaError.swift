@@ -39,6 +39,11 @@ public enum SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidRelationshipCount(entity: String, property: String, minimum: Int, maximum: Int?)
     /// A model class inherits from another model class; NoteKit models inherit `ModelObject` directly.
     case inheritanceNotSupported(entity: String, superclass: String)
+    /// A stored property (a `var` or a `let`) has neither ``Attribute`` nor ``Transient``: NoteKit would not persist
+    /// it, where SwiftData persists every stored property that is not `@Transient`.
+    case storedPropertyWithoutWrapper(entity: String, property: String)
+    /// An ``Attribute`` whose type is a model, an optional model or an array of models: that is a relationship.
+    case attributeHoldsModels(entity: String, property: String, type: String)
 
     public var description: String {
         switch self {
@@ -83,6 +88,14 @@ public enum SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .inheritanceNotSupported(entity, superclass):
             "\(entity) inherits \(superclass); model classes must inherit ModelObject directly "
                 + "(declare `final class \(entity): PersistentModel`)"
+        case let .storedPropertyWithoutWrapper(entity, property):
+            "\(entity).\(property) is a stored property without a wrapper, which NoteKit would not persist; write "
+                + "`@Attribute var \(property)` to persist it, or `@Transient var \(property)` to keep it out of the "
+                + "store (a constant can be a computed property or a static let)"
+        case let .attributeHoldsModels(entity, property, type):
+            "\(entity).\(property) is an @Attribute of type \(type), which holds models: a property whose type is a "
+                + "model, an optional model or an array of models is a relationship; declare it with @Relationship "
+                + "(`@Relationship var \(property): Folder?`, or `: [Note] = []` for a to-many relationship)"
         }
     }
 }

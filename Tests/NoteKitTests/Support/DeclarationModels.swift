@@ -167,7 +167,7 @@ final class OptionsSpecimen: PersistentModel {
 /// Properties that are never persisted.
 final class TransientSpecimen: PersistentModel {
     @Attribute var name = ""
-    var scratch = 0
+    @Transient var scratch = 0
     @Transient var cache = "empty"
     var shouted: String { name.uppercased() }
     required init() {}
@@ -207,7 +207,7 @@ final class ScratchPage: PersistentModel {
 
 final class ScratchHolder: PersistentModel {
     @Attribute var name = ""
-    var scratch = ScratchPage()
+    @Transient var scratch = ScratchPage()
     required init() {}
     convenience init(name: String) {
         self.init()
@@ -437,7 +437,7 @@ final class IndexedOnComputed: PersistentModel {
 /// An index on a transient property.
 final class IndexedOnTransient: PersistentModel {
     @Attribute var name = ""
-    var scratch = 0
+    @Transient var scratch = 0
     static var indexes: [[PartialKeyPath<IndexedOnTransient>]] { [[\.scratch]] }
     required init() {}
 }
