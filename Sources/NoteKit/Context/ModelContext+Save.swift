@@ -19,6 +19,12 @@ extension ModelContext {
         processPendingChanges()
         guard hasChanges else { return }
         postWillSave()
+        for object in insertedObjects {
+            guard let known = runtime.metadataByName[object._$metadata.entityName],
+                  known.describes(object._$metadata) else {
+                throw SaveError.modelNotInSchema(model: object._$id, type: "\(type(of: object))")
+            }
+        }
         try resolveUniqueInserts()
         let inserted = insertedObjects, changed = changedObjects, deleted = deletedObjects
         var changes = ChangeSet(author: author)

@@ -217,6 +217,8 @@ public enum SaveError: Error, Sendable, Hashable, CustomStringConvertible {
     case relationshipToMissingModel(model: PersistentIdentifier, property: String, target: PersistentIdentifier)
     /// The store accepts no writes (opened read-only, or stopped after an I/O failure).
     case readOnly(reason: String)
+    /// An inserted object's type is not in the container's schema (or another type has its entity name there).
+    case modelNotInSchema(model: PersistentIdentifier, type: String)
 
     public var description: String {
         switch self {
@@ -231,6 +233,10 @@ public enum SaveError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(model).\(property) points at \(target), which is not in the store (it was deleted, or never "
                 + "inserted); remove it from the relationship, or insert it, before saving"
         case let .readOnly(reason): "the store accepts no writes: \(reason)"
+        case let .modelNotInSchema(model, type):
+            "\(model) is a \(type), which is not in the container's schema (its entity name \(model.entityName) is "
+                + "unknown there, or names another model type); add \(type) to the types the ModelContainer is "
+                + "created with, or insert it into a context of a container that has it"
         }
     }
 }
