@@ -18,6 +18,13 @@ import FoundationEssentials
 /// Changes are tracked as they are made, not found by comparing objects at save: a property setter marks its
 /// object changed, and ``save()`` sends the changed properties of changed objects only.
 ///
+/// An object keeps its context alive, and the context keeps its container, so the results of
+/// `try ModelContext(container).fetch(…)` can be read, relationships included, and saved through
+/// `modelContext` after the code that made the context is gone. The context holds its saved objects weakly, so a
+/// context and its objects are freed once nothing references any of them. Two things the context holds strongly
+/// keep it alive with them, because they hold its objects: unsaved changes (until ``save()`` or ``rollback()``),
+/// and the actions of an ``undoManager`` (until they are removed or the manager is unassigned).
+///
 /// ## Topics
 /// - ``insert(_:)``
 /// - ``delete(_:)``
