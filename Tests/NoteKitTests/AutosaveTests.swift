@@ -6,14 +6,15 @@ import Testing
 @testable import NoteKit
 
 /// Waits until `condition` holds, checking every 20 milliseconds for at most `seconds` (a generous deadline: the
-/// behaviour promises "shortly", and the machine may be loaded). Returns whether it held.
+/// behaviour promises "shortly", and the whole test suite shares two cores). Returns whether it held.
 @MainActor
-func eventually(within seconds: Double = 10, _ condition: () throws -> Bool) async rethrows -> Bool {
+func eventually(within seconds: Double = 30, _ condition: () throws -> Bool) async rethrows -> Bool {
     let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
     while ContinuousClock.now < deadline {
         if try condition() { return true }
         try? await Task.sleep(for: .milliseconds(20))
     }
+    await Task.yield()
     return try condition()
 }
 

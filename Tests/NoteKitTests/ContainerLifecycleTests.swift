@@ -155,3 +155,52 @@ struct WeakReference<Object: AnyObject> {
     weak var object: Object?
     init(_ object: Object) { self.object = object }
 }
+
+// MARK: Seed 003's migration test: write with the previous version, close, reopen with this one
+
+/// Seed 003's schema V1: a note with a title and a body.
+enum TutorialSchemaV1: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(1, 0, 0) }
+    static var models: [any PersistentModel.Type] { [Note.self] }
+    final class Note: PersistentModel {
+        @Attribute var title = ""
+        @Attribute var body = ""
+        required init() {}
+    }
+}
+
+/// Seed 003's schema V2: `body` renamed to `content`.
+enum TutorialSchemaV2: VersionedSchema {
+    static var versionIdentifier: Schema.Version { Schema.Version(2, 0, 0) }
+    static var models: [any PersistentModel.Type] { [Note.self] }
+    final class Note: PersistentModel {
+        @Attribute var title = ""
+        @Attribute(originalName: "body") var content = ""
+        required init() {}
+    }
+}
+
+enum TutorialMigrationPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [TutorialSchemaV1.self, TutorialSchemaV2.self] }
+    static var stages: [MigrationStage] { [.lightweight(fromVersion: TutorialSchemaV1.self, toVersion: TutorialSchemaV2.self)] }
+}
+
+extension ContainerLifecycleTests {
+    @MainActor
+    @Test("Seed 003: a store written by the previous version reopens migrated in the same process after close()")
+    func migrationTestInOneProcess() throws {
+        let url = TemporaryStores.newURL()
+        let old = try ModelContainer(for: TutorialSchemaV1.Note.self, migrationPlan: TutorialMigrationPlan.self,
+                                     configurations: FileStoreConfiguration(url: url))
+        let note = TutorialSchemaV1.Note()
+        note.title = "Groceries"
+        note.body = "Milk, eggs"
+        old.mainContext.insert(note)
+        try old.close()     // the main context's pending insert is saved first
+
+        let new = try ModelContainer(for: TutorialSchemaV2.Note.self, migrationPlan: TutorialMigrationPlan.self,
+                                     configurations: FileStoreConfiguration(url: url))
+        let migrated = try new.mainContext.fetch(FetchDescriptor<TutorialSchemaV2.Note>())
+        #expect(migrated.map(\.content) == ["Milk, eggs"])
+    }
+}

@@ -75,19 +75,26 @@ final class Autosaver: @unchecked Sendable {
         self.actor = actor
     }
 
+    /// ``ModelContext/autosaveDelay`` for Dispatch.
+    private static let delay: DispatchTimeInterval = {
+        let components = ModelContext.autosaveDelay.components
+        return .nanoseconds(Int(components.seconds) * 1_000_000_000 + Int(components.attoseconds / 1_000_000_000))
+    }()
+
     /// Schedules an autosave ``ModelContext/autosaveDelay`` from now. Called on the actor.
+    ///
+    /// A timer on the actor's own queue (the main queue runs the main actor's jobs), rather than a task that sleeps:
+    /// a sleeping task wakes through the shared global queues, which long synchronous work elsewhere in the process
+    /// can hold up for seconds.
     func schedule() {
         isScheduled = true
         switch actor {
         case .main:
-            Task { @MainActor in
-                try? await Task.sleep(for: ModelContext.autosaveDelay)
-                self.fire()
+            DispatchQueue.main.asyncAfter(deadline: .now() + Self.delay) {
+                MainActor.assumeIsolated { self.fire() }
             }
         case .queue(let queue, _):
-            let delay = ModelContext.autosaveDelay.components
-            let nanoseconds = Int(delay.seconds) * 1_000_000_000 + Int(delay.attoseconds / 1_000_000_000)
-            queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { self.fire() }
+            queue.asyncAfter(deadline: .now() + Self.delay) { self.fire() }
         }
     }
 
