@@ -35,7 +35,7 @@ public final class ModelContainer: Sendable {
     let runtime: SchemaRuntime
     /// What the container's contexts share with it: the store, and whether it is closed.
     let core: ContainerCore
-    let mainContextBox = MainContextBox()
+    private let mainContextBox = MainContextBox()
 
     /// A container for `types` (and every type they reach).
     ///
@@ -132,7 +132,7 @@ public final class ModelContainer: Sendable {
 }
 
 /// Holds the main actor's context inside a `Sendable` container.
-@MainActor final class MainContextBox {
+@MainActor private final class MainContextBox {
     var context: ModelContext?
     nonisolated init() {}
 }

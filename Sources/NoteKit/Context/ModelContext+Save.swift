@@ -13,8 +13,8 @@ extension ModelContext {
     /// removes every undo action (see ``ModelUndoManager``).
     ///
     /// - Throws: ``SaveError``, ``ModelContainerError/closed(store:)`` once the container is closed, or the store's
-    ///   own errors. When `save()` throws, the store is unchanged and every
-    ///   change stays pending in the context, so the save can be retried.
+    ///   own errors. When `save()` throws, the store is unchanged and every change stays pending in the context,
+    ///   so the save can be retried.
     /// - Complexity: O(changed objects × their properties), plus the store's cost of making the transaction durable.
     public func save() throws {
         try core.checkOpen()
