@@ -122,6 +122,8 @@ public final class DefaultSerialModelExecutor: SerialModelExecutor {
         self.modelContext = modelContext
         queue = DispatchQueue(label: "NoteKit.DefaultSerialModelExecutor")
         queue.setSpecific(key: queueKey, value: ())
+        // The context's autosaves (off by default, as in SwiftData) run on this queue, between the actor's jobs.
+        modelContext._bindAutosave(to: queue, key: queueKey)
     }
 
     /// Runs `job` on the executor's queue, after the jobs enqueued before it.

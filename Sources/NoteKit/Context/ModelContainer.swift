@@ -9,6 +9,15 @@ import FoundationEssentials
 /// ```
 ///
 /// A container is `Sendable`: share one between actors and give each actor its own ``ModelContext``.
+///
+/// A container keeps its store open (a file store: its files and its write lock) until ``close()`` is called or the
+/// last reference to the container goes, whichever comes first; see ``close()``.
+///
+/// ## Topics
+/// - ``mainContext``
+/// - ``close()``
+/// - ``isClosed``
+/// - ``transactions()``
 public final class ModelContainer: Sendable {
     /// The schema: the registered types and every type reachable from them.
     public let schema: Schema
@@ -24,6 +33,8 @@ public final class ModelContainer: Sendable {
     public let isUndoEnabled: Bool
 
     let runtime: SchemaRuntime
+    /// What the container's contexts share with it: the store, and whether it is closed.
+    let core: ContainerCore
     private let mainContextBox = MainContextBox()
 
     /// A container for `types` (and every type they reach).
@@ -83,9 +94,12 @@ public final class ModelContainer: Sendable {
         let recorded = store.schema
         self.schema = !versioned.isVersioned && recorded.contentHash == versioned.contentHash
             ? versioned.carrying(recorded.version) : versioned
+        core = ContainerCore(schema: self.schema, runtime: runtime, configuration: configuration, store: store,
+                             uniquenessPolicy: uniquenessPolicy, ownsStore: true)
     }
 
-    /// A container over a store already opened (by a migration session).
+    /// A container over a store already opened (by a migration session), which stays open when the container
+    /// closes: the session hands it on.
     init(schema: Schema, store: any DataStore, configuration: any DataStoreConfiguration,
          uniquenessPolicy: UniquenessPolicy) throws {
         guard let runtime = schema.runtime else { throw ModelContainerError.schemaWithoutModelTypes }
@@ -95,13 +109,33 @@ public final class ModelContainer: Sendable {
         self.uniquenessPolicy = uniquenessPolicy
         self.isUndoEnabled = false
         self.store = store
+        core = ContainerCore(schema: schema, runtime: runtime, configuration: configuration, store: store,
+                             uniquenessPolicy: uniquenessPolicy, ownsStore: false)
+    }
+
+    /// Releasing the last reference closes the container (see ``close()``).
+    deinit { core.closeReleased() }
+
+    /// A closed stand-in for a container that was released while its main context lived on (see
+    /// ``ModelContext/container``).
+    init(releasedContainerOf core: ContainerCore) {
+        schema = core.schema
+        runtime = core.runtime
+        configuration = core.configuration
+        uniquenessPolicy = core.uniquenessPolicy
+        isUndoEnabled = false
+        store = core.store
+        self.core = core
     }
 
     /// The context of the main actor, created on first use; it has a ``ModelUndoManager`` when the container
-    /// was created with `isUndoEnabled: true`.
+    /// was created with `isUndoEnabled: true`, and saves by itself (``ModelContext/autosaveEnabled`` is true).
+    ///
+    /// The container keeps its main context; the main context does not keep the container (so that dropping the
+    /// container releases the store). A main context used after its container was released finds it closed.
     @MainActor public var mainContext: ModelContext {
         if let context = mainContextBox.context { return context }
-        let context = ModelContext(self)
+        let context = ModelContext(mainContextOf: self)
         if isUndoEnabled { context.undoManager = ModelUndoManager() }
         mainContextBox.context = context
         return context
@@ -124,6 +158,9 @@ public enum ModelContainerError: Error, Sendable, Hashable, CustomStringConverti
     case noPersistentStore(name: String)
     /// The schema was decoded from a store and has no model types to create objects from.
     case schemaWithoutModelTypes
+    /// The container was closed (``ModelContainer/close()``, or released while one of its contexts lived on):
+    /// its contexts neither fetch nor save.
+    case closed(store: String)
 
     public var description: String {
         switch self {
@@ -137,6 +174,9 @@ public enum ModelContainerError: Error, Sendable, Hashable, CustomStringConverti
                 + "FileStoreConfiguration(url:)"
         case .schemaWithoutModelTypes:
             "the schema has no model types (it was decoded from a store); build it from the model types"
+        case .closed(let store):
+            "the container of store \(store) is closed (close() was called, or the container was released); "
+                + "open a new ModelContainer to read or write the store"
         }
     }
 }

@@ -8,7 +8,8 @@ extension ModelContext {
     /// its identifier. A save made by another context of the same container is seen by the next fetch.
     ///
     /// - Throws: ``FetchError`` (a forced unwrap in the predicate met `nil`, an entity the schema lacks, a
-    ///   predicate evaluated on objects that threw).
+    ///   predicate evaluated on objects that threw); ``ModelContainerError/closed(store:)`` once the container is
+    ///   closed.
     /// - Complexity: with a compiled predicate, the store's cost (an index range, or one pass over the entity's
     ///   saved values without creating objects) plus one object per result; otherwise one object per saved object
     ///   of the entity (see ``explain(_:)``).
@@ -54,6 +55,7 @@ extension ModelContext {
 
     func run<T: PersistentModel>(_ descriptor: FetchDescriptor<T>,
                                  wanting resultType: StoreFetchRequest.ResultType) throws -> FetchOutcome {
+        try core.checkOpen()
         let metadata = try metadata(for: T.self)
         let compiled = descriptor.compiled(for: metadata)
         guard compiled.isStoreEvaluable, let sort = compiled.sort else {

@@ -20,6 +20,7 @@ extension ModelContext {
     ///   evaluations for other predicates. A transaction's ``HistoryTransaction/changes`` are built only when read.
     public func fetchHistory<Transaction: HistoryTransaction>(_ descriptor: HistoryDescriptor<Transaction>) throws
         -> [Transaction] {
+        try core.checkOpen()
         let log = try store.history()
         if let predicate = descriptor.predicate {
             // The predicate is asked about each deleted range's first and last transaction, without changes: a
@@ -59,6 +60,7 @@ extension ModelContext {
     ///   errors (nothing is deleted then).
     /// - Complexity: O(transactions kept) for the deletion; predicate evaluations as for ``fetchHistory(_:)``.
     public func deleteHistory<Transaction: HistoryTransaction>(_ descriptor: HistoryDescriptor<Transaction>) throws {
+        try core.checkOpen()
         let log = try store.history()
         var numbers: [UInt64] = []
         for record in log.records[TransactionBounds.of(descriptor.predicate).positions(in: log.records)] {

@@ -12,10 +12,12 @@ extension ModelContext {
     /// before and after the save. An insert that the upsert policy turns into an update of an existing object
     /// removes every undo action (see ``ModelUndoManager``).
     ///
-    /// - Throws: ``SaveError`` or the store's own errors. When `save()` throws, the store is unchanged and every
-    ///   change stays pending in the context, so the save can be retried.
+    /// - Throws: ``SaveError``, ``ModelContainerError/closed(store:)`` once the container is closed, or the store's
+    ///   own errors. When `save()` throws, the store is unchanged and every change stays pending in the context,
+    ///   so the save can be retried.
     /// - Complexity: O(changed objects × their properties), plus the store's cost of making the transaction durable.
     public func save() throws {
+        try core.checkOpen()
         processPendingChanges()
         guard hasChanges else { return }
         postWillSave()
@@ -176,7 +178,7 @@ extension ModelContext {
                     claimed[claimKey, default: [:]][key] = object
                     continue
                 }
-                guard container.uniquenessPolicy == .upsert else {
+                guard core.uniquenessPolicy == .upsert else {
                     throw SaveError.uniqueConstraintViolation(entity: metadata.entityName, properties: names,
                                                               values: key, existing: holder.id)
                 }

@@ -18,6 +18,13 @@ import FoundationEssentials
 /// Changes are tracked as they are made, not found by comparing objects at save: a property setter marks its
 /// object changed, and ``save()`` sends the changed properties of changed objects only.
 ///
+/// An object keeps its context alive, and the context keeps its container, so the results of
+/// `try ModelContext(container).fetch(…)` can be read, relationships included, and saved through
+/// `modelContext` after the code that made the context is gone. The context holds its saved objects weakly, so a
+/// context and its objects are freed once nothing references any of them. Two things the context holds strongly
+/// keep it alive with them, because they hold its objects: unsaved changes (until ``save()`` or ``rollback()``),
+/// and the actions of an ``undoManager`` (until they are removed or the manager is unassigned).
+///
 /// ## Topics
 /// - ``insert(_:)``
 /// - ``delete(_:)``
@@ -34,12 +41,48 @@ import FoundationEssentials
 /// - ``explain(_:)``
 public final class ModelContext {
     /// The container whose store this context reads and writes.
-    public let container: ModelContainer
+    ///
+    /// A context keeps its container alive, except the container's ``ModelContainer/mainContext``, which the
+    /// container keeps instead. A main context used after its container was released returns a closed stand-in
+    /// for it (``ModelContainer/isClosed`` is true), so that code holding only the main context fails with
+    /// ``ModelContainerError/closed(store:)`` instead of stopping the process.
+    public var container: ModelContainer {
+        if let ownContainer { return ownContainer }
+        if let mainContainer { return mainContainer }
+        return ModelContainer(releasedContainerOf: core)
+    }
+    /// The container of a context created with ``init(_:)``; nil for the main context.
+    private let ownContainer: ModelContainer?
+    /// The container of the main context.
+    private weak var mainContainer: ModelContainer?
+    /// The store and schema, shared with the container.
+    let core: ContainerCore
+
     /// Recorded with each save in the store's history.
     public var author: String?
-    /// Accepted for SwiftData compatibility. Linux has no run loop to save on, so NoteKit never saves by itself:
-    /// call ``save()``.
-    public var autosaveEnabled = false
+    /// Whether the context saves by itself, shortly after changes (SwiftData's `autosaveEnabled`): true for
+    /// ``ModelContainer/mainContext``, false for contexts created with ``init(_:)`` (a model actor's included).
+    ///
+    /// The first change after a save schedules a save 0.25 seconds later (``autosaveDelay``), on the context's
+    /// actor: the main actor for the main context, the executor's queue for a ``ModelActor``'s context. Changes
+    /// made until then are saved together; the delay does not restart with each change, so steady editing still
+    /// saves every quarter second. Calling ``save()`` earlier saves at once and leaves the autosave nothing to do.
+    /// Closing or releasing the container saves a last time (see ``ModelContainer/close()``).
+    ///
+    /// An autosave that fails keeps every change pending (as any failed ``save()`` does), sets
+    /// ``lastAutosaveError``, posts ``autosaveFailed`` and writes a line to standard error; the next change
+    /// schedules another attempt.
+    ///
+    /// A context created with ``init(_:)`` and used outside a model actor belongs to no actor NoteKit can schedule
+    /// on: turning autosave on there writes a warning to standard error and saves nothing by itself; call
+    /// ``save()``, or use the main context or a ``ModelActor``.
+    public var autosaveEnabled: Bool {
+        didSet { if autosaveEnabled != oldValue { _autosaveEnabledDidChange() } }
+    }
+    /// Schedules this context's autosaves on its actor; nil for a context that belongs to no known actor.
+    var autosaver: Autosaver?
+    /// The error of the last autosave, or nil when it succeeded (or none ran). See ``autosaveEnabled``.
+    public internal(set) var lastAutosaveError: (any Error)?
     /// Records this context's changes so they can be undone and redone; nil (the default) records nothing.
     ///
     /// Assign a ``ModelUndoManager`` to turn undo on for this context, or create the container with
@@ -55,8 +98,9 @@ public final class ModelContext {
     /// longer decodes its stored form). Such a property reads as its declared default.
     public private(set) var readFailures: [ReadFailure] = []
 
-    /// Every object this context knows, by identifier.
-    var registry: [PersistentIdentifier: ModelObject] = [:]
+    /// Every object this context knows, by identifier: weakly, since objects keep their context (so that results
+    /// outlive the code that fetched them). Objects with unsaved changes are kept by the change lists below.
+    var registry = ObjectRegistry()
     /// Objects in the order they were inserted, changed or deleted; entries whose state has moved on are skipped.
     var insertedOrder: [ModelObject] = []
     var changedOrder: [ModelObject] = []
@@ -64,12 +108,25 @@ public final class ModelContext {
     /// The state of each object before the current ``transaction(block:)`` first touched it.
     var journal: [ObjectIdentifier: JournalEntry]?
 
-    var store: any DataStore { container.store }
-    var runtime: SchemaRuntime { container.runtime }
+    var store: any DataStore { core.store }
+    var runtime: SchemaRuntime { core.runtime }
 
-    /// A new, empty context over `container`.
+    /// A new, empty context over `container`, which it keeps alive. It does not autosave (see
+    /// ``autosaveEnabled``).
     public init(_ container: ModelContainer) {
-        self.container = container
+        ownContainer = container
+        core = container.core
+        autosaveEnabled = false
+    }
+
+    /// The main context of `container`, which autosaves on the main actor.
+    init(mainContextOf container: ModelContainer) {
+        ownContainer = nil
+        mainContainer = container
+        core = container.core
+        autosaveEnabled = true
+        autosaver = Autosaver(context: self, actor: .main)
+        core.register(autosaver!)
     }
 
     // MARK: State
@@ -111,6 +168,7 @@ public final class ModelContext {
     /// Appends `object` to one of the lists, once: an object listed already (say, inserted, deleted and inserted
     /// again before a save) is not listed twice; the list's filter on state does the rest.
     func list(_ object: ModelObject, in list: ModelObject.Listing) {
+        if autosaveEnabled { scheduleAutosave() }
         guard !object._$listed.contains(list) else { return }
         object._$listed.insert(list)
         switch list {
@@ -259,6 +317,7 @@ public final class ModelContext {
 
     /// Called before any change to `object`'s values.
     func _willChange(_ object: ModelObject) {
+        if autosaveEnabled { scheduleAutosave() }
         record(object)
         if object._$state == .registered && !object._$isChanged {
             object._$isChanged = true

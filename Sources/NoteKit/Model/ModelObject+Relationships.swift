@@ -18,14 +18,9 @@ extension ModelObject {
     /// The object with identifier `id` as this object sees it: a remembered unmanaged object, or the context's.
     final func _$resolve(_ id: PersistentIdentifier) -> ModelObject? {
         if !_$unmanagedTargets.isEmpty, let target = _$unmanagedTargets[id] { return target }
-        guard let context = _$context else {
-            // A context holds its objects, not the other way round (as in SwiftData): an object whose context is
-            // gone cannot reach the objects it relates to. Failing loudly beats returning an empty relationship.
-            precondition(_$state == .unmanaged || _$state == .deleted,
-                         "\(self) belongs to a ModelContext that no longer exists; keep the context while you use "
-                         + "its objects")
-            return nil
-        }
+        // An object in a context keeps it, so only an object out of every context (never inserted, or deleted and
+        // saved) gets here without one: it reaches nothing it did not remember.
+        guard let context = _$context else { return nil }
         return context._object(for: id)
     }
 

@@ -22,7 +22,9 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     final var _$committed: ModelSnapshot?
     final var _$attributeFrame: Int32 = 0
     final var _$relationshipFrame: Int32 = 0
-    final weak var _$context: ModelContext?
+    /// The object's context, kept alive by the object so that results outlive the code that fetched them; the
+    /// context holds its objects weakly (pending ones aside), so there is no cycle once changes are saved.
+    final var _$context: ModelContext?
     final var _$state: State = .unmanaged
     /// Whether the object has changes its context has not saved (meaningful for registered objects).
     final var _$isChanged = false

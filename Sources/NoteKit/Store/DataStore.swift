@@ -55,6 +55,14 @@ public protocol DataStore: AnyObject, Sendable {
     /// Every transaction committed from now on (by any context, or by another process once the store has picked
     /// it up), until the consumer stops iterating or the store closes.
     func transactions() -> AsyncStream<HistoryRecord>
+
+    /// Releases what the store holds (files, locks) and ends its ``transactions()`` streams. Called once, by the
+    /// container that opened the store, when it closes (``ModelContainer/close()``) or is released; the
+    /// container refuses every fetch and save from then on.
+    ///
+    /// - Throws: the store's own errors (a failed flush); the store is closed all the same. The default does
+    ///   nothing.
+    func close() throws
 }
 
 extension DataStore {
@@ -63,6 +71,7 @@ extension DataStore {
         throw HistoryError.unsupported(store: "\(Self.self)")
     }
     public func transactions() -> AsyncStream<HistoryRecord> { AsyncStream { $0.finish() } }
+    public func close() throws {}
 }
 
 /// One object's values as a store holds them: attribute values and relationship targets, in declaration order.

@@ -54,4 +54,7 @@ public final class InMemoryStore: DataStore {
     }
 
     public func transactions() -> AsyncStream<HistoryRecord> { broadcaster.subscribe() }
+
+    /// Ends the ``transactions()`` streams; the rows stay readable.
+    public func close() throws { broadcaster.finish() }
 }
