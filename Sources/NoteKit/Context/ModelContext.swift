@@ -20,7 +20,7 @@ import FoundationEssentials
 ///
 /// An object keeps its context alive, and the context keeps its container, so the results of
 /// `try ModelContext(container).fetch(…)` can be read, relationships included, and saved through
-/// `modelContext` after the code that made the context is gone. The context holds its saved objects weakly, so a
+/// `modelContext` after the code that made the context is gone. The context does not keep its saved objects, so a
 /// context and its objects are freed once nothing references any of them. Two things the context holds strongly
 /// keep it alive with them, because they hold its objects: unsaved changes (until ``save()`` or ``rollback()``),
 /// and the actions of an ``undoManager`` (until they are removed or the manager is unassigned).
@@ -98,8 +98,8 @@ public final class ModelContext {
     /// longer decodes its stored form). Such a property reads as its declared default.
     public private(set) var readFailures: [ReadFailure] = []
 
-    /// Every object this context knows, by identifier: weakly, since objects keep their context (so that results
-    /// outlive the code that fetched them). Objects with unsaved changes are kept by the change lists below.
+    /// Every object this context knows, by identifier, without keeping it: objects keep their context (so that
+    /// results outlive the code that fetched them). Objects with unsaved changes are kept by the change lists below.
     var registry = ObjectRegistry()
     /// Objects in the order they were inserted, changed or deleted; entries whose state has moved on are skipped.
     var insertedOrder: [ModelObject] = []

@@ -23,8 +23,14 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     final var _$attributeFrame: Int32 = 0
     final var _$relationshipFrame: Int32 = 0
     /// The object's context, kept alive by the object so that results outlive the code that fetched them; the
-    /// context holds its objects weakly (pending ones aside), so there is no cycle once changes are saved.
-    final var _$context: ModelContext?
+    /// context's registry does not keep its objects (pending ones aside), so there is no cycle once changes are
+    /// saved (see ``ObjectRegistry``).
+    final var _$context: ModelContext? {
+        didSet {
+            // Leaving a context takes the object out of its registry, which does not keep it alive.
+            if let oldValue, oldValue !== _$context { oldValue.registry.forget(self) }
+        }
+    }
     final var _$state: State = .unmanaged
     /// Whether the object has changes its context has not saved (meaningful for registered objects).
     final var _$isChanged = false
@@ -60,6 +66,11 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     struct ProbeRecord {
         let property: PropertyReference
         let keyPath: AnyKeyPath
+    }
+
+    /// A freed object leaves its context's registry, which holds it unowned.
+    deinit {
+        _$context?.registry.forget(self)
     }
 
     // MARK: Construction
