@@ -39,6 +39,29 @@ public protocol StoreFileSystem: Sendable {
     /// Takes an exclusive advisory lock on the file at `path` (creating it), or returns nil when another open
     /// file description holds it.
     func tryLock(_ path: String) throws -> (any StoreLockHandle)?
+    /// What the entry at `path` is, without following a symbolic link there (`lstat`); nil when there is none.
+    func kind(of path: String) throws -> StoreFileKind?
+}
+
+/// What a directory entry is: the store keeps its files only in regular files and directories.
+public enum StoreFileKind: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    case regularFile, directory, symbolicLink, fifo, socket, characterDevice, blockDevice
+    /// A kind the file system cannot name, or a file system that cannot tell.
+    case unknown
+
+    /// The kind with an article, for messages: "a symbolic link", "a FIFO".
+    public var description: String {
+        switch self {
+        case .regularFile: "a regular file"
+        case .directory: "a directory"
+        case .symbolicLink: "a symbolic link"
+        case .fifo: "a FIFO (named pipe)"
+        case .socket: "a socket"
+        case .characterDevice: "a character device"
+        case .blockDevice: "a block device"
+        case .unknown: "an entry of unknown kind"
+        }
+    }
 }
 
 /// An open file the store writes to.
@@ -56,6 +79,12 @@ public struct StoreFileStatus: Sendable, Hashable {
 }
 
 extension StoreFileSystem {
+    /// ``StoreFileKind/unknown`` for anything that exists: a file system that cannot tell what an entry is gets
+    /// no cleanup, since the store deletes only regular files.
+    public func kind(of path: String) throws -> StoreFileKind? {
+        exists(path) ? .unknown : nil
+    }
+
     /// The bytes of the file at `path` from `offset` to its end. The default reads the whole file; a file system
     /// that can read from an offset should.
     ///

@@ -24,6 +24,15 @@ public struct VerificationReport: Sendable, Hashable {
         /// A relationship whose target does not exist.
         case danglingRelationship
         case missingBlob, blobSizeMismatch, blobChecksumMismatch
+        /// A store file exists but this process may not read it (`EACCES`, `EPERM`).
+        case permissionDenied
+        /// A store file could not be read for another reason than its absence or a permission (`EIO`, say).
+        case unreadableFile
+        /// Where a store file belongs there is a symbolic link, a FIFO, a socket, a device or a directory.
+        case unexpectedFileType
+        /// An entry of `segments/` or `blobs/` the format does not produce (a directory, a file of another name, a
+        /// link): the store neither reads nor deletes it.
+        case strayEntry
     }
 
     public var problems: [Problem] = []
