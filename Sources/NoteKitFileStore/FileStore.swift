@@ -290,7 +290,8 @@ public final class FileStore: DataStore {
         var suffix = 1
         var kept = false
         while fileSystem.exists(name) {
-            if try fileSystem.kind(of: name) == .regularFile, try fileSystem.read(name)[...] == tail {
+            if try fileSystem.kind(of: name) == .regularFile, try fileSystem.status(name)?.size == tail.count,
+               try fileSystem.read(name)[...] == tail {
                 kept = true
                 break
             }
