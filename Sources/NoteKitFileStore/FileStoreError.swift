@@ -38,7 +38,7 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .notAStoreFile(file, reason): "\(file) is not a NoteKit store file: \(reason)"
         case let .unexpectedFileType(path, found, expected):
             "\(path) is \(found), where the store keeps \(expected): NoteKit follows no symbolic link to a store "
-                + "file and opens no special file (see docs/FORMAT.md, File types); move it away or restore the file"
+                + "file and opens no special file (docs/FORMAT.md, File types); replace it with \(expected)"
         case let .unsupportedFormatVersion(file, found, supported):
             "\(file) is in store format version \(found); this build reads version"
                 + "\(supported.count == 1 ? "" : "s") \(supported.map(String.init).joined(separator: ", "))"

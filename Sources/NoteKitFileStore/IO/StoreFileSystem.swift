@@ -46,14 +46,15 @@ public protocol StoreFileSystem: Sendable {
     /// What the entry at `path` is, without following a symbolic link there (`lstat`); nil when there is none.
     /// The store deletes an entry only when this says it is a regular file, and keeps torn tails only in a
     /// directory.
+    ///
+    /// - Throws: an I/O error other than the entry's absence.
     func kind(of path: String) throws -> StoreFileKind?
 }
 
 /// What a directory entry is: the store keeps its files only in regular files and directories.
 public enum StoreFileKind: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case regularFile, directory, symbolicLink, fifo, socket, characterDevice, blockDevice
-    /// A kind this build has no name for (a whiteout, a door): treated like any other kind that is not a
-    /// regular file or a directory.
+    /// A kind this build has no name for: treated like any other kind that is not a regular file or a directory.
     case unknown
 
     /// The kind with an article, for messages: "a symbolic link", "a FIFO".
