@@ -272,25 +272,60 @@ public final class FileStore: DataStore {
     }
 
     /// Moves a torn tail's bytes to `quarantine/` and cuts the segment back to its last intact record.
+    ///
+    /// `quarantine/` must be a directory of the store, not a link: the torn bytes go nowhere else. A quarantine
+    /// file that already holds the same bytes from the same offset (a process died between keeping them and
+    /// cutting the segment) is used again rather than copied once more. If keeping the bytes or cutting the
+    /// segment fails, the copy made here is deleted again (unless the cut happened after all), so a refused open
+    /// leaves no file behind.
+    ///
+    /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` when `quarantine/` is not a directory,
+    ///   or an I/O error.
     static func quarantine(_ torn: (segment: Int, path: String, offset: Int, length: Int, reason: String),
                                    layout: StoreLayout, fileSystem: any StoreFileSystem) throws -> RecoveryReport.TornTail {
-        try fileSystem.makeDirectory(layout.quarantine)
-        let bytes = try fileSystem.read(torn.path)
-        var name = layout.quarantine + "/" + StoreLayout.segmentName(torn.segment) + ".at-\(torn.offset).torn"
-        var suffix = 1
-        while fileSystem.exists(name) {
-            suffix += 1
-            name = layout.quarantine + "/" + StoreLayout.segmentName(torn.segment) + ".at-\(torn.offset)-\(suffix).torn"
+        if let found = try fileSystem.kind(of: layout.quarantine), found != .directory {
+            throw FileStoreError.unexpectedFileType(path: layout.quarantine, found: found, expected: .directory)
         }
-        let file = try fileSystem.create(name)
+        let bytes = try fileSystem.read(torn.path)
         // Reserved space (zeros) after the torn record is not part of it.
         var end = bytes.count
         while end > torn.offset + 1, bytes[end - 1] == 0 { end -= 1 }
-        try bytes[torn.offset..<end].withUnsafeBytes { try file.append($0) }
-        try file.sync()
-        try file.close()
-        try fileSystem.syncDirectory(layout.quarantine)
-        try fileSystem.truncate(torn.path, to: torn.offset)
+        let tail = bytes[torn.offset..<end]
+        try fileSystem.makeDirectory(layout.quarantine)
+        var name = layout.quarantine + "/" + StoreLayout.segmentName(torn.segment) + ".at-\(torn.offset).torn"
+        var suffix = 1
+        var kept = false
+        while fileSystem.exists(name) {
+            if try fileSystem.kind(of: name) == .regularFile, try fileSystem.status(name)?.size == tail.count,
+               try fileSystem.read(name)[...] == tail {
+                kept = true
+                break
+            }
+            suffix += 1
+            name = layout.quarantine + "/" + StoreLayout.segmentName(torn.segment) + ".at-\(torn.offset)-\(suffix).torn"
+        }
+        if !kept {
+            let file = try fileSystem.create(name)
+            do {
+                try tail.withUnsafeBytes { try file.append($0) }
+                try file.sync()
+                try file.close()
+                try fileSystem.syncDirectory(layout.quarantine)
+            } catch {
+                try? file.close()
+                try? fileSystem.remove(name)
+                throw error
+            }
+        }
+        do {
+            try fileSystem.truncate(torn.path, to: torn.offset)
+        } catch {
+            // The segment still holding the tail, the copy is not needed: the next open makes it again.
+            if !kept, let size = try? fileSystem.status(torn.path)?.size, size > torn.offset {
+                try? fileSystem.remove(name)
+            }
+            throw error
+        }
         return .init(segment: torn.path, offset: torn.offset, length: torn.length, reason: torn.reason,
                      quarantinedAt: name)
     }
@@ -328,37 +363,42 @@ public final class FileStore: DataStore {
     }
 
     /// Deletes what no manifest reaches: a temporary manifest, segments not listed, partial or unreferenced blobs.
+    /// Only regular files of names the format produces are deleted: `blobs/` or `segments/` may be a link to a
+    /// directory the user shares with other files, and anything else there is left alone (`verify` lists it).
     private static func removeLeftovers(manifest: Manifest, rows: [ModelSnapshot], schema: Schema, layout: StoreLayout,
                                         fileSystem: any StoreFileSystem) throws -> [String] {
         var removed: [String] = []
-        if fileSystem.exists(layout.temporaryManifest) {
-            try fileSystem.remove(layout.temporaryManifest)
-            removed.append(layout.temporaryManifest)
+        func remove(_ path: String) throws {
+            if try removeStoreFile(path, fileSystem: fileSystem) { removed.append(path) }
         }
+        try remove(layout.temporaryManifest)
         let listed = Set(manifest.segments)
         for name in try fileSystem.contentsOfDirectory(layout.segments) {
-            guard StoreLayout.segmentNumber(name).map({ !listed.contains($0) }) ?? true else { continue }
-            try fileSystem.remove(layout.segments + "/" + name)
-            removed.append(layout.segments + "/" + name)
+            guard let number = StoreLayout.segmentNumber(name), !listed.contains(number) else { continue }
+            try remove(layout.segments + "/" + name)
         }
         if fileSystem.exists(layout.blobs) {
             let referenced = Self.referencedBlobs(rows, schema: schema)
             let store = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
             let inventory = try store.inventory()
-            for name in inventory.blobs where !referenced.contains(name) {
-                try fileSystem.remove(store.path(of: name))
-                removed.append(store.path(of: name))
-            }
-            for file in inventory.leftovers {
-                try fileSystem.remove(layout.blobs + "/" + file)
-                removed.append(layout.blobs + "/" + file)
-            }
+            for name in inventory.blobs where !referenced.contains(name) { try remove(store.path(of: name)) }
+            for file in inventory.leftovers { try remove(layout.blobs + "/" + file) }
         }
         if !removed.isEmpty {
             try fileSystem.syncDirectory(layout.segments)
             if fileSystem.exists(layout.blobs) { try fileSystem.syncDirectory(layout.blobs) }
         }
         return removed
+    }
+
+    /// Deletes the store file at `path` if it is a regular file; anything else there (a directory, a link, a FIFO)
+    /// is not the store's to delete.
+    ///
+    /// - Returns: whether a file was deleted.
+    static func removeStoreFile(_ path: String, fileSystem: any StoreFileSystem) throws -> Bool {
+        guard try fileSystem.kind(of: path) == .regularFile else { return false }
+        try fileSystem.remove(path)
+        return true
     }
 
     /// The blob names live rows reference.
@@ -703,12 +743,14 @@ public final class FileStore: DataStore {
         var removedSegments: [String] = []
         for number in dropped {
             let path = layout.segment(number)
-            if (try? fileSystem.remove(path)) != nil { removedSegments.append(path) }
+            if (try? Self.removeStoreFile(path, fileSystem: fileSystem)) == true { removedSegments.append(path) }
         }
         let referenced = Self.referencedBlobs(allRows, schema: schema)
         var removedBlobs: [String] = []
         for name in (try? blobs.inventory().blobs) ?? [] where !referenced.contains(name) {
-            if (try? fileSystem.remove(blobs.path(of: name))) != nil { removedBlobs.append(name) }
+            if (try? Self.removeStoreFile(blobs.path(of: name), fileSystem: fileSystem)) == true {
+                removedBlobs.append(name)
+            }
         }
         try? fileSystem.syncDirectory(layout.segments)
         if !removedBlobs.isEmpty { try? fileSystem.syncDirectory(layout.blobs) }

@@ -11,6 +11,10 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case storeNotFound(path: String)
     /// A file is not a NoteKit store file of the expected kind.
     case notAStoreFile(file: String, reason: String)
+    /// Where the store keeps a regular file (or a directory, `expected`) there is something else: a symbolic
+    /// link, a FIFO, a socket, a device, a directory. The store follows no symbolic link to its files and opens no
+    /// special file, so nothing was read or written through it (docs/FORMAT.md, *File types*).
+    case unexpectedFileType(path: String, found: StoreFileKind, expected: StoreFileKind)
     /// A file was written by a format version this build does not read.
     case unsupportedFormatVersion(file: String, found: Int, supported: [Int])
     /// A record is damaged where a torn tail cannot explain it.
@@ -37,6 +41,9 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
                 + "container or its FileStore (FileStore.close()) first, or open this one read-only"
         case .storeNotFound(let path): "there is no NoteKit store at \(path)"
         case let .notAStoreFile(file, reason): "\(file) is not a NoteKit store file: \(reason)"
+        case let .unexpectedFileType(path, found, expected):
+            "\(path) is \(found), where the store keeps \(expected): NoteKit follows no symbolic link to a store "
+                + "file and opens no special file (docs/FORMAT.md, File types); replace it with \(expected)"
         case let .unsupportedFormatVersion(file, found, supported):
             "\(file) is in store format version \(found); this build reads version"
                 + "\(supported.count == 1 ? "" : "s") \(supported.map(String.init).joined(separator: ", "))"

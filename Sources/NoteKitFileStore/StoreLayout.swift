@@ -29,4 +29,29 @@ struct StoreLayout: Sendable {
         guard name.hasSuffix(".seg"), let number = Int(name.dropLast(4)), number > 0 else { return nil }
         return name == segmentName(number) ? number : nil
     }
+
+    /// `<sha256>.blob`: the file of the blob whose bytes hash to `name` (64 lowercase hexadecimal digits).
+    static func blobFileName(_ name: String) -> String { name + ".blob" }
+
+    /// `.<sha256>.partial`: a blob being written, renamed to its ``blobFileName(_:)`` once flushed.
+    static func partialBlobFileName(_ name: String) -> String { "." + name + ".partial" }
+
+    /// The blob name a file name of `blobs/` denotes, if it is a blob's name.
+    static func blobName(_ fileName: String) -> String? {
+        guard fileName.hasSuffix(".blob") else { return nil }
+        let name = String(fileName.dropLast(5))
+        return isBlobName(name) ? name : nil
+    }
+
+    /// The blob name a file name of `blobs/` denotes, if it is the name of a blob being written.
+    static func partialBlobName(_ fileName: String) -> String? {
+        guard fileName.hasPrefix("."), fileName.hasSuffix(".partial") else { return nil }
+        let name = String(fileName.dropFirst().dropLast(8))
+        return isBlobName(name) ? name : nil
+    }
+
+    /// Whether `name` is a SHA-256 in lowercase hexadecimal, as blob names are.
+    private static func isBlobName(_ name: String) -> Bool {
+        name.utf8.count == 64 && name.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
 }

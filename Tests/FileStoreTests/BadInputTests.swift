@@ -704,6 +704,7 @@ struct UnflushedFileSystem: StoreFileSystem {
     func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
     func contentsOfDirectory(_ path: String) throws -> [String] { try base.contentsOfDirectory(path) }
     func exists(_ path: String) -> Bool { base.exists(path) }
+    func kind(of path: String) throws -> StoreFileKind? { try base.kind(of: path) }
     func truncate(_ path: String, to length: Int) throws { try base.truncate(path, to: length) }
     func tryLock(_ path: String) throws -> (any StoreLockHandle)? { try base.tryLock(path) }
 

@@ -158,7 +158,7 @@ struct FileStoreRecoveryTests {
         try Data("NOTEKIT/1 segment\n".utf8).write(to: orphanSegment)
         let temporaryManifest = url.appendingPathComponent("MANIFEST.tmp")
         try Data("half a manifest".utf8).write(to: temporaryManifest)
-        let partialBlob = url.appendingPathComponent("blobs/.abc.partial")
+        let partialBlob = url.appendingPathComponent("blobs/." + String(repeating: "b", count: 64) + ".partial")
         try Data([1, 2]).write(to: partialBlob)
         let orphanBlob = url.appendingPathComponent("blobs/" + String(repeating: "a", count: 64) + ".blob")
         try Data([3]).write(to: orphanBlob)
@@ -170,7 +170,7 @@ struct FileStoreRecoveryTests {
 
         let container = try StoreFiles.open(url, NotesSchema.models)
         let removed = Set(StoreFiles.store(container).recovery.removedLeftovers.map { URL(fileURLWithPath: $0).lastPathComponent })
-        #expect(removed == ["MANIFEST.tmp", "000007.seg", ".abc.partial", orphanBlob.lastPathComponent])
+        #expect(removed == ["MANIFEST.tmp", "000007.seg", partialBlob.lastPathComponent, orphanBlob.lastPathComponent])
         for file in [orphanSegment, temporaryManifest, partialBlob, orphanBlob] {
             #expect(!FileManager.default.fileExists(atPath: file.path))
         }

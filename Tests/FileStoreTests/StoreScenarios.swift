@@ -168,7 +168,7 @@ extension StoreScenario {
                 try disk.appendDurably(StoreFiles.segment(url, active).path, Array("0000004a 1234abcd {\"k\":\"tx\"".utf8))
                 try disk.appendDurably(StoreFiles.segment(url, 900).path, Array("NOTEKIT/1 segment\n".utf8))
                 try disk.appendDurably(layout + "/MANIFEST.tmp", Array("NOTEKIT/1 manifest\n".utf8))
-                try disk.appendDurably(layout + "/blobs/.abc.partial", [1, 2, 3])
+                try disk.appendDurably(layout + "/blobs/." + String(repeating: "a", count: 64) + ".partial", [1, 2, 3])
                 try disk.appendDurably(layout + "/blobs/" + SHA256Digest.hexString(Data([9])) + ".blob", [9])
             },
             .open(openNotes),
@@ -373,18 +373,22 @@ func manifestSegments(_ bytes: [UInt8]) -> [Int] {
 
 /// What a writable open should have deleted, among a store's `files` (relative path to bytes): a temporary
 /// manifest, segments the manifest does not list, blob files that are partial or that no object references
-/// (`referencedBlobs`, names).
+/// (`referencedBlobs`, names). Only names the format produces count (docs/FORMAT.md, *File types*): anything else
+/// in the store's directories is not the store's to delete.
 func leftovers(in files: [String: [UInt8]], referencedBlobs: Set<String>) -> [String] {
     let listed = Set(manifestSegments(files["MANIFEST"] ?? []))
+    let isHash = { (name: Substring) in name.count == 64 && name.allSatisfy { $0.isHexDigit && !$0.isUppercase } }
     return files.keys.sorted().filter { path in
         if path == "MANIFEST.tmp" { return true }
         if path.hasPrefix("segments/") {
             let name = path.dropFirst("segments/".count)
-            return Int(name.dropLast(4)).map { !listed.contains($0) } ?? true
+            guard name.hasSuffix(".seg"), name.count >= 10, let number = Int(name.dropLast(4)) else { return false }
+            return !listed.contains(number)
         }
         if path.hasPrefix("blobs/") {
             let name = path.dropFirst("blobs/".count)
-            return name.hasPrefix(".") || !name.hasSuffix(".blob") || !referencedBlobs.contains(String(name.dropLast(5)))
+            if name.hasPrefix("."), name.hasSuffix(".partial") { return isHash(name.dropFirst().dropLast(8)) }
+            return name.hasSuffix(".blob") && isHash(name.dropLast(5)) && !referencedBlobs.contains(String(name.dropLast(5)))
         }
         return false
     }

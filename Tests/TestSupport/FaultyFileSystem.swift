@@ -183,6 +183,8 @@ public final class FaultyFileSystem: StoreFileSystem {
 
     public func exists(_ path: String) -> Bool { base.exists(path) }
 
+    public func kind(of path: String) throws -> StoreFileKind? { try base.kind(of: path) }
+
     public func truncate(_ path: String, to length: Int) throws {
         try perform(.truncate, path) { try base.truncate(path, to: length) }
     }

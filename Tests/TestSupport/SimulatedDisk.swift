@@ -317,6 +317,17 @@ public final class SimulatedDisk: StoreFileSystem {
         state.withLock { $0.image.resolve(path) != nil }
     }
 
+    /// A simulated disk holds regular files and directories only.
+    public func kind(of path: String) throws -> StoreFileKind? {
+        state.withLock { state in
+            switch state.image.resolve(path) {
+            case .file?: .regularFile
+            case .directory?: .directory
+            case nil: nil
+            }
+        }
+    }
+
     /// Cuts the file and flushes it, as `POSIXFileSystem.truncate` does: two steps, so a crash can fall between.
     public func truncate(_ path: String, to length: Int) throws {
         try perform(.truncate, path) { state in

@@ -8,7 +8,7 @@ struct BlobStore: Sendable {
     let fileSystem: any StoreFileSystem
 
     /// The file name of the blob named `name`.
-    func path(of name: String) -> String { directory + "/" + name + ".blob" }
+    func path(of name: String) -> String { directory + "/" + StoreLayout.blobFileName(name) }
 
     /// A reference to the blob `name`, read from disk on first use and checked against its recorded size and its
     /// name (the SHA-256 of its bytes), so that damage to the file is reported rather than read as the value.
@@ -36,15 +36,21 @@ struct BlobStore: Sendable {
     /// Writes `data` durably (unless a blob with the same content exists) and returns its reference.
     ///
     /// The file is written under a temporary name, flushed, renamed into place, and the directory flushed, so a
-    /// blob file that exists is always whole.
+    /// blob file that exists is always whole. Only a regular file counts as the blob existing: a link or a special
+    /// file of its name is refused, never trusted as the blob (nor written through).
     ///
-    /// - Throws: an I/O error (nothing is in place), or ``FileStoreError/writesStopped(reason:)`` when renaming or
-    ///   flushing the directory failed: the blob may be in place without being durable.
+    /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` when something else than a regular
+    ///   file has the blob's name, an I/O error (nothing is in place), or ``FileStoreError/writesStopped(reason:)``
+    ///   when renaming or flushing the directory failed: the blob may be in place without being durable.
     func write(_ data: Data) throws -> ExternalData {
         let name = SHA256Digest.hexString(data)
         let path = path(of: name)
-        if !fileSystem.exists(path) {
-            let temporary = directory + "/." + name + ".partial"
+        let existing = try fileSystem.kind(of: path)
+        if let existing, existing != .regularFile {
+            throw FileStoreError.unexpectedFileType(path: path, found: existing, expected: .regularFile)
+        }
+        if existing == nil {
+            let temporary = directory + "/" + StoreLayout.partialBlobFileName(name)
             if fileSystem.exists(temporary) { try fileSystem.remove(temporary) }
             let file = try fileSystem.create(temporary)
             do {
@@ -69,12 +75,14 @@ struct BlobStore: Sendable {
         return ExternalData(name: name, data: data)
     }
 
-    /// The names of the blobs on disk (files that are not whole blobs are reported as leftovers).
+    /// The names of the blobs in `blobs/`, and the file names of blobs whose writing was interrupted: by name
+    /// only (what each entry is, the caller checks before it deletes one). Entries of other names are not the
+    /// store's, and are in neither list.
     func inventory() throws -> (blobs: [String], leftovers: [String]) {
         var blobs: [String] = [], leftovers: [String] = []
         for file in try fileSystem.contentsOfDirectory(directory) {
-            if file.hasSuffix(".blob") && !file.hasPrefix(".") { blobs.append(String(file.dropLast(5))) }
-            else { leftovers.append(file) }
+            if let name = StoreLayout.blobName(file) { blobs.append(name) }
+            else if StoreLayout.partialBlobName(file) != nil { leftovers.append(file) }
         }
         return (blobs, leftovers)
     }

@@ -159,20 +159,22 @@ enum MagicLine {
     ///
     /// - Returns: the format version and the offset of the first record.
     /// - Throws: ``FileStoreError`` naming `file` when the line is missing, of another kind, or of a version this
-    ///   build does not read.
+    ///   build does not read. The message quotes no byte of the file: it may be anything (`/etc/passwd` copied
+    ///   over a segment), and only a NoteKit file's magic line is known to say nothing private.
     static func parse(_ bytes: UnsafeRawBufferPointer, expecting kind: Kind, file: String) throws -> (version: Int, end: Int) {
         let limit = min(bytes.count, 64)
-        guard let newline = (0..<limit).first(where: { bytes[$0] == 0x0A }) else {
-            throw FileStoreError.notAStoreFile(file: file, reason: bytes.isEmpty ? "the file is empty"
-                                               : "it does not begin with a NOTEKIT line")
-        }
+        let notNoteKit = FileStoreError.notAStoreFile(
+            file: file, reason: bytes.isEmpty ? "the file is empty"
+                : "not a NoteKit \(kind.rawValue): it does not begin with a NOTEKIT/<version> \(kind.rawValue) line")
+        guard let newline = (0..<limit).first(where: { bytes[$0] == 0x0A }) else { throw notNoteKit }
         let line = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<newline]), as: UTF8.self)
         let parts = line.split(separator: " ")
         guard parts.count == 2, parts[0].hasPrefix("NOTEKIT/"), let version = Int(parts[0].dropFirst(8)) else {
-            throw FileStoreError.notAStoreFile(file: file, reason: "its first line is \(String(reflecting: line))")
+            throw notNoteKit
         }
         guard parts[1] == kind.rawValue else {
-            throw FileStoreError.notAStoreFile(file: file, reason: "it is a \(parts[1]) file, not a \(kind.rawValue)")
+            guard let other = Kind(rawValue: String(parts[1])) else { throw notNoteKit }
+            throw FileStoreError.notAStoreFile(file: file, reason: "it is a NoteKit \(other.rawValue), not a \(kind.rawValue)")
         }
         guard supportedVersions.contains(version) else {
             throw FileStoreError.unsupportedFormatVersion(file: file, found: version, supported: supportedVersions)

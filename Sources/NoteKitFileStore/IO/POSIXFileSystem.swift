@@ -6,15 +6,18 @@ import Darwin
 #endif
 
 /// The real file system, through POSIX calls.
+///
+/// Every file it opens for the store is a regular file reached without a symbolic link at its last component
+/// (`O_NOFOLLOW`, then `fstat`), opened without blocking (a FIFO cannot hang an open), and it deletes regular files
+/// only: a link, FIFO, socket, device or directory where a store file belongs is refused with
+/// ``FileStoreError/unexpectedFileType(path:found:expected:)`` before a byte is read or written. Directories are
+/// followed: a store's `blobs/` or `segments/` may be a link to a directory elsewhere (docs/FORMAT.md, *File types*).
 public struct POSIXFileSystem: StoreFileSystem {
     public init() {}
 
     public func read(_ path: String) throws -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw StoreIOError(operation: "open", path: path, code: errno) }
+        let (descriptor, status) = try openRegularFile(path, O_RDONLY)
         defer { _ = Glibc.close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw StoreIOError(operation: "stat", path: path, code: errno) }
         let expected = Int(status.st_size)
         var bytes = [UInt8](repeating: 0, count: expected)
         var filled = 0
@@ -43,11 +46,8 @@ public struct POSIXFileSystem: StoreFileSystem {
     }
 
     private func read(_ path: String, from offset: Int, count limit: Int?) throws -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw StoreIOError(operation: "open", path: path, code: errno) }
+        let (descriptor, status) = try openRegularFile(path, O_RDONLY)
         defer { _ = Glibc.close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw StoreIOError(operation: "stat", path: path, code: errno) }
         let expected = min(max(0, Int(status.st_size) - offset), limit ?? Int.max)
         var bytes = [UInt8](repeating: 0, count: expected)
         var filled = 0
@@ -66,10 +66,71 @@ public struct POSIXFileSystem: StoreFileSystem {
         return bytes
     }
 
-    /// One `stat`: size, device, inode and modification time.
+    /// Opens the store file at `path` with `flags`, refusing anything but a regular file reached without a
+    /// symbolic link at its last component: `O_NOFOLLOW` makes a link fail the open, `O_NONBLOCK` makes a FIFO
+    /// open at once (it is cleared again, so reads and writes block as usual), and `fstat` on the descriptor says
+    /// what was opened. A device is opened (without blocking) before it is refused, and nothing is read from it.
+    ///
+    /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` for anything but a regular file, or
+    ///   the open's ``StoreIOError``.
+    private func openRegularFile(_ path: String, _ flags: Int32, creating: Bool = false) throws
+        -> (descriptor: Int32, status: stat) {
+        let descriptor = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            let code = errno
+            // ELOOP is a link, ENXIO a socket (or a FIFO opened to write), EISDIR a directory opened to write.
+            if code != ENOENT, let found = try? kind(of: path), found != .regularFile {
+                throw FileStoreError.unexpectedFileType(path: path, found: found, expected: .regularFile)
+            }
+            throw StoreIOError(operation: creating ? "open or create" : "open", path: path, code: code)
+        }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            let code = errno
+            _ = Glibc.close(descriptor)
+            throw StoreIOError(operation: "stat", path: path, code: code)
+        }
+        let found = Self.kind(of: status.st_mode)
+        guard found == .regularFile else {
+            _ = Glibc.close(descriptor)
+            throw FileStoreError.unexpectedFileType(path: path, found: found, expected: .regularFile)
+        }
+        let current = fcntl(descriptor, F_GETFL)
+        guard current >= 0, fcntl(descriptor, F_SETFL, current & ~O_NONBLOCK) == 0 else {
+            let code = errno
+            _ = Glibc.close(descriptor)
+            throw StoreIOError(operation: "fcntl", path: path, code: code)
+        }
+        return (descriptor, status)
+    }
+
+    /// What `lstat` says is at `path`: a link is reported as such, not followed.
+    public func kind(of path: String) throws -> StoreFileKind? {
+        var status = stat()
+        guard lstat(path, &status) == 0 else {
+            if errno == ENOENT || errno == ENOTDIR { return nil }
+            throw StoreIOError(operation: "lstat", path: path, code: errno)
+        }
+        return Self.kind(of: status.st_mode)
+    }
+
+    private static func kind(of mode: mode_t) -> StoreFileKind {
+        switch mode & S_IFMT {
+        case S_IFREG: .regularFile
+        case S_IFDIR: .directory
+        case S_IFLNK: .symbolicLink
+        case S_IFIFO: .fifo
+        case S_IFSOCK: .socket
+        case S_IFCHR: .characterDevice
+        case S_IFBLK: .blockDevice
+        default: .unknown
+        }
+    }
+
+    /// One `lstat`: size, device, inode and modification time (of a link itself, which reading then refuses).
     public func status(_ path: String) throws -> StoreFileStatus? {
         var status = stat()
-        guard stat(path, &status) == 0 else {
+        guard lstat(path, &status) == 0 else {
             if errno == ENOENT { return nil }
             throw StoreIOError(operation: "stat", path: path, code: errno)
         }
@@ -80,14 +141,14 @@ public struct POSIXFileSystem: StoreFileSystem {
     }
 
     public func create(_ path: String) throws -> any StoreFile {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        // O_EXCL fails on any existing entry, a link (dangling or not) included: nothing is created through one.
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw StoreIOError(operation: "create", path: path, code: errno) }
         return POSIXFile(descriptor: descriptor, path: path, size: 0)
     }
 
     public func openForAppending(_ path: String) throws -> any StoreFile {
-        let descriptor = open(path, O_WRONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw StoreIOError(operation: "open", path: path, code: errno) }
+        let (descriptor, _) = try openRegularFile(path, O_WRONLY)
         let end = lseek(descriptor, 0, SEEK_END)
         guard end >= 0 else {
             let code = errno
@@ -103,7 +164,11 @@ public struct POSIXFileSystem: StoreFileSystem {
         }
     }
 
+    /// Deletes the regular file at `path` (a link there is not followed, and is refused like any other kind).
     public func remove(_ path: String) throws {
+        if let found = try kind(of: path), found != .regularFile {
+            throw FileStoreError.unexpectedFileType(path: path, found: found, expected: .regularFile)
+        }
         guard unlink(path) == 0 else { throw StoreIOError(operation: "unlink", path: path, code: errno) }
     }
 
@@ -139,14 +204,14 @@ public struct POSIXFileSystem: StoreFileSystem {
         return names.sorted()
     }
 
+    /// Whether anything is at `path`, a dangling link included (`lstat`).
     public func exists(_ path: String) -> Bool {
         var status = stat()
-        return stat(path, &status) == 0
+        return lstat(path, &status) == 0
     }
 
     public func truncate(_ path: String, to length: Int) throws {
-        let descriptor = open(path, O_WRONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw StoreIOError(operation: "open", path: path, code: errno) }
+        let (descriptor, _) = try openRegularFile(path, O_WRONLY)
         defer { _ = Glibc.close(descriptor) }
         guard ftruncate(descriptor, off_t(length)) == 0 else {
             throw StoreIOError(operation: "truncate", path: path, code: errno)
@@ -154,9 +219,10 @@ public struct POSIXFileSystem: StoreFileSystem {
         guard fsync(descriptor) == 0 else { throw StoreIOError(operation: "fsync", path: path, code: errno) }
     }
 
+    /// Takes the lock on the regular file at `path`, creating it; a link there (dangling or not) is refused
+    /// rather than followed, so nothing is created outside the store.
     public func tryLock(_ path: String) throws -> (any StoreLockHandle)? {
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw StoreIOError(operation: "open", path: path, code: errno) }
+        let (descriptor, _) = try openRegularFile(path, O_RDWR | O_CREAT, creating: true)
         if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return POSIXLock(descriptor: descriptor) }
         let code = errno
         _ = Glibc.close(descriptor)

@@ -9,6 +9,10 @@ import Darwin
 ///
 /// `POSIXFileSystem` is the real one. Tests wrap it to fail chosen calls (the Nth write, fsync, rename or
 /// directory sync; short writes; a full disk) and check that the store stays consistent.
+///
+/// The store's files are regular files: an implementation's reads, appends, cuts, locks and removals refuse
+/// anything else at a path (a symbolic link, FIFO, socket, device, directory) with
+/// ``FileStoreError/unexpectedFileType(path:found:expected:)``, without following it or blocking on it.
 public protocol StoreFileSystem: Sendable {
     /// The whole content of the file at `path`.
     func read(_ path: String) throws -> [UInt8]
@@ -24,7 +28,7 @@ public protocol StoreFileSystem: Sendable {
     func openForAppending(_ path: String) throws -> any StoreFile
     /// Renames `source` to `destination`, replacing it atomically.
     func rename(_ source: String, to destination: String) throws
-    /// Deletes the file at `path`.
+    /// Deletes the regular file at `path`.
     func remove(_ path: String) throws
     /// Flushes a directory's entries (file creations, renames, deletions) to disk.
     func syncDirectory(_ path: String) throws
@@ -32,13 +36,40 @@ public protocol StoreFileSystem: Sendable {
     func makeDirectory(_ path: String) throws
     /// The names of the entries of the directory at `path`.
     func contentsOfDirectory(_ path: String) throws -> [String]
-    /// Whether something exists at `path`.
+    /// Whether something exists at `path` (a link counts, whether or not what it names exists).
     func exists(_ path: String) -> Bool
     /// Cuts the file at `path` to `length` bytes and flushes it.
     func truncate(_ path: String, to length: Int) throws
     /// Takes an exclusive advisory lock on the file at `path` (creating it), or returns nil when another open
     /// file description holds it.
     func tryLock(_ path: String) throws -> (any StoreLockHandle)?
+    /// What the entry at `path` is, without following a symbolic link there (`lstat`); nil when there is none.
+    /// The store deletes an entry only when this says it is a regular file, and keeps torn tails only in a
+    /// directory.
+    ///
+    /// - Throws: an I/O error other than the entry's absence.
+    func kind(of path: String) throws -> StoreFileKind?
+}
+
+/// What a directory entry is: the store keeps its files only in regular files and directories.
+public enum StoreFileKind: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    case regularFile, directory, symbolicLink, fifo, socket, characterDevice, blockDevice
+    /// A kind this build has no name for: treated like any other kind that is not a regular file or a directory.
+    case unknown
+
+    /// The kind with an article, for messages: "a symbolic link", "a FIFO".
+    public var description: String {
+        switch self {
+        case .regularFile: "a regular file"
+        case .directory: "a directory"
+        case .symbolicLink: "a symbolic link"
+        case .fifo: "a FIFO (named pipe)"
+        case .socket: "a socket"
+        case .characterDevice: "a character device"
+        case .blockDevice: "a block device"
+        case .unknown: "an entry of unknown kind"
+        }
+    }
 }
 
 /// An open file the store writes to.

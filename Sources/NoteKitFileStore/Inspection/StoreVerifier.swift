@@ -1,5 +1,10 @@
 import FoundationEssentials
 import NoteKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// What `notekit verify` finds: every problem of a store, each with its file, byte offset and kind.
 public struct VerificationReport: Sendable, Hashable {
@@ -24,6 +29,15 @@ public struct VerificationReport: Sendable, Hashable {
         /// A relationship whose target does not exist.
         case danglingRelationship
         case missingBlob, blobSizeMismatch, blobChecksumMismatch
+        /// A store file exists but this process may not read it (`EACCES`, `EPERM`).
+        case permissionDenied
+        /// A store file could not be read for another reason than its absence or a permission (`EIO`, say).
+        case unreadableFile
+        /// Where a store file belongs there is a symbolic link, a FIFO, a socket, a device or a directory.
+        case unexpectedFileType
+        /// An entry of `segments/` or `blobs/` the format does not produce (a directory, a file of another name, a
+        /// link): the store neither reads nor deletes it.
+        case strayEntry
     }
 
     public var problems: [Problem] = []
@@ -61,8 +75,13 @@ public enum StoreVerifier {
         let blobStore = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
         for (position, number) in manifest.segments.enumerated() {
             let path = layout.segment(number)
-            guard let bytes = try? fileSystem.read(path) else {
-                problem(path, 0, .missingSegment, "the manifest lists segment \(number) but it cannot be read")
+            let bytes: [UInt8]
+            do { bytes = try fileSystem.read(path) } catch {
+                if isMissing(error) {
+                    problem(path, 0, .missingSegment, "the manifest lists segment \(number) but it does not exist")
+                } else {
+                    problem(path, 0, classify(error).0, "\(error)")
+                }
                 continue
             }
             let isLast = position == manifest.segments.count - 1
@@ -156,8 +175,12 @@ public enum StoreVerifier {
                 for (slot, attribute) in entity.attributes.enumerated() where attribute.has(.externalStorage) {
                     guard case .external(let blob) = row.attributes[slot] else { continue }
                     let path = blobStore.path(of: blob.name)
-                    guard let bytes = try? fileSystem.read(path) else {
-                        problem(path, 0, .missingBlob, "\(row.id).\(attribute.name) names a blob that is missing")
+                    let bytes: [UInt8]
+                    do { bytes = try fileSystem.read(path) } catch {
+                        let missing = isMissing(error)
+                        problem(path, 0, missing ? .missingBlob : classify(error).0,
+                                "\(row.id).\(attribute.name) names a blob that "
+                                    + (missing ? "is missing" : "cannot be read: \(error)"))
                         continue
                     }
                     if bytes.count != blob.size {
@@ -168,12 +191,61 @@ public enum StoreVerifier {
                 }
             }
         }
+        strayEntries(layout, manifest: manifest, referencedBlobs: Set(rows.flatMap { row in
+            row.attributes.compactMap { value -> String? in
+                if case .external(let blob) = value { return blob.name }
+                return nil
+            }
+        }), fileSystem: fileSystem, problem)
         return report
     }
 
-    /// The kind and offset of an error met while reading.
+    /// Reports each entry of `segments/` and `blobs/` that is not the store's: a name the format does not
+    /// produce, or one it does on something else than a regular file (unless the store names it, when reading it
+    /// already reported it). Leftovers the next writable open deletes (unlisted segments, partial or unreferenced
+    /// blobs) are not problems.
+    private static func strayEntries(_ layout: StoreLayout, manifest: Manifest, referencedBlobs: Set<String>,
+                                     fileSystem: any StoreFileSystem,
+                                     _ problem: (String, Int, VerificationReport.Kind, String) -> Void) {
+        let listed = Set(manifest.segments)
+        for (directory, isSegments) in [(layout.segments, true), (layout.blobs, false)] {
+            guard fileSystem.exists(directory), let names = try? fileSystem.contentsOfDirectory(directory) else { continue }
+            for name in names {
+                let path = directory + "/" + name
+                let named: Bool, used: Bool
+                if isSegments {
+                    let number = StoreLayout.segmentNumber(name)
+                    named = number != nil
+                    used = number.map(listed.contains) ?? false
+                } else {
+                    let blob = StoreLayout.blobName(name)
+                    named = blob != nil || StoreLayout.partialBlobName(name) != nil
+                    used = blob.map(referencedBlobs.contains) ?? false
+                }
+                guard let found = try? fileSystem.kind(of: path), !used,
+                      !named || found != .regularFile else { continue }
+                problem(path, 0, .strayEntry, named
+                    ? "\(found) with the name of a store file: the store neither reads nor deletes it"
+                    : "\(found) whose name the store's format does not produce: the store neither reads nor deletes it")
+            }
+        }
+    }
+
+    /// Whether `error` says the file does not exist.
+    private static func isMissing(_ error: any Error) -> Bool {
+        (error as? StoreIOError)?.code == ENOENT
+    }
+
+    /// The kind and offset of an error met while reading: a permission refused or another I/O error is reported
+    /// as such, never as a file that is missing.
     private static func classify(_ error: any Error) -> (VerificationReport.Kind, Int) {
-        switch error as? FileStoreError {
+        let fileStoreError = error as? FileStoreError
+        if case .io(let error)? = fileStoreError { return classify(error) }
+        if let error = error as? StoreIOError {
+            return (error.code == EACCES || error.code == EPERM ? .permissionDenied : .unreadableFile, 0)
+        }
+        return switch fileStoreError {
+        case .unexpectedFileType?: (.unexpectedFileType, 0)
         case .unsupportedFormatVersion?: (.unsupportedFormatVersion, 0)
         case .notAStoreFile?: (.notAStoreFile, 0)
         case .damagedRecord(_, let offset, let reason)?: (reason == "checksum mismatch" ? .checksumMismatch : .malformedRecord, offset)
