@@ -14,7 +14,8 @@ extension FileStore {
         if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
         guard configuration.sharing == .perSave else { return try body(state.log!, &state) }
 
-        let lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout ?? 5)
+        let lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout ?? 5,
+                                            clocks: configuration.clocks)
         defer { lock.unlock() }
         try catchUp(&state)
         guard let log = state.log else { throw SaveError.readOnly(reason: "\(layout.root) was closed") }

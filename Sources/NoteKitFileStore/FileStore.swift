@@ -118,7 +118,8 @@ public final class FileStore: DataStore {
                 _ = try Self.interruptedCreation(layout: layout, fileSystem: fileSystem)
                 try fileSystem.makeDirectory(layout.root)
                 if case .acquire = lockSource {
-                    lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout)
+                    lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout,
+                                            clocks: configuration.clocks)
                 }
                 if fileSystem.exists(layout.manifest) {
                     throw FileStoreError.inconsistentSegments(
@@ -142,7 +143,8 @@ public final class FileStore: DataStore {
             }
 
             if !readOnly, case .acquire = lockSource {
-                lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout)
+                lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout,
+                                            clocks: configuration.clocks)
             }
             // Taken before the manifest is read: a manifest replaced after this makes the next refresh look again.
             let manifestStatus = readOnly ? try fileSystem.status(layout.manifest) : nil
@@ -524,7 +526,7 @@ public final class FileStore: DataStore {
         case .everySave:
             try log.sync()
         case .deferred(let interval):
-            let now = Date()
+            let now = configuration.clocks.wall()
             if forced || state.unsyncedSince.map({ now.timeIntervalSince($0) >= interval }) == true {
                 try log.sync()
                 state.unsyncedSince = nil

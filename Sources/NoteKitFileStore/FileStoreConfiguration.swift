@@ -108,6 +108,8 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     public var segmentReservation: Int = 256 << 10
     /// The file operations used; tests substitute one that fails on purpose.
     public var fileSystem: any StoreFileSystem
+    /// The clocks used; tests substitute a wall clock that steps.
+    var clocks: StoreClocks = .system
 
     /// A store at `url`, created when missing, durable on every save.
     public init(url: URL, name: String? = nil, mode: Mode = .readWrite(createIfMissing: true),

@@ -9,14 +9,14 @@ enum StoreLock {
     ///
     /// - Throws: ``FileStoreError/locked(path:)`` when the lock stays held, or an I/O error.
     static func acquire(_ layout: StoreLayout, fileSystem: any StoreFileSystem,
-                        timeout: Double?) throws -> any StoreLockHandle {
-        let deadline = Date().addingTimeInterval(timeout ?? 0)
+                        timeout: Double?, clocks: StoreClocks = .system) throws -> any StoreLockHandle {
+        let deadline = clocks.wall().addingTimeInterval(timeout ?? 0)
         // flock has no timeout: try, then sleep, starting short (another writer's save takes well under a
         // millisecond on a fast disk) and doubling up to 10 ms.
         var pause: UInt32 = 50
         while true {
             if let handle = try fileSystem.tryLock(layout.lock) { return handle }
-            guard let timeout, timeout > 0, Date() < deadline else { throw FileStoreError.locked(path: layout.root) }
+            guard let timeout, timeout > 0, clocks.wall() < deadline else { throw FileStoreError.locked(path: layout.root) }
             usleep(pause)
             pause = min(pause * 2, 10_000)
         }
