@@ -27,7 +27,7 @@ extension FileStore {
     /// ``statistics`` and the store keeps the state it had.
     func refreshAutomatically(_ state: inout State) {
         guard let interval = configuration.automaticRefreshInterval, state.position != nil else { return }
-        let now = ContinuousClock.now
+        let now = configuration.clocks.monotonic()
         if let last = state.lastRefreshCheck, now - last < .seconds(interval) { return }
         state.lastRefreshCheck = now
         do {

@@ -37,7 +37,8 @@ public final class FileStore: DataStore {
         var operationsLogged: Int
         var closedSegmentBytes: Int
         var writesStopped: String?
-        var unsyncedSince: Date?
+        /// When the first save not flushed yet was written, by the monotonic clock.
+        var unsyncedSince: ContinuousClock.Instant?
         var lastCompactionError: String?
         /// How far a read-only open has read the log, for ``refresh()``; nil for a writable open.
         var position: ReadPosition?
@@ -45,6 +46,8 @@ public final class FileStore: DataStore {
         var lastRefreshError: String?
         /// The log's size right after the last compaction of this open (0 before one).
         var bytesAfterCompaction = 0
+        /// After an automatic compaction failed: the log size at which to try again (nil: no failure pending).
+        var compactionRetryBytes: Int?
         /// A migration applied in memory and not written yet (a custom stage's `didMigrate` is running): saves stay
         /// in memory until ``commitHeldMigration()`` writes everything at once.
         var migrationHeld = false
@@ -130,7 +133,7 @@ public final class FileStore: DataStore {
                     try fileSystem.remove(leftover)
                     report.removedLeftovers.append(leftover)
                 }
-                let log = try SegmentLog.create(layout: layout, fileSystem: fileSystem, store: UUID(), now: Date(),
+                let log = try SegmentLog.create(layout: layout, fileSystem: fileSystem, store: UUID(), now: configuration.clocks.wall(),
                                                 records: [encoder.schema(schema)])
                 log.reservation = configuration.effectiveSegmentReservation
                 recovery = report
@@ -169,7 +172,7 @@ public final class FileStore: DataStore {
                     schema.generatedDefault(entity: entity, attribute: attribute) ?? .null
                 }
                 rows = ReplayedObjects.applying(fills, to: rows, version: replay.log.lastTransaction + 1)
-                migration = MigrationRecord(number: replay.log.lastTransaction + 1, time: Date(), from: stored,
+                migration = MigrationRecord(number: replay.log.lastTransaction + 1, time: configuration.clocks.wall(), from: stored,
                                             schema: schema, fills: fills)
             }
             report.damage = replay.log.damage
@@ -456,7 +459,7 @@ public final class FileStore: DataStore {
         try state.withLock { state in try withWriteAccess(&state) { log, state in
             try state.rows.validate(changes)
             let stored = try recordingStop(&state) { try writeBlobs(changes) }
-            let transaction = Transaction(number: state.lastTransaction + 1, time: Date(), changes: stored)
+            let transaction = Transaction(number: state.lastTransaction + 1, time: configuration.clocks.wall(), changes: stored)
             if !state.migrationHeld {
                 try write(transaction, to: log, &state)
             }
@@ -502,7 +505,7 @@ public final class FileStore: DataStore {
         let payload = encoder.transaction(transaction, schema: schema)
         if log.activeSize > configuration.maximumSegmentSize {
             let closedSize = log.activeSize
-            try recordingStop(&state) { try log.startSegment(with: [], replacingAll: false, now: Date()) }
+            try recordingStop(&state) { try log.startSegment(with: [], replacingAll: false, now: configuration.clocks.wall()) }
             state.closedSegmentBytes += closedSize
         }
         try appendDurably(payload, what: "transaction \(transaction.number)", to: log, &state)
@@ -526,8 +529,9 @@ public final class FileStore: DataStore {
         case .everySave:
             try log.sync()
         case .deferred(let interval):
-            let now = configuration.clocks.wall()
-            if forced || state.unsyncedSince.map({ now.timeIntervalSince($0) >= interval }) == true {
+            // Measured by the monotonic clock: with the wall clock, a step back would stop every flush.
+            let now = configuration.clocks.monotonic()
+            if forced || state.unsyncedSince.map({ now - $0 >= .seconds(interval) }) == true {
                 try log.sync()
                 state.unsyncedSince = nil
             } else if state.unsyncedSince == nil {
@@ -693,7 +697,7 @@ public final class FileStore: DataStore {
             .joined()
 
         let dropped = try recordingStop(&state) {
-            try log.startSegment(with: records, replacingAll: true, now: Date())
+            try log.startSegment(with: records, replacingAll: true, now: configuration.clocks.wall())
         }
         // The new state is committed; what follows only reclaims space, and a crash here is cleaned up at open.
         var removedSegments: [String] = []
@@ -711,6 +715,7 @@ public final class FileStore: DataStore {
         state.closedSegmentBytes = 0
         state.operationsLogged = allRows.count
         state.bytesAfterCompaction = log.activeSize
+        state.compactionRetryBytes = nil
         return CompactionReport(bytesBefore: bytesBefore, bytesAfter: log.activeSize, segmentsRemoved: removedSegments,
                                 blobsRemoved: removedBlobs)
     }
@@ -735,14 +740,16 @@ public final class FileStore: DataStore {
     }
 
     /// Compacts after a save when the configuration's thresholds are passed. A failure does not fail the save that
-    /// triggered it (that save is committed); it is kept in ``statistics``.
+    /// triggered it (that save is committed); it is kept in ``statistics``, and the next attempt waits until the
+    /// log has grown by half again: a compaction that failed for lack of space would fail again at once, and
+    /// rewriting the store on every save would make each save cost as much as a compaction.
     private func compactIfWorthIt(_ state: inout State) {
         guard let policy = configuration.automaticCompaction, let log = state.log else { return }
         let logBytes = state.closedSegmentBytes + log.activeSize
         // Kept history cannot be reclaimed: the log must also have doubled since the last compaction, so that
         // rewriting what is kept costs at most as much as what was appended since.
         guard logBytes >= policy.minimumLogSize, logBytes >= 2 * state.bytesAfterCompaction,
-              state.operationsLogged > 0 else { return }
+              logBytes >= state.compactionRetryBytes ?? 0, state.operationsLogged > 0 else { return }
         let live = schema.entities.reduce(0) { $0 + state.rows.count(of: $1.name) }
         let garbage = 1 - Double(live) / Double(state.operationsLogged)
         guard garbage > policy.garbageRatio else { return }
@@ -751,6 +758,7 @@ public final class FileStore: DataStore {
             state.lastCompactionError = nil
         } catch {
             state.lastCompactionError = "\(error)"
+            state.compactionRetryBytes = logBytes + max(logBytes / 2, 1)
         }
     }
 }

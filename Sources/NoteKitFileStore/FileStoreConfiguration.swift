@@ -35,7 +35,8 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
         /// Each `save()` writes its record at once but flushes at most every `interval` seconds (and on
         /// ``FileStore/sync()`` and ``FileStore/close()``). A process crash loses nothing; a machine crash or power
         /// loss can lose the saves of the last `interval`, whole, never part of one and never an earlier one. So can
-        /// a failed flush: those saves are cut off, and the store accepts no more writes until reopened.
+        /// a failed flush: those saves are cut off, and the store accepts no more writes until reopened. The interval
+        /// is measured by a monotonic clock, so a wall clock stepped back or ahead does not change it.
         case deferred(interval: Double)
     }
 
@@ -88,7 +89,8 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     /// Nil turns automatic compaction off.
     public var automaticCompaction: AutomaticCompaction?
     /// How long a writable open waits for another process's lock; nil refuses at once (with ``Sharing/perSave``, a
-    /// save waits 5 seconds when nil).
+    /// save waits 5 seconds when nil). Measured by a monotonic clock, as every wait of the store is: a wall clock
+    /// stepped back or ahead neither prolongs nor cuts it.
     public var lockTimeout: Double?
     /// For a read-only open: how often reads check whether another process committed, and pick it up
     /// (``FileStore/refresh()``), in seconds; 0 checks on every read (one `stat` of the manifest and of the active

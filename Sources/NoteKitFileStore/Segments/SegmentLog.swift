@@ -153,6 +153,9 @@ final class SegmentLog {
             try replaceManifest(with: next)
         } catch {
             try? file.close()
+            // Before the rename no manifest names the new segment: on a full disk its space is given back at once
+            // rather than when the store is next opened. After it (writes stopped), the manifest may name it.
+            if case FileStoreError.writesStopped = error {} else { try? fileSystem.remove(layout.segment(number)) }
             throw error
         }
         let dropped = replacingAll ? manifest.segments : []
@@ -175,6 +178,7 @@ final class SegmentLog {
             try file.close()
         } catch {
             try? file.close()
+            try? fileSystem.remove(layout.temporaryManifest)
             throw error
         }
         // From the rename on, the manifest on disk may already be the new one: a failure leaves the store's state
@@ -219,6 +223,9 @@ final class SegmentLog {
             try fileSystem.syncDirectory(layout.segments)
         } catch {
             try? file.close()
+            // No manifest names it: a partial segment (a compaction at a full disk) is removed at once, so that
+            // its space is free for the saves that go on.
+            try? fileSystem.remove(path)
             throw error
         }
         return file
