@@ -24,6 +24,9 @@ public struct VerificationReport: Sendable, Hashable {
         /// A relationship whose target does not exist.
         case danglingRelationship
         case missingBlob, blobSizeMismatch, blobChecksumMismatch
+        /// A compaction's snapshot followed by fewer rows than it lists: only part of a committed state, which no
+        /// open uses.
+        case incompleteSnapshot
     }
 
     public var problems: [Problem] = []
@@ -75,6 +78,15 @@ public enum StoreVerifier {
                 }
                 guard let decoder = RecordDecoders.decoder(for: version, blobs: blobStore) else { return }
                 var first = true
+                // A compaction's snapshot and how many of the rows it lists arrived intact.
+                var snapshot: (offset: Int, rows: Int, arrived: Int)?
+                defer {
+                    if let snapshot, snapshot.arrived < snapshot.rows {
+                        problem(path, snapshot.offset, .incompleteSnapshot,
+                                "the snapshot lists \(snapshot.rows) rows and \(snapshot.arrived) follow it intact: "
+                                    + "no open uses part of a snapshot")
+                    }
+                }
                 RecordFrame.walk(buffer, from: start) { range, _ in
                     defer { first = false }
                     let recordStart = range.lowerBound - RecordFrame.headerLength
@@ -97,9 +109,11 @@ public enum StoreVerifier {
                             }
                             schemas.append(migration.schema)
                             objects.schemaInForce(migration.schema)
-                        case .snapshot(let last, _):
+                        case .snapshot(let last, let rows):
                             objects.beginSnapshot(after: last)
+                            snapshot = (recordStart, rows, 0)
                         case .rows(_, let rows):
+                            snapshot?.arrived += rows.count
                             if let reason = objects.addSnapshotRows(rows) {
                                 problem(path, recordStart, .undecodableRecord, reason)
                             }
