@@ -274,7 +274,6 @@ public final class FileStore: DataStore {
     static func quarantine(_ torn: (segment: Int, path: String, offset: Int, length: Int, reason: String),
                                    layout: StoreLayout, fileSystem: any StoreFileSystem) throws -> RecoveryReport.TornTail {
         try fileSystem.makeDirectory(layout.quarantine)
-        let bytes = try fileSystem.read(torn.path)
         var name = layout.quarantine + "/" + StoreLayout.segmentName(torn.segment) + ".at-\(torn.offset).torn"
         var suffix = 1
         while fileSystem.exists(name) {
@@ -282,16 +281,44 @@ public final class FileStore: DataStore {
             name = layout.quarantine + "/" + StoreLayout.segmentName(torn.segment) + ".at-\(torn.offset)-\(suffix).torn"
         }
         let file = try fileSystem.create(name)
-        // Reserved space (zeros) after the torn record is not part of it.
-        var end = bytes.count
-        while end > torn.offset + 1, bytes[end - 1] == 0 { end -= 1 }
-        try bytes[torn.offset..<end].withUnsafeBytes { try file.append($0) }
-        try file.sync()
-        try file.close()
+        do {
+            try copyTail(of: torn.path, from: torn.offset, length: torn.length, to: file, fileSystem: fileSystem)
+            try file.sync()
+            try file.close()
+        } catch {
+            try? file.close()
+            throw error
+        }
         try fileSystem.syncDirectory(layout.quarantine)
         try fileSystem.truncate(torn.path, to: torn.offset)
         return .init(segment: torn.path, offset: torn.offset, length: torn.length, reason: torn.reason,
                      quarantinedAt: name)
+    }
+
+    /// Copies `length` bytes of `path` from `offset` to `file`, a piece at a time, without the zeros at their end
+    /// (reserved space after a torn record is not part of it; the first byte is always copied).
+    private static func copyTail(of path: String, from offset: Int, length: Int, to file: any StoreFile,
+                                 fileSystem: any StoreFileSystem) throws {
+        var position = offset, pendingZeros = 0
+        let end = offset + length
+        let zeros = [UInt8](repeating: 0, count: 1 << 16)
+        while position < end {
+            let piece = try fileSystem.read(path, from: position, count: min(end - position, SegmentScan.piece))
+            if piece.isEmpty { break }
+            var last = piece.count
+            while last > 0, piece[last - 1] == 0, position + last - 1 > offset { last -= 1 }
+            if last > 0 {
+                // Zeros followed by more bytes are part of the tail.
+                while pendingZeros > 0 {
+                    let count = min(pendingZeros, zeros.count)
+                    try zeros.withUnsafeBytes { try file.append(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+                    pendingZeros -= count
+                }
+                try piece.withUnsafeBytes { try file.append(UnsafeRawBufferPointer(rebasing: $0[..<last])) }
+            }
+            pendingZeros += piece.count - last
+            position += piece.count
+        }
     }
 
     /// What a creation of the store that was interrupted before its first manifest left: nothing when `segments/`
@@ -311,10 +338,10 @@ public final class FileStore: DataStore {
         guard names == [StoreLayout.segmentName(1)], blobs.isEmpty else { throw refusal }
         let path = layout.segment(1)
         let magic = MagicLine.bytes(.segment)
-        let bytes = try fileSystem.read(path)
+        let bytes = try fileSystem.read(path, from: 0, count: magic.count)
         if bytes.count >= magic.count || !magic.starts(with: bytes) {
             guard let scan = try? SegmentScan.read(path, number: 1, fileSystem: fileSystem),
-                  scan.tail?.isTorn ?? true else { throw refusal }
+                  scan.tail?.isTorn ?? true, scan.undecodable == nil else { throw refusal }
             let onlyCreation = scan.bytes.withUnsafeBytes { buffer in
                 scan.records.allSatisfy { payload in
                     let bytes = buffer[payload]

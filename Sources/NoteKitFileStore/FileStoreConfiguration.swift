@@ -105,7 +105,8 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     /// default; 0 reserves none). A save that writes into reserved space leaves the file's length alone, so its
     /// flush writes no metadata: on ext4 a durable save takes about a third less time. The space shows as zeros at
     /// the end of the last segment while the store is open (and after a crash), and is cut off when the segment is
-    /// closed (docs/FORMAT.md, *Reserved space*). Writers shared ``Sharing/perSave`` reserve nothing, since each
+    /// closed (docs/FORMAT.md, *Reserved space*). At most 64 MiB is reserved (a larger value counts as 64 MiB):
+    /// readers take more zeros than that for damage. Writers shared ``Sharing/perSave`` reserve nothing, since each
     /// takes over the log's end from the others.
     public var segmentReservation: Int = 256 << 10
     /// The file operations used; tests substitute one that fails on purpose.
@@ -135,7 +136,9 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     }
 
     /// The reservation writable opens with these settings make.
-    var effectiveSegmentReservation: Int { sharing == .exclusive ? max(0, segmentReservation) : 0 }
+    var effectiveSegmentReservation: Int {
+        sharing == .exclusive ? min(max(0, segmentReservation), RecordFrame.maximumReservedSpace) : 0
+    }
 
     /// Opens (or creates) the store.
     ///

@@ -77,27 +77,18 @@ extension FileStore {
         var state = SalvageState()
         for number in numbers {
             let path = layout.segment(number)
-            guard let bytes = try? fileSystem.read(path) else {
-                report.skippedBytes.append(.init(file: path, offset: 0, length: 0,
-                                                 reason: "the segment is missing or unreadable"))
-                continue
-            }
             // What stands before this segment, restored when the segment turns out to hold a partial snapshot.
             let before = (state: state, schemas: schemas, kept: report.transactionsKept, used: report.segmentsUsed)
             var segment = SegmentProgress(number: number)
-            bytes.withUnsafeBytes { buffer in
-                guard let (version, start) = try? MagicLine.parse(buffer, expecting: .segment, file: path),
-                      let decoder = RecordDecoders.decoder(for: version, blobs: sourceBlobs) else {
-                    report.skippedBytes.append(.init(file: path, offset: 0, length: buffer.count,
-                                                     reason: "not a segment of a format this build reads"))
-                    return
-                }
-                RecordFrame.walk(buffer, from: start) { payload, next in
-                    guard segment.leftOut == nil else { return }
-                    let offset = payload.lowerBound - RecordFrame.headerLength
+            var decoder: (any RecordDecoding)?
+            var fileEnd = 0
+            do {
+                try SegmentScan.walk(path, number: number, fileSystem: fileSystem) { payload, payloadOffset, next in
+                    fileEnd = next
+                    guard segment.leftOut == nil, let decoder else { return }
+                    let offset = payloadOffset - RecordFrame.headerLength
                     do {
-                        let record = try decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[payload]),
-                                                        offset: payload.lowerBound, file: path, schema: schemas.last)
+                        let record = try decoder.decode(payload, offset: payloadOffset, file: path, schema: schemas.last)
                         if let reason = segment.take(record, at: offset, after: state.lastTransaction) {
                             segment.leftOut = (offset, reason)
                             return
@@ -132,17 +123,30 @@ extension FileStore {
                         report.skippedRecords.append(.init(file: path, offset: offset, length: next - offset,
                                                            reason: "\(error)"))
                     }
+                } undecodable: { offset, length, reason in
+                    fileEnd = offset + length
+                    report.skippedRecords.append(.init(file: path, offset: offset, length: length, reason: reason))
                 } damaged: { offset, length, reason, _ in
+                    fileEnd = offset + length
                     report.skippedBytes.append(.init(file: path, offset: offset, length: length, reason: reason))
+                } version: { version in
+                    decoder = RecordDecoders.decoder(for: version, blobs: sourceBlobs)
                 }
-                if segment.leftOut == nil, let partial = segment.partialSnapshot {
-                    segment.leftOut = partial
-                }
+            } catch FileStoreError.inconsistentSegments(_, _) {
+                report.skippedBytes.append(.init(file: path, offset: 0, length: 0, reason: "the segment is missing"))
+                continue
+            } catch {
+                report.skippedBytes.append(.init(file: path, offset: 0, length: 0,
+                                                 reason: "not a segment of a format this build reads: \(error)"))
+                continue
+            }
+            if segment.leftOut == nil, let partial = segment.partialSnapshot {
+                segment.leftOut = partial
             }
             if let (offset, reason) = segment.leftOut {
                 // Only part of this segment's state arrived: none of it is used, and what came before stands.
                 (state, schemas, report.transactionsKept, report.segmentsUsed) = before
-                report.skippedRecords.append(.init(file: path, offset: offset, length: bytes.count - offset,
+                report.skippedRecords.append(.init(file: path, offset: offset, length: max(0, fileEnd - offset),
                                                    reason: reason + "; the segment was left out"))
             } else if let snapshotSchemas = segment.snapshotSchemas {
                 // A whole snapshot replaces everything before it, schema history included (the compaction wrote
@@ -179,16 +183,37 @@ extension FileStore {
                                         records: records)
         try log.close()
         let targetBlobs = BlobStore(directory: target.blobs, fileSystem: fileSystem)
-        for name in referencedBlobs(rows, schema: schema) {
-            if let bytes = try? fileSystem.read(sourceBlobs.path(of: name)) {
-                _ = try targetBlobs.write(Data(bytes))
-            } else {
-                report.skippedRecords.append(.init(file: sourceBlobs.path(of: name), offset: 0, length: 0,
-                                                   reason: "the blob is missing; objects naming it keep the reference"))
+        for blob in referencedBlobReferences(rows, schema: schema) {
+            // Read as a fetch reads it: at most its recorded size (and one byte to tell a longer file), checked.
+            do {
+                _ = try targetBlobs.write(try sourceBlobs.reference(name: blob.name, size: blob.size).load())
+            } catch {
+                report.skippedRecords.append(.init(file: sourceBlobs.path(of: blob.name), offset: 0, length: 0,
+                                                   reason: "the blob is missing or damaged (\(error)); objects "
+                                                       + "naming it keep the reference"))
             }
         }
         report.objectsKept = rows.count
         return report
+    }
+}
+
+extension FileStore {
+    /// The blobs live rows reference, with the sizes their records give, once each.
+    static func referencedBlobReferences(_ rows: [ModelSnapshot], schema: Schema) -> [ExternalData] {
+        var seen = Set<String>(), blobs: [ExternalData] = []
+        for entity in schema.entities {
+            let slots = entity.attributes.indices.filter { entity.attributes[$0].has(.externalStorage) }
+            guard !slots.isEmpty else { continue }
+            for row in rows where row.id.entityName == entity.name {
+                for slot in slots {
+                    if case .external(let blob) = row.attributes[slot], seen.insert(blob.name).inserted {
+                        blobs.append(blob)
+                    }
+                }
+            }
+        }
+        return blobs.sorted { $0.name < $1.name }
     }
 }
 

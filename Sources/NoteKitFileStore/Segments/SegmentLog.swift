@@ -67,10 +67,14 @@ final class SegmentLog {
     ///   the error says so and the caller must stop writing.
     func append(_ framed: [UInt8]) throws {
         let before = active.size
-        if reservation > 0, before + framed.count > reservedEnd {
-            // Best effort: without the reservation the append extends the file, as it always could.
-            let target = before + framed.count + reservation
-            if (try? active.reserve(upTo: target)) != nil { reservedEnd = target }
+        defer {
+            // Reserved after the record is written, never before: the zeros after the last record are then never
+            // more than the reservation, even when the process dies between the two calls (docs/FORMAT.md,
+            // *Reserved space*). Best effort: without the reservation appends extend the file, as they always could.
+            if reservation > 0, active.size > reservedEnd {
+                let target = active.size + reservation
+                if (try? active.reserve(upTo: target)) != nil { reservedEnd = target }
+            }
         }
         do {
             try framed.withUnsafeBytes { try active.append($0) }
@@ -254,13 +258,24 @@ final class SegmentLog {
         try active.close()
     }
 
+    /// The longest manifest a reader reads.
+    static let maximumManifestSize = 16 << 20
+
     /// Reads the manifest of the store at `layout`.
     ///
     /// - Throws: ``FileStoreError`` when it is missing, damaged or of an unknown version.
     static func readManifest(layout: StoreLayout, fileSystem: any StoreFileSystem) throws -> Manifest {
         let bytes: [UInt8]
-        do { bytes = try fileSystem.read(layout.manifest) } catch let error as StoreIOError where error.code == 2 {
+        // A manifest lists segment numbers: 16 MiB holds more than a million. Reading one byte more tells a longer
+        // file (a hole, say) without reading it.
+        do {
+            bytes = try fileSystem.read(layout.manifest, from: 0, count: maximumManifestSize + 1)
+        } catch let error as StoreIOError where error.code == 2 {
             throw FileStoreError.inconsistentSegments(file: layout.manifest, reason: "the manifest is missing")
+        }
+        guard bytes.count <= maximumManifestSize else {
+            throw FileStoreError.damagedRecord(file: layout.manifest, offset: maximumManifestSize,
+                                               reason: "the manifest is longer than \(maximumManifestSize) bytes")
         }
         return try bytes.withUnsafeBytes { buffer in
             let (version, start) = try MagicLine.parse(buffer, expecting: .manifest, file: layout.manifest)
