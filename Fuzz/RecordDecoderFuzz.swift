@@ -75,13 +75,20 @@ private func fuzzJSON(_ input: UnsafeRawBufferPointer) {
 }
 
 private func fuzzFrames(_ input: UnsafeRawBufferPointer) {
-    let start = (try? MagicLine.parse(input, expecting: .segment, file: "segment"))?.end ?? 0
-    var damaged = 0
-    RecordFrame.walk(input, from: start) { payload, next in
-        precondition(payload.upperBound < next && next <= input.count, "a frame outside the input")
-    } damaged: { offset, length, _, _ in
-        precondition(offset >= start && length > 0 && offset + length <= input.count, "damage outside the input")
-        damaged += 1
+    // The bounded walk verify and salvage use: it reads the file in pieces, resuming after each damaged stretch.
+    let files = MemoryFileSystem()
+    let path = root + "/segments/000001.seg"
+    files.files[path] = Array(input)
+    do {
+        try SegmentScan.walk(path, number: 1, fileSystem: files) { payload, offset, next in
+            precondition(offset + payload.count < next && next <= input.count, "a frame outside the input")
+        } undecodable: { offset, length, _ in
+            precondition(offset > 0 && length > 0 && offset + length <= input.count, "a record outside the input")
+        } damaged: { offset, length, _, _ in
+            precondition(offset > 0 && length > 0 && offset + length <= input.count, "damage outside the input")
+        }
+    } catch {
+        expectTyped(error, "SegmentScan.walk")
     }
 }
 

@@ -28,7 +28,7 @@ extension FileStore {
     /// ``statistics`` and the store keeps the state it had.
     func refreshAutomatically(_ state: inout State) {
         guard let interval = configuration.automaticRefreshInterval, state.position != nil else { return }
-        let now = ContinuousClock.now
+        let now = configuration.clocks.monotonic()
         if let last = state.lastRefreshCheck, now - last < .seconds(interval) { return }
         state.lastRefreshCheck = now
         do {
@@ -134,54 +134,58 @@ extension FileStore {
             let path = layout.segment(number)
             let isLast = first + index == manifest.segments.count - 1
             let continuing = index == 0
-            let bytes: [UInt8]
+            // Read in bounded pieces from where this open stopped (docs/FORMAT.md, *Reading*).
+            let scan: SegmentScan
             do {
-                bytes = try continuing ? fileSystem.read(path, from: position.offset) : fileSystem.read(path)
-            } catch let error as StoreIOError where error.code == 2 {
+                scan = try SegmentScan.read(path, number: number, fileSystem: fileSystem,
+                                            from: continuing ? (position.offset, position.version) : nil)
+            } catch FileStoreError.inconsistentSegments(_, _) {
                 throw FileStoreError.inconsistentSegments(file: path, reason: "the segment was removed")
             }
-            let base = continuing ? position.offset : 0
-            let complete = try bytes.withUnsafeBytes { buffer -> Bool in
-                var version = position.version, cursor = 0
-                if !continuing { (version, cursor) = try MagicLine.parse(buffer, expecting: .segment, file: path) }
-                guard let decoder = RecordDecoders.decoder(for: version, blobs: blobs) else {
-                    throw FileStoreError.unsupportedFormatVersion(file: path, found: version,
+            let complete = try scan.bytes.withUnsafeBytes { buffer -> Bool in
+                guard let decoder = RecordDecoders.decoder(for: scan.version, blobs: blobs) else {
+                    throw FileStoreError.unsupportedFormatVersion(file: path, found: scan.version,
                                                                   supported: MagicLine.supportedVersions)
                 }
                 var expectsHeader = !continuing
-                while cursor < buffer.count {
-                    switch RecordFrame.scan(buffer, at: cursor) {
-                    case let .record(payload, next):
-                        let record = try decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[payload]),
-                                                        offset: base + payload.lowerBound, file: path, schema: stored)
-                        if expectsHeader {
-                            guard case .segment(let header) = record, header.number == number,
-                                  header.store == manifest.store else {
-                                throw FileStoreError.inconsistentSegments(
-                                    file: path, reason: "it does not begin with its own segment record")
-                            }
-                            expectsHeader = false
-                        } else {
-                            switch record {
-                            case .transaction where !storedSchemaMatches: return false
-                            case .transaction, .trim: break
-                            case .schema, .migration, .snapshot, .rows, .history: return false
-                            case .segment, .manifest:
-                                throw FileStoreError.undecodableRecord(
-                                    file: path, offset: base + cursor, reason: "a bookkeeping record in the middle of a segment")
-                            }
+                for range in scan.records {
+                    let record = try decoder.decode(scan.payload(range, in: buffer), offset: range.lowerBound,
+                                                    file: path, schema: stored)
+                    if expectsHeader {
+                        guard case .segment(let header) = record, header.number == number,
+                              header.store == manifest.store else {
+                            throw FileStoreError.inconsistentSegments(
+                                file: path, reason: "it does not begin with its own segment record")
                         }
-                        pending.append(PendingRecord(segment: number, version: version, offset: base + cursor,
-                                                     end: base + next, record: record))
-                        cursor = next
-                    case .truncated(let reason), .invalid(let reason):
-                        // In the last segment, a record being appended (or torn): not committed as far as this reader
-                        // can tell, so it waits. Anywhere else it is damage.
-                        if !isLast || RecordFrame.nextIntactRecord(in: buffer, after: cursor) != nil {
-                            throw FileStoreError.damagedRecord(file: path, offset: base + cursor, reason: reason)
+                        expectsHeader = false
+                    } else {
+                        switch record {
+                        case .transaction where !storedSchemaMatches: return false
+                        case .transaction, .trim: break
+                        case .schema, .migration, .snapshot, .rows, .history: return false
+                        case .segment, .manifest:
+                            throw FileStoreError.undecodableRecord(
+                                file: path, offset: range.lowerBound - RecordFrame.headerLength,
+                                reason: "a bookkeeping record in the middle of a segment")
                         }
-                        return true
                     }
+                    pending.append(PendingRecord(segment: number, version: scan.version,
+                                                 offset: range.lowerBound - RecordFrame.headerLength,
+                                                 end: range.upperBound + 1, record: record))
+                }
+                if let undecodable = scan.undecodable {
+                    throw FileStoreError.undecodableRecord(file: path, offset: undecodable.offset,
+                                                           reason: undecodable.reason)
+                }
+                if let tail = scan.tail, !isLast || !tail.isTorn {
+                    // In the last segment, a record being appended (or torn) is not committed as far as this reader
+                    // can tell, so it waits. Anywhere else, or with intact records after it, it is damage.
+                    throw FileStoreError.damagedRecord(file: path, offset: tail.offset, reason: tail.reason)
+                }
+                if scan.reserved > 0, !isLast {
+                    throw FileStoreError.damagedRecord(file: path, offset: scan.end,
+                                                       reason: "\(scan.reserved) zero bytes follow the last record "
+                                                           + "of a segment that is not the last")
                 }
                 return true
             }

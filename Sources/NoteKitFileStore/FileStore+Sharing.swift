@@ -14,7 +14,8 @@ extension FileStore {
         if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
         guard configuration.sharing == .perSave else { return try body(state.log!, &state) }
 
-        let lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout ?? 5)
+        let lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout ?? 5,
+                                            clocks: configuration.clocks)
         defer { lock.unlock() }
         try catchUp(&state)
         guard let log = state.log else { throw SaveError.readOnly(reason: "\(layout.root) was closed") }
@@ -39,8 +40,9 @@ extension FileStore {
         if let size = try fileSystem.status(path)?.size, size > position.offset {
             // Nobody appends while this process holds the lock: bytes after the last intact record are a torn tail,
             // or space an exclusive writer reserved before it stopped (zeros), which is simply cut off.
-            let after = try fileSystem.read(path, from: position.offset)
-            if after.withUnsafeBytes({ RecordFrame.isReservedSpace($0, from: 0) }) {
+            let after = try SegmentScan.read(path, number: position.segment, fileSystem: fileSystem,
+                                             from: (position.offset, position.version))
+            if after.records.isEmpty, after.tail == nil, after.undecodable == nil, after.reserved > 0 {
                 try fileSystem.truncate(path, to: position.offset)
             } else {
                 _ = try Self.quarantine((position.segment, path, position.offset, size - position.offset,

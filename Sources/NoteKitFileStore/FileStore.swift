@@ -37,7 +37,8 @@ public final class FileStore: DataStore {
         var operationsLogged: Int
         var closedSegmentBytes: Int
         var writesStopped: String?
-        var unsyncedSince: Date?
+        /// When the first save not flushed yet was written, by the monotonic clock.
+        var unsyncedSince: ContinuousClock.Instant?
         var lastCompactionError: String?
         /// How far a read-only open has read the log, for ``refresh()``; nil for a writable open.
         var position: ReadPosition?
@@ -45,6 +46,8 @@ public final class FileStore: DataStore {
         var lastRefreshError: String?
         /// The log's size right after the last compaction of this open (0 before one).
         var bytesAfterCompaction = 0
+        /// After an automatic compaction failed: the log size at which to try again (nil: no failure pending).
+        var compactionRetryBytes: Int?
         /// A migration applied in memory and not written yet (a custom stage's `didMigrate` is running): saves stay
         /// in memory until ``commitHeldMigration()`` writes everything at once.
         var migrationHeld = false
@@ -120,7 +123,8 @@ public final class FileStore: DataStore {
                 _ = try Self.interruptedCreation(layout: layout, fileSystem: fileSystem)
                 try fileSystem.makeDirectory(layout.root)
                 if case .acquire = lockSource {
-                    lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout)
+                    lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout,
+                                            clocks: configuration.clocks)
                 }
                 if fileSystem.exists(layout.manifest) {
                     throw FileStoreError.inconsistentSegments(
@@ -131,7 +135,7 @@ public final class FileStore: DataStore {
                     try fileSystem.remove(leftover)
                     report.removedLeftovers.append(leftover)
                 }
-                let log = try SegmentLog.create(layout: layout, fileSystem: fileSystem, store: UUID(), now: Date(),
+                let log = try SegmentLog.create(layout: layout, fileSystem: fileSystem, store: UUID(), now: configuration.clocks.wall(),
                                                 records: [encoder.schema(schema)])
                 log.reservation = configuration.effectiveSegmentReservation
                 recovery = report
@@ -145,7 +149,8 @@ public final class FileStore: DataStore {
             }
 
             if !readOnly, case .acquire = lockSource {
-                lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout)
+                lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout,
+                                            clocks: configuration.clocks)
             }
             // Taken before the manifest is read: a manifest replaced after this makes the next refresh look again.
             let manifestStatus = readOnly ? try fileSystem.status(layout.manifest) : nil
@@ -172,8 +177,8 @@ public final class FileStore: DataStore {
                     target.generatedDefault(entity: entity, attribute: attribute) ?? .null
                 }
                 rows = ReplayedObjects.applying(fills, to: rows, version: replay.log.lastTransaction + 1)
-                migration = MigrationRecord(number: replay.log.lastTransaction + 1, time: Date(), from: stored,
-                                            schema: target, fills: fills)
+                migration = MigrationRecord(number: replay.log.lastTransaction + 1, time: configuration.clocks.wall(),
+                                            from: stored, schema: target, fills: fills)
             }
             report.damage = replay.log.damage
             // Nothing has been written so far. A writable open now recovers (torn tail, leftovers), then records
@@ -286,33 +291,34 @@ public final class FileStore: DataStore {
         if let found = try fileSystem.kind(of: layout.quarantine), found != .directory {
             throw FileStoreError.unexpectedFileType(path: layout.quarantine, found: found, expected: .directory)
         }
-        let bytes = try fileSystem.read(torn.path)
-        // Reserved space (zeros) after the torn record is not part of it.
-        var end = bytes.count
-        while end > torn.offset + 1, bytes[end - 1] == 0 { end -= 1 }
-        let tail = bytes[torn.offset..<end]
         try fileSystem.makeDirectory(layout.quarantine)
-        var name = layout.quarantine + "/" + StoreLayout.segmentName(torn.segment) + ".at-\(torn.offset).torn"
+        let base = layout.quarantine + "/" + StoreLayout.segmentName(torn.segment) + ".at-\(torn.offset)"
+        var name = base + ".torn"
+        var earlier: [String] = []
         var suffix = 1
-        var kept = false
         while fileSystem.exists(name) {
-            if try fileSystem.kind(of: name) == .regularFile, try fileSystem.status(name)?.size == tail.count,
-               try fileSystem.read(name)[...] == tail {
-                kept = true
-                break
-            }
+            if try fileSystem.kind(of: name) == .regularFile { earlier.append(name) }
             suffix += 1
-            name = layout.quarantine + "/" + StoreLayout.segmentName(torn.segment) + ".at-\(torn.offset)-\(suffix).torn"
+            name = base + "-\(suffix).torn"
         }
-        if !kept {
-            let file = try fileSystem.create(name)
-            do {
-                try tail.withUnsafeBytes { try file.append($0) }
-                try file.sync()
-                try file.close()
-                try fileSystem.syncDirectory(layout.quarantine)
-            } catch {
-                try? file.close()
+        // The tail is copied in pieces (it may be large, or sparse), then compared with earlier copies of the same
+        // offset: one that holds the same bytes is kept instead.
+        let file = try fileSystem.create(name)
+        do {
+            try copyTail(of: torn.path, from: torn.offset, length: torn.length, to: file, fileSystem: fileSystem)
+            try file.sync()
+            try file.close()
+        } catch {
+            try? file.close()
+            try? fileSystem.remove(name)
+            throw error
+        }
+        var kept = name
+        if let same = try earlier.first(where: { try sameContents(name, $0, fileSystem: fileSystem) }) {
+            try? fileSystem.remove(name)
+            kept = same
+        } else {
+            do { try fileSystem.syncDirectory(layout.quarantine) } catch {
                 try? fileSystem.remove(name)
                 throw error
             }
@@ -321,13 +327,55 @@ public final class FileStore: DataStore {
             try fileSystem.truncate(torn.path, to: torn.offset)
         } catch {
             // The segment still holding the tail, the copy is not needed: the next open makes it again.
-            if !kept, let size = try? fileSystem.status(torn.path)?.size, size > torn.offset {
+            if kept == name, let size = try? fileSystem.status(torn.path)?.size, size > torn.offset {
                 try? fileSystem.remove(name)
             }
             throw error
         }
+        name = kept
         return .init(segment: torn.path, offset: torn.offset, length: torn.length, reason: torn.reason,
                      quarantinedAt: name)
+    }
+
+    /// Copies `length` bytes of `path` from `offset` to `file`, a piece at a time, without the zeros at their end
+    /// (reserved space after a torn record is not part of it; the first byte is always copied).
+    /// Whether two regular files hold the same bytes, compared in pieces.
+    private static func sameContents(_ first: String, _ second: String, fileSystem: any StoreFileSystem) throws -> Bool {
+        guard let size = try fileSystem.status(first)?.size, try fileSystem.status(second)?.size == size else {
+            return false
+        }
+        var position = 0
+        while position < size {
+            let count = min(size - position, SegmentScan.piece)
+            let a = try fileSystem.read(first, from: position, count: count)
+            guard !a.isEmpty, try fileSystem.read(second, from: position, count: count) == a else { return false }
+            position += a.count
+        }
+        return true
+    }
+
+    private static func copyTail(of path: String, from offset: Int, length: Int, to file: any StoreFile,
+                                 fileSystem: any StoreFileSystem) throws {
+        var position = offset, pendingZeros = 0
+        let end = offset + length
+        let zeros = [UInt8](repeating: 0, count: 1 << 16)
+        while position < end {
+            let piece = try fileSystem.read(path, from: position, count: min(end - position, SegmentScan.piece))
+            if piece.isEmpty { break }
+            var last = piece.count
+            while last > 0, piece[last - 1] == 0, position + last - 1 > offset { last -= 1 }
+            if last > 0 {
+                // Zeros followed by more bytes are part of the tail.
+                while pendingZeros > 0 {
+                    let count = min(pendingZeros, zeros.count)
+                    try zeros.withUnsafeBytes { try file.append(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+                    pendingZeros -= count
+                }
+                try piece.withUnsafeBytes { try file.append(UnsafeRawBufferPointer(rebasing: $0[..<last])) }
+            }
+            pendingZeros += piece.count - last
+            position += piece.count
+        }
     }
 
     /// What a creation of the store that was interrupted before its first manifest left: nothing when `segments/`
@@ -347,10 +395,10 @@ public final class FileStore: DataStore {
         guard names == [StoreLayout.segmentName(1)], blobs.isEmpty else { throw refusal }
         let path = layout.segment(1)
         let magic = MagicLine.bytes(.segment)
-        let bytes = try fileSystem.read(path)
+        let bytes = try fileSystem.read(path, from: 0, count: magic.count)
         if bytes.count >= magic.count || !magic.starts(with: bytes) {
             guard let scan = try? SegmentScan.read(path, number: 1, fileSystem: fileSystem),
-                  scan.tail?.isTorn ?? true else { throw refusal }
+                  scan.tail?.isTorn ?? true, scan.undecodable == nil else { throw refusal }
             let onlyCreation = scan.bytes.withUnsafeBytes { buffer in
                 scan.records.allSatisfy { payload in
                     let bytes = buffer[payload]
@@ -500,7 +548,7 @@ public final class FileStore: DataStore {
         try state.withLock { state in try withWriteAccess(&state) { log, state in
             try state.rows.validate(changes)
             let stored = try recordingStop(&state) { try writeBlobs(changes) }
-            let transaction = Transaction(number: state.lastTransaction + 1, time: Date(), changes: stored)
+            let transaction = Transaction(number: state.lastTransaction + 1, time: configuration.clocks.wall(), changes: stored)
             if !state.migrationHeld {
                 try write(transaction, to: log, &state)
             }
@@ -546,7 +594,7 @@ public final class FileStore: DataStore {
         let payload = encoder.transaction(transaction, schema: schema)
         if log.activeSize > configuration.maximumSegmentSize {
             let closedSize = log.activeSize
-            try recordingStop(&state) { try log.startSegment(with: [], replacingAll: false, now: Date()) }
+            try recordingStop(&state) { try log.startSegment(with: [], replacingAll: false, now: configuration.clocks.wall()) }
             state.closedSegmentBytes += closedSize
         }
         try appendDurably(payload, what: "transaction \(transaction.number)", to: log, &state)
@@ -570,8 +618,9 @@ public final class FileStore: DataStore {
         case .everySave:
             try log.sync()
         case .deferred(let interval):
-            let now = Date()
-            if forced || state.unsyncedSince.map({ now.timeIntervalSince($0) >= interval }) == true {
+            // Measured by the monotonic clock: with the wall clock, a step back would stop every flush.
+            let now = configuration.clocks.monotonic()
+            if forced || state.unsyncedSince.map({ now - $0 >= .seconds(interval) }) == true {
                 try log.sync()
                 state.unsyncedSince = nil
             } else if state.unsyncedSince == nil {
@@ -737,7 +786,7 @@ public final class FileStore: DataStore {
             .joined()
 
         let dropped = try recordingStop(&state) {
-            try log.startSegment(with: records, replacingAll: true, now: Date())
+            try log.startSegment(with: records, replacingAll: true, now: configuration.clocks.wall())
         }
         // The new state is committed; what follows only reclaims space, and a crash here is cleaned up at open.
         var removedSegments: [String] = []
@@ -757,6 +806,7 @@ public final class FileStore: DataStore {
         state.closedSegmentBytes = 0
         state.operationsLogged = allRows.count
         state.bytesAfterCompaction = log.activeSize
+        state.compactionRetryBytes = nil
         return CompactionReport(bytesBefore: bytesBefore, bytesAfter: log.activeSize, segmentsRemoved: removedSegments,
                                 blobsRemoved: removedBlobs)
     }
@@ -781,14 +831,16 @@ public final class FileStore: DataStore {
     }
 
     /// Compacts after a save when the configuration's thresholds are passed. A failure does not fail the save that
-    /// triggered it (that save is committed); it is kept in ``statistics``.
+    /// triggered it (that save is committed); it is kept in ``statistics``, and the next attempt waits until the
+    /// log has grown by half again: a compaction that failed for lack of space would fail again at once, and
+    /// rewriting the store on every save would make each save cost as much as a compaction.
     private func compactIfWorthIt(_ state: inout State) {
         guard let policy = configuration.automaticCompaction, let log = state.log else { return }
         let logBytes = state.closedSegmentBytes + log.activeSize
         // Kept history cannot be reclaimed: the log must also have doubled since the last compaction, so that
         // rewriting what is kept costs at most as much as what was appended since.
         guard logBytes >= policy.minimumLogSize, logBytes >= 2 * state.bytesAfterCompaction,
-              state.operationsLogged > 0 else { return }
+              logBytes >= state.compactionRetryBytes ?? 0, state.operationsLogged > 0 else { return }
         let live = schema.entities.reduce(0) { $0 + state.rows.count(of: $1.name) }
         let garbage = 1 - Double(live) / Double(state.operationsLogged)
         guard garbage > policy.garbageRatio else { return }
@@ -797,6 +849,7 @@ public final class FileStore: DataStore {
             state.lastCompactionError = nil
         } catch {
             state.lastCompactionError = "\(error)"
+            state.compactionRetryBytes = logBytes + max(logBytes / 2, 1)
         }
     }
 }

@@ -35,7 +35,8 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
         /// Each `save()` writes its record at once but flushes at most every `interval` seconds (and on
         /// ``FileStore/sync()`` and ``FileStore/close()``). A process crash loses nothing; a machine crash or power
         /// loss can lose the saves of the last `interval`, whole, never part of one and never an earlier one. So can
-        /// a failed flush: those saves are cut off, and the store accepts no more writes until reopened.
+        /// a failed flush: those saves are cut off, and the store accepts no more writes until reopened. The interval
+        /// is measured by a monotonic clock, so a wall clock stepped back or ahead does not change it.
         case deferred(interval: Double)
     }
 
@@ -88,7 +89,8 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     /// Nil turns automatic compaction off.
     public var automaticCompaction: AutomaticCompaction?
     /// How long a writable open waits for another process's lock; nil refuses at once (with ``Sharing/perSave``, a
-    /// save waits 5 seconds when nil).
+    /// save waits 5 seconds when nil). Measured by a monotonic clock, as every wait of the store is: a wall clock
+    /// stepped back or ahead neither prolongs nor cuts it.
     public var lockTimeout: Double?
     /// For a read-only open: how often reads check whether another process committed, and pick it up
     /// (``FileStore/refresh()``), in seconds; 0 checks on every read (one `stat` of the manifest and of the active
@@ -103,11 +105,14 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     /// default; 0 reserves none). A save that writes into reserved space leaves the file's length alone, so its
     /// flush writes no metadata: on ext4 a durable save takes about a third less time. The space shows as zeros at
     /// the end of the last segment while the store is open (and after a crash), and is cut off when the segment is
-    /// closed (docs/FORMAT.md, *Reserved space*). Writers shared ``Sharing/perSave`` reserve nothing, since each
+    /// closed (docs/FORMAT.md, *Reserved space*). At most 64 MiB is reserved (a larger value counts as 64 MiB):
+    /// readers take more zeros than that for damage. Writers shared ``Sharing/perSave`` reserve nothing, since each
     /// takes over the log's end from the others.
     public var segmentReservation: Int = 256 << 10
     /// The file operations used; tests substitute one that fails on purpose.
     public var fileSystem: any StoreFileSystem
+    /// The clocks used; tests substitute a wall clock that steps.
+    var clocks: StoreClocks = .system
 
     /// A store at `url`, created when missing, durable on every save.
     public init(url: URL, name: String? = nil, mode: Mode = .readWrite(createIfMissing: true),
@@ -131,7 +136,9 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     }
 
     /// The reservation writable opens with these settings make.
-    var effectiveSegmentReservation: Int { sharing == .exclusive ? max(0, segmentReservation) : 0 }
+    var effectiveSegmentReservation: Int {
+        sharing == .exclusive ? min(max(0, segmentReservation), RecordFrame.maximumReservedSpace) : 0
+    }
 
     /// Opens (or creates) the store.
     ///

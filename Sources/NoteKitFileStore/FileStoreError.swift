@@ -31,6 +31,9 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case io(StoreIOError)
     /// The store stopped accepting writes after an I/O failure whose outcome on disk is unknown.
     case writesStopped(reason: String)
+    /// A salvage found no whole state in the store at `path`: no segment with a readable schema, or only
+    /// snapshots whose rows did not all arrive.
+    case nothingToSalvage(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -57,6 +60,7 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case .io(let error): error.description
         case .writesStopped(let reason):
             "the store accepts no more writes until it is reopened: \(reason)"
+        case let .nothingToSalvage(path, reason): "nothing whole could be salvaged from \(path): \(reason)"
         }
     }
 }

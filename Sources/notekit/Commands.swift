@@ -133,6 +133,7 @@ enum Commands {
     static func salvage(path: String, to destination: String) throws -> Int32 {
         let report = try FileStore.salvage(from: storeURL(path), to: URL(fileURLWithPath: destination))
         print("salvaged \(report.transactionsKept) transaction(s) and \(report.objectsKept) object(s) into \(destination)")
+        print("from \(report.segmentsUsed.isEmpty ? "no segment" : report.segmentsUsed.joined(separator: ", "))")
         for skipped in report.skippedBytes { fail("left out \(skipped)") }
         for skipped in report.skippedRecords { fail("left out \(skipped)") }
         return report.isComplete ? 0 : 1

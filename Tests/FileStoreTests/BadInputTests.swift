@@ -25,212 +25,233 @@ struct BadInputTests {
 
     @Test("Truncating any segment at any byte opens with the transactions before the cut (last segment) or is refused",
           arguments: 0..<6)
-    func truncationAtEveryOffset(segment index: Int) throws {
-        let store = try SmallStore.shared.get()
-        #expect(store.segments.count <= 6, "one argument per segment")
-        guard index < store.segments.count else { return }
-        let segment = store.segments[index]
-        let bytes = store.files[segment]!
-        let directory = CaseDirectory()
-        for cut in 0...bytes.count {
-            var files = store.files
-            files[segment] = Array(bytes.prefix(cut))
-            let expected = store.expectation(forDamageIn: index, at: cut, cut: true)
-            store.check(files, expected, "\(segment) cut at \(cut)", in: directory)
+    func truncationAtEveryOffset(segment index: Int) async throws {
+        await #expect(processExitsWith: .success) { [index] in
+            BadInputTests.limitAddressSpace()
+            let store = try SmallStore.shared.get()
+            #expect(store.segments.count <= 6, "one argument per segment")
+            guard index < store.segments.count else { return }
+            let segment = store.segments[index]
+            let bytes = store.files[segment]!
+            let directory = CaseDirectory()
+            for cut in 0...bytes.count {
+                var files = store.files
+                files[segment] = Array(bytes.prefix(cut))
+                let expected = store.expectation(forDamageIn: index, at: cut, cut: true)
+                store.check(files, expected, "\(segment) cut at \(cut)", in: directory)
+            }
+            print("BadInput: \(bytes.count + 1) truncations of \(segment), segment \(index + 1) of \(store.segments.count)")
         }
-        print("BadInput: \(bytes.count + 1) truncations of \(segment), segment \(index + 1) of \(store.segments.count)")
     }
 
     @Test("Truncating a just-compacted store's only segment anywhere is refused: its opening is never a torn tail")
-    func truncatedCompaction() throws {
-        let store = try SmallStore.compacted.get()
-        #expect(store.segments.count == 1)
-        let segment = store.segments[0]
-        let bytes = store.files[segment]!
-        let directory = CaseDirectory()
-        for cut in 0...bytes.count {
-            var files = store.files
-            files[segment] = Array(bytes.prefix(cut))
-            store.check(files, store.expectation(forDamageIn: 0, at: cut, cut: true), "\(segment) cut at \(cut)",
-                        in: directory)
+    func truncatedCompaction() async throws {
+        await #expect(processExitsWith: .success) {
+            BadInputTests.limitAddressSpace()
+            let store = try SmallStore.compacted.get()
+            #expect(store.segments.count == 1)
+            let segment = store.segments[0]
+            let bytes = store.files[segment]!
+            let directory = CaseDirectory()
+            for cut in 0...bytes.count {
+                var files = store.files
+                files[segment] = Array(bytes.prefix(cut))
+                store.check(files, store.expectation(forDamageIn: 0, at: cut, cut: true), "\(segment) cut at \(cut)",
+                            in: directory)
+            }
+            print("BadInput: \(bytes.count + 1) truncations of a just-compacted segment")
         }
-        print("BadInput: \(bytes.count + 1) truncations of a just-compacted segment")
     }
 
     @Test("Random byte flips anywhere in the segments or the manifest never open past the damage")
-    func randomFlips() throws {
-        let store = try SmallStore.shared.get()
-        let targets = store.segments + ["MANIFEST"]
-        let sizes = targets.map { store.files[$0]!.count }
-        let total = sizes.reduce(0, +)
-        var opened = 0, refused = 0
-        let directory = CaseDirectory()
-        for seed in 0..<Self.seeds {
-            var random = SeededGenerator.badInput(seed: UInt64(seed))
-            var files = store.files
-            var hits: [(file: Int, offset: Int)] = []
-            for _ in 0..<(1 + seed % 3) {
-                var position = Int(random.next() % UInt64(total))
-                var file = 0
-                while position >= sizes[file] {
-                    position -= sizes[file]
-                    file += 1
+    func randomFlips() async throws {
+        await #expect(processExitsWith: .success) {
+            BadInputTests.limitAddressSpace()
+            let store = try SmallStore.shared.get()
+            let targets = store.segments + ["MANIFEST"]
+            let sizes = targets.map { store.files[$0]!.count }
+            let total = sizes.reduce(0, +)
+            var opened = 0, refused = 0
+            let directory = CaseDirectory()
+            for seed in 0..<BadInputTests.seeds {
+                var random = SeededGenerator.badInput(seed: UInt64(seed))
+                var files = store.files
+                var hits: [(file: Int, offset: Int)] = []
+                for _ in 0..<(1 + seed % 3) {
+                    var position = Int(random.next() % UInt64(total))
+                    var file = 0
+                    while position >= sizes[file] {
+                        position -= sizes[file]
+                        file += 1
+                    }
+                    let bit = UInt8(1) << UInt8(random.next() % 8)
+                    files[targets[file]]![position] ^= bit
+                    hits.append((file, position))
                 }
-                let bit = UInt8(1) << UInt8(random.next() % 8)
-                files[targets[file]]![position] ^= bit
-                hits.append((file, position))
+                // The damage that counts is the first in log order; the manifest is read before everything. Records
+                // that are all damaged from the first one on leave nothing intact after it: that is a torn tail too.
+                let expected: Expectation
+                if hits.contains(where: { $0.file == store.segments.count }) {
+                    expected = .refused(file: "MANIFEST")
+                } else {
+                    let first = hits.min { ($0.file, $0.offset) < ($1.file, $1.offset) }!
+                    let records = store.records[first.file]
+                    let damaged = Set(hits.filter { $0.file == first.file }.compactMap { hit in
+                        records.firstIndex { hit.offset < $0.end }
+                    })
+                    let firstRecord = records.firstIndex { first.offset < $0.end }
+                    let untilTheEnd = firstRecord.map { Set($0..<records.count).isSubset(of: damaged) } ?? false
+                    expected = store.expectation(forDamageIn: first.file, at: first.offset, cut: untilTheEnd)
+                }
+                if case .opens = expected { opened += 1 } else { refused += 1 }
+                store.check(files, expected, "seed \(seed): flips at \(hits.map { "\(targets[$0.file])+\($0.offset)" })", in: directory)
             }
-            // The damage that counts is the first in log order; the manifest is read before everything. Records
-            // that are all damaged from the first one on leave nothing intact after it: that is a torn tail too.
-            let expected: Expectation
-            if hits.contains(where: { $0.file == store.segments.count }) {
-                expected = .refused(file: "MANIFEST")
-            } else {
-                let first = hits.min { ($0.file, $0.offset) < ($1.file, $1.offset) }!
-                let records = store.records[first.file]
-                let damaged = Set(hits.filter { $0.file == first.file }.compactMap { hit in
-                    records.firstIndex { hit.offset < $0.end }
-                })
-                let firstRecord = records.firstIndex { first.offset < $0.end }
-                let untilTheEnd = firstRecord.map { Set($0..<records.count).isSubset(of: damaged) } ?? false
-                expected = store.expectation(forDamageIn: first.file, at: first.offset, cut: untilTheEnd)
-            }
-            if case .opens = expected { opened += 1 } else { refused += 1 }
-            store.check(files, expected, "seed \(seed): flips at \(hits.map { "\(targets[$0.file])+\($0.offset)" })", in: directory)
+            print("BadInput: \(BadInputTests.seeds) flip seeds (\(opened) expected to open, \(refused) to be refused)")
         }
-        print("BadInput: \(Self.seeds) flip seeds (\(opened) expected to open, \(refused) to be refused)")
     }
 
     @Test("Garbage appended to the last segment is a torn tail, zeros reserved space; to another segment or the manifest, damage")
-    func appendedBytes() throws {
-        let store = try SmallStore.shared.get()
-        var random = SeededGenerator.badInput(seed: 42)
-        let tails: [(String, [UInt8])] = [
-            ("zeros", [UInt8](repeating: 0, count: 4096)),
-            ("garbage", (0..<4096).map { _ in UInt8(truncatingIfNeeded: random.next()) }),
-            ("one newline", [0x0A]),
-            ("a header alone", Array("00000010 00000000 ".utf8)),
-            ("text lines", Array(String(repeating: "{\"k\":\"tx\"}\n", count: 50).utf8)),
-        ]
-        var cases = 0
-        for (name, tail) in tails {
-            for (index, segment) in store.segments.enumerated() {
+    func appendedBytes() async throws {
+        await #expect(processExitsWith: .success) {
+            BadInputTests.limitAddressSpace()
+            let store = try SmallStore.shared.get()
+            var random = SeededGenerator.badInput(seed: 42)
+            let tails: [(String, [UInt8])] = [
+                ("zeros", [UInt8](repeating: 0, count: 4096)),
+                ("garbage", (0..<4096).map { _ in UInt8(truncatingIfNeeded: random.next()) }),
+                ("one newline", [0x0A]),
+                ("a header alone", Array("00000010 00000000 ".utf8)),
+                ("text lines", Array(String(repeating: "{\"k\":\"tx\"}\n", count: 50).utf8)),
+            ]
+            var cases = 0
+            for (name, tail) in tails {
+                for (index, segment) in store.segments.enumerated() {
+                    var files = store.files
+                    files[segment]! += tail
+                    let isLast = index == store.segments.count - 1
+                    cases += 1
+                    store.check(files, isLast ? .opens(transaction: store.lastTransaction)
+                                    : .refused(file: segment), "\(name) after \(segment)")
+                }
                 var files = store.files
-                files[segment]! += tail
-                let isLast = index == store.segments.count - 1
+                files["MANIFEST"]! += tail
                 cases += 1
-                store.check(files, isLast ? .opens(transaction: store.lastTransaction)
-                                : .refused(file: segment), "\(name) after \(segment)")
+                store.check(files, .refused(file: "MANIFEST"), "\(name) after MANIFEST")
             }
-            var files = store.files
-            files["MANIFEST"]! += tail
-            cases += 1
-            store.check(files, .refused(file: "MANIFEST"), "\(name) after MANIFEST")
+            print("BadInput: \(cases) appended-bytes cases")
         }
-        print("BadInput: \(cases) appended-bytes cases")
     }
 
     // MARK: Segments and the manifest
 
     @Test("A missing, duplicated or reordered segment is refused")
-    func segmentSet() throws {
-        let store = try SmallStore.shared.get()
-        let segments = store.segments
-        #expect(segments.count >= 4, "the store has several segments: \(segments)")
-        var cases = 0
-        for segment in segments {
-            var files = store.files
-            files[segment] = nil
-            cases += 1
-            store.check(files, .refused(file: segment), "\(segment) missing")
+    func segmentSet() async throws {
+        await #expect(processExitsWith: .success) {
+            BadInputTests.limitAddressSpace()
+            let store = try SmallStore.shared.get()
+            let segments = store.segments
+            #expect(segments.count >= 4, "the store has several segments: \(segments)")
+            var cases = 0
+            for segment in segments {
+                var files = store.files
+                files[segment] = nil
+                cases += 1
+                store.check(files, .refused(file: segment), "\(segment) missing")
+            }
+            for (a, b) in zip(segments, segments.dropFirst()) {
+                var swapped = store.files
+                swapped[a] = store.files[b]
+                swapped[b] = store.files[a]
+                cases += 1
+                store.check(swapped, .refused(file: a), "\(a) and \(b) swapped")
+                var copied = store.files
+                copied[b] = store.files[a]
+                cases += 1
+                store.check(copied, .refused(file: b), "\(a) copied over \(b)")
+            }
+            let numbers = store.manifest.segments
+            let lists: [(String, [Int])] = [
+                ("reordered", [numbers[1], numbers[0]] + numbers.dropFirst(2)),
+                ("reversed", numbers.reversed()),
+                ("one listed twice", numbers + [numbers.last!]),
+                ("the first twice", [numbers[0]] + numbers),
+                ("one left out", [numbers[0]] + numbers.dropFirst(2)),
+                ("a segment that does not exist", numbers + [numbers.last! + 1]),
+            ]
+            for (name, list) in lists {
+                var manifest = store.manifest
+                manifest.segments = list
+                manifest.nextSegment = max(manifest.nextSegment, (list.max() ?? 0) + 1)
+                var files = store.files
+                files["MANIFEST"] = MagicLine.bytes(.manifest) + RecordEncoder().manifest(manifest)
+                cases += 1
+                store.check(files, .refused(file: nil), "manifest lists \(name): \(list)")
+            }
+            print("BadInput: \(cases) segment-set cases")
         }
-        for (a, b) in zip(segments, segments.dropFirst()) {
-            var swapped = store.files
-            swapped[a] = store.files[b]
-            swapped[b] = store.files[a]
-            cases += 1
-            store.check(swapped, .refused(file: a), "\(a) and \(b) swapped")
-            var copied = store.files
-            copied[b] = store.files[a]
-            cases += 1
-            store.check(copied, .refused(file: b), "\(a) copied over \(b)")
-        }
-        let numbers = store.manifest.segments
-        let lists: [(String, [Int])] = [
-            ("reordered", [numbers[1], numbers[0]] + numbers.dropFirst(2)),
-            ("reversed", numbers.reversed()),
-            ("one listed twice", numbers + [numbers.last!]),
-            ("the first twice", [numbers[0]] + numbers),
-            ("one left out", [numbers[0]] + numbers.dropFirst(2)),
-            ("a segment that does not exist", numbers + [numbers.last! + 1]),
-        ]
-        for (name, list) in lists {
-            var manifest = store.manifest
-            manifest.segments = list
-            manifest.nextSegment = max(manifest.nextSegment, (list.max() ?? 0) + 1)
-            var files = store.files
-            files["MANIFEST"] = MagicLine.bytes(.manifest) + RecordEncoder().manifest(manifest)
-            cases += 1
-            store.check(files, .refused(file: nil), "manifest lists \(name): \(list)")
-        }
-        print("BadInput: \(cases) segment-set cases")
     }
 
     @Test("A missing, truncated or garbage manifest is refused; a leftover MANIFEST.tmp is ignored")
-    func manifest() throws {
-        let store = try SmallStore.shared.get()
-        let manifest = store.files["MANIFEST"]!
-        var cases = 0
-        var files = store.files
-        files["MANIFEST"] = nil
-        store.check(files, .refused(file: "MANIFEST"), "MANIFEST missing")
-        for cut in 0..<manifest.count {
-            files = store.files
-            files["MANIFEST"] = Array(manifest.prefix(cut))
-            cases += 1
-            store.check(files, .refused(file: "MANIFEST"), "MANIFEST cut at \(cut)")
+    func manifest() async throws {
+        await #expect(processExitsWith: .success) {
+            BadInputTests.limitAddressSpace()
+            let store = try SmallStore.shared.get()
+            let manifest = store.files["MANIFEST"]!
+            var cases = 0
+            var files = store.files
+            files["MANIFEST"] = nil
+            store.check(files, .refused(file: "MANIFEST"), "MANIFEST missing")
+            for cut in 0..<manifest.count {
+                files = store.files
+                files["MANIFEST"] = Array(manifest.prefix(cut))
+                cases += 1
+                store.check(files, .refused(file: "MANIFEST"), "MANIFEST cut at \(cut)")
+            }
+            var random = SeededGenerator.badInput(seed: 7)
+            let garbage: [(String, [UInt8])] = [
+                ("random bytes", (0..<200).map { _ in UInt8(truncatingIfNeeded: random.next()) }),
+                ("a segment's bytes", store.files[store.segments[0]]!),
+                ("a JSON object", Array("{\"k\":\"manifest\"}\n".utf8)),
+                ("the magic line alone", MagicLine.bytes(.manifest)),
+                ("zeros", [UInt8](repeating: 0, count: 200)),
+            ]
+            for (name, bytes) in garbage {
+                files = store.files
+                files["MANIFEST"] = bytes
+                cases += 1
+                store.check(files, .refused(file: "MANIFEST"), "MANIFEST replaced by \(name)")
+            }
+            for (name, bytes) in garbage + [("a valid older manifest", manifest), ("half a manifest", Array(manifest.prefix(40)))] {
+                files = store.files
+                files["MANIFEST.tmp"] = bytes
+                cases += 1
+                store.check(files, .opens(transaction: store.lastTransaction), "leftover MANIFEST.tmp holding \(name)",
+                            leftovers: ["MANIFEST.tmp"])
+            }
+            print("BadInput: \(cases + 1) manifest cases")
         }
-        var random = SeededGenerator.badInput(seed: 7)
-        let garbage: [(String, [UInt8])] = [
-            ("random bytes", (0..<200).map { _ in UInt8(truncatingIfNeeded: random.next()) }),
-            ("a segment's bytes", store.files[store.segments[0]]!),
-            ("a JSON object", Array("{\"k\":\"manifest\"}\n".utf8)),
-            ("the magic line alone", MagicLine.bytes(.manifest)),
-            ("zeros", [UInt8](repeating: 0, count: 200)),
-        ]
-        for (name, bytes) in garbage {
-            files = store.files
-            files["MANIFEST"] = bytes
-            cases += 1
-            store.check(files, .refused(file: "MANIFEST"), "MANIFEST replaced by \(name)")
-        }
-        for (name, bytes) in garbage + [("a valid older manifest", manifest), ("half a manifest", Array(manifest.prefix(40)))] {
-            files = store.files
-            files["MANIFEST.tmp"] = bytes
-            cases += 1
-            store.check(files, .opens(transaction: store.lastTransaction), "leftover MANIFEST.tmp holding \(name)",
-                        leftovers: ["MANIFEST.tmp"])
-        }
-        print("BadInput: \(cases + 1) manifest cases")
     }
 
     @Test("A future format version, in a segment or the manifest, is refused naming the file and the versions read")
-    func futureVersion() throws {
-        let store = try SmallStore.shared.get()
-        var cases = 0
-        for file in store.segments + ["MANIFEST"] {
-            let kind = file == "MANIFEST" ? "manifest" : "segment"
-            for line in ["NOTEKIT/2 \(kind)", "NOTEKIT/0 \(kind)", "NOTEKIT/-1 \(kind)", "NOTEKIT/999999999999999999999 \(kind)",
-                         "NOTEKIT/1 \(kind == "segment" ? "manifest" : "segment")", "NOTEKIT/1", "notekit/1 \(kind)"] {
-                var files = store.files
-                let bytes = store.files[file]!
-                let newline = bytes.firstIndex(of: 0x0A)!
-                files[file] = Array(line.utf8) + bytes[newline...]
-                cases += 1
-                store.check(files, .refused(file: file), "\(file) begins with \(line)")
+    func futureVersion() async throws {
+        await #expect(processExitsWith: .success) {
+            BadInputTests.limitAddressSpace()
+            let store = try SmallStore.shared.get()
+            var cases = 0
+            for file in store.segments + ["MANIFEST"] {
+                let kind = file == "MANIFEST" ? "manifest" : "segment"
+                for line in ["NOTEKIT/2 \(kind)", "NOTEKIT/0 \(kind)", "NOTEKIT/-1 \(kind)", "NOTEKIT/999999999999999999999 \(kind)",
+                             "NOTEKIT/1 \(kind == "segment" ? "manifest" : "segment")", "NOTEKIT/1", "notekit/1 \(kind)"] {
+                    var files = store.files
+                    let bytes = store.files[file]!
+                    let newline = bytes.firstIndex(of: 0x0A)!
+                    files[file] = Array(line.utf8) + bytes[newline...]
+                    cases += 1
+                    store.check(files, .refused(file: file), "\(file) begins with \(line)")
+                }
             }
+            print("BadInput: \(cases) magic-line cases")
         }
-        print("BadInput: \(cases) magic-line cases")
     }
 
     // MARK: Records with valid checksums
@@ -262,8 +283,9 @@ struct BadInputTests {
 
     private static let problemMarker = "bad input problem: "
 
-    /// Caps the child's address space, so that an allocation sized by a hostile length fails the run instead of
-    /// passing unnoticed on a machine with memory to spare.
+    /// Caps the child's address space at 4 GiB, so that an allocation sized by a hostile length (or a file's length:
+    /// a sparse file) fails the run instead of passing unnoticed on a machine with memory to spare. Every case of the
+    /// matrix runs in a child process under it.
     static func limitAddressSpace() {
         var limit = rlimit(rlim_cur: 4 << 30, rlim_max: 4 << 30)
         #if canImport(Glibc)
@@ -294,27 +316,33 @@ struct BadInputTests {
     }
 
     @Test("A regression: a transaction after transaction 2^64 − 1 is refused, not an arithmetic overflow")
-    func transactionNumberOverflow() throws {
-        let store = try SmallStore.shared.get()
-        for payloads in [
-            [#"{"k":"snapshot","lastTx":18446744073709551615,"rows":0}"#, #"{"k":"tx","tx":0,"time":0}"#],
-            [#"{"k":"tx","tx":18446744073709551615,"time":0}"#],
-            [#"{"k":"tx","tx":9223372036854775808,"time":0}"#],
-        ] {
-            var files = store.files
-            let segment = store.segments.last!
-            let start = files[segment]!.count
-            for payload in payloads { files[segment]! += CraftedRecord.frame(Array(payload.utf8)) }
-            store.check(files, .refused(file: segment, offsets: start..<files[segment]!.count), "\(payloads)")
+    func transactionNumberOverflow() async throws {
+        await #expect(processExitsWith: .success) {
+            BadInputTests.limitAddressSpace()
+            let store = try SmallStore.shared.get()
+            for payloads in [
+                [#"{"k":"snapshot","lastTx":18446744073709551615,"rows":0}"#, #"{"k":"tx","tx":0,"time":0}"#],
+                [#"{"k":"tx","tx":18446744073709551615,"time":0}"#],
+                [#"{"k":"tx","tx":9223372036854775808,"time":0}"#],
+            ] {
+                var files = store.files
+                let segment = store.segments.last!
+                let start = files[segment]!.count
+                for payload in payloads { files[segment]! += CraftedRecord.frame(Array(payload.utf8)) }
+                store.check(files, .refused(file: segment, offsets: start..<files[segment]!.count), "\(payloads)")
+            }
         }
     }
 
     @Test("A regression: an attribute type nested 100,000 levels deep in a schema is refused, without recursion")
-    func deepAttributeType() throws {
-        #expect(Schema.AttributeType(parsing: "Int" + String(repeating: "?", count: 100_000)) == nil)
-        #expect(Schema.AttributeType(parsing: String(repeating: "[", count: 50_000) + "Int"
-                                        + String(repeating: "]", count: 50_000)) == nil)
-        #expect(Schema.AttributeType(parsing: "[[String: [Int?]]]") == .array(.dictionary(.array(.optional(.int)))))
+    func deepAttributeType() async throws {
+        await #expect(processExitsWith: .success) {
+            BadInputTests.limitAddressSpace()
+            #expect(Schema.AttributeType(parsing: "Int" + String(repeating: "?", count: 100_000)) == nil)
+            #expect(Schema.AttributeType(parsing: String(repeating: "[", count: 50_000) + "Int"
+                                            + String(repeating: "]", count: 50_000)) == nil)
+            #expect(Schema.AttributeType(parsing: "[[String: [Int?]]]") == .array(.dictionary(.array(.optional(.int)))))
+        }
     }
 
     // MARK: Hostile lengths and hangs
@@ -344,26 +372,29 @@ struct BadInputTests {
     }
 
     @Test("A segment of 40,000 lines whose headers all claim the rest of the file is scanned in linear time")
-    func manyCandidateRecords() throws {
-        let store = try SmallStore.shared.get()
-        var files = store.files
-        let segment = store.segments.last!
-        let lines = 40_000
-        // Each line claims a payload reaching the file's end: finding the next intact record must not check every
-        // one of them against the whole rest of the file.
-        var tail: [UInt8] = Array("x\n".utf8)
-        var remaining = lines * 32
-        for _ in 0..<lines {
-            remaining -= 32
-            let length = String(remaining + 13, radix: 16)
-            tail += Array((String(repeating: "0", count: 8 - length.count) + length + " 00000000 {}           \n").utf8)
+    func manyCandidateRecords() async throws {
+        await #expect(processExitsWith: .success) {
+            BadInputTests.limitAddressSpace()
+            let store = try SmallStore.shared.get()
+            var files = store.files
+            let segment = store.segments.last!
+            let lines = 40_000
+            // Each line claims a payload reaching the file's end: finding the next intact record must not check every
+            // one of them against the whole rest of the file.
+            var tail: [UInt8] = Array("x\n".utf8)
+            var remaining = lines * 32
+            for _ in 0..<lines {
+                remaining -= 32
+                let length = String(remaining + 13, radix: 16)
+                tail += Array((String(repeating: "0", count: 8 - length.count) + length + " 00000000 {}           \n").utf8)
+            }
+            files[segment]! += tail
+            let clock = ContinuousClock()
+            let elapsed = clock.measure {
+                store.check(files, .opens(transaction: store.lastTransaction), "\(lines) lines claiming the rest of the file")
+            }
+            #expect(elapsed < .seconds(10), "took \(elapsed)")
         }
-        files[segment]! += tail
-        let clock = ContinuousClock()
-        let elapsed = clock.measure {
-            store.check(files, .opens(transaction: store.lastTransaction), "\(lines) lines claiming the rest of the file")
-        }
-        #expect(elapsed < .seconds(10), "took \(elapsed)")
     }
 }
 
@@ -695,6 +726,9 @@ struct UnflushedFileSystem: StoreFileSystem {
 
     func read(_ path: String) throws -> [UInt8] { try base.read(path) }
     func read(_ path: String, from offset: Int) throws -> [UInt8] { try base.read(path, from: offset) }
+    func read(_ path: String, from offset: Int, count: Int) throws -> [UInt8] {
+        try base.read(path, from: offset, count: count)
+    }
     func status(_ path: String) throws -> StoreFileStatus? { try base.status(path) }
     func create(_ path: String) throws -> any StoreFile { UnflushedFile(try base.create(path)) }
     func openForAppending(_ path: String) throws -> any StoreFile { UnflushedFile(try base.openForAppending(path)) }

@@ -153,6 +153,17 @@ public final class FaultyFileSystem: StoreFileSystem {
         try perform(.read, path) { try base.read(path) }
     }
 
+    public func read(_ path: String, from offset: Int) throws -> [UInt8] {
+        try perform(.read, path) { try base.read(path, from: offset) }
+    }
+
+    public func read(_ path: String, from offset: Int, count: Int) throws -> [UInt8] {
+        try perform(.read, path) { try base.read(path, from: offset, count: count) }
+    }
+
+    /// One `stat`, as the real file system does it (not a read of the whole file, as the protocol's default).
+    public func status(_ path: String) throws -> StoreFileStatus? { try base.status(path) }
+
     public func create(_ path: String) throws -> any StoreFile {
         try perform(.create, path) { FaultyFile(try base.create(path), path: path, rules: rules) }
     }

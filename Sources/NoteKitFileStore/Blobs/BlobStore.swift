@@ -12,17 +12,20 @@ struct BlobStore: Sendable {
 
     /// A reference to the blob `name`, read from disk on first use and checked against its recorded size and its
     /// name (the SHA-256 of its bytes), so that damage to the file is reported rather than read as the value.
-    /// Hashing costs about as much as reading the file (O(size), once per read).
+    /// Hashing costs about as much as reading the file (O(size), once per read); at most `size + 1` bytes are read.
     func reference(name: String, size: Int) -> ExternalData {
         let path = path(of: name), fileSystem = fileSystem
         return ExternalData(name: name, size: size) {
             let bytes: [UInt8]
-            do { bytes = try fileSystem.read(path) } catch {
+            // One byte more than the record says, to tell a longer file, and never more: a blob whose length is a
+            // hole of any size costs no more memory than the value.
+            do { bytes = try fileSystem.read(path, from: 0, count: size + 1) } catch {
                 throw StoredValueError.externalDataUnreadable(name: name, reason: "\(error)")
             }
             guard bytes.count == size else {
                 throw StoredValueError.externalDataUnreadable(
-                    name: name, reason: "\(path) has \(bytes.count) bytes, the record says \(size)")
+                    name: name, reason: "\(path) has \(bytes.count > size ? "more than \(size)" : "\(bytes.count)") "
+                        + "bytes, the record says \(size)")
             }
             let data = Data(bytes)
             guard SHA256Digest.hexString(data) == name else {

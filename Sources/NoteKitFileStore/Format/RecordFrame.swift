@@ -15,6 +15,34 @@ enum RecordFrame {
     static let headerLength = 18
     /// The largest payload a record may have.
     static let maximumPayloadLength = 1 << 30
+    /// The most zero bytes that may follow the last record of the last segment as reserved space (docs/FORMAT.md,
+    /// *Reserved space*): a writer reserves no more; more zeros than this are damage.
+    static let maximumReservedSpace = 64 << 20
+
+    /// The length and checksum a record header at `offset` claims, or nil when the header is malformed (or not all
+    /// in `bytes`).
+    static func parseHeader(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> (length: Int, checksum: UInt32)? {
+        guard bytes.count - offset >= headerLength, let length = parseHex(bytes, at: offset), bytes[offset + 8] == 0x20,
+              let checksum = parseHex(bytes, at: offset + 9), bytes[offset + 17] == 0x20 else { return nil }
+        return (Int(length), checksum)
+    }
+
+    /// The index of the first byte of `bytes` that is not zero, if any. Eight bytes at a time.
+    static func firstNonZero(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        var position = 0
+        while position < bytes.count, (Int(bitPattern: bytes.baseAddress!) + position) % 8 != 0 {
+            if bytes[position] != 0 { return position }
+            position += 1
+        }
+        while position + 8 <= bytes.count, bytes.load(fromByteOffset: position, as: UInt64.self) == 0 {
+            position += 8
+        }
+        while position < bytes.count {
+            if bytes[position] != 0 { return position }
+            position += 1
+        }
+        return nil
+    }
 
     /// A writer whose buffer starts with room for the header, to be sealed by ``seal(_:)``.
     static func writer(reservingCapacity capacity: Int) -> JSONWriter {

@@ -62,14 +62,15 @@ public enum StoreInspector {
         public var historyKept: ClosedRange<UInt64>?
     }
 
-    /// The statistics of the store at `url`, read without writing.
+    /// The statistics of the store at `url`, read without writing. Blob sizes come from the file system's
+    /// metadata (no blob is read); segments are read as an open reads them, in bounded pieces.
     ///
     /// - Throws: what opening the store read-only throws.
     public static func statistics(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> Statistics {
         let layout = StoreLayout(root: url.path)
         let store = try openReadOnly(at: url, fileSystem: fileSystem)
-        let manifestBytes = try fileSystem.read(layout.manifest)
-        let formatVersion = try manifestBytes.withUnsafeBytes {
+        let manifestBytes = try fileSystem.status(layout.manifest)?.size ?? 0
+        let formatVersion = try fileSystem.read(layout.manifest, from: 0, count: 64).withUnsafeBytes {
             try MagicLine.parse($0, expecting: .manifest, file: layout.manifest).version
         }
         let manifest = try SegmentLog.readManifest(layout: layout, fileSystem: fileSystem)
@@ -77,17 +78,18 @@ public enum StoreInspector {
         var firstTransaction: UInt64?
         for number in manifest.segments {
             let scan = try SegmentScan.read(layout.segment(number), number: number, fileSystem: fileSystem)
-            segmentBytes += scan.bytes.count - scan.reserved
+            segmentBytes += scan.fileSize - scan.reserved
             if firstTransaction == nil { firstTransaction = scan.firstTransactionNumber }
         }
         let blobStore = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
         let blobNames = fileSystem.exists(layout.blobs) ? try blobStore.inventory().blobs : []
-        let blobBytes = try blobNames.reduce(0) { $0 + (try fileSystem.read(blobStore.path(of: $1)).count) }
+        // From the file system's metadata: a blob is not read to learn its size.
+        let blobBytes = try blobNames.reduce(0) { $0 + (try fileSystem.status(blobStore.path(of: $1))?.size ?? 0) }
         let statistics = store.statistics
         let history = try store.history()
         return Statistics(formatVersion: formatVersion, schemaVersion: store.schema.version,
                           schemaHash: store.schema.contentHash, entities: statistics.objectsPerEntity,
-                          segments: manifest.segments.count, bytes: manifestBytes.count + segmentBytes + blobBytes,
+                          segments: manifest.segments.count, bytes: manifestBytes + segmentBytes + blobBytes,
                           segmentBytes: segmentBytes, blobs: blobNames.count, blobBytes: blobBytes,
                           firstTransaction: firstTransaction.map { min($0, statistics.lastTransaction) },
                           lastTransaction: statistics.lastTransaction,

@@ -38,6 +38,9 @@ public struct VerificationReport: Sendable, Hashable {
         /// An entry of `segments/` or `blobs/` the format does not produce (a directory, a file of another name, a
         /// link): the store neither reads nor deletes it.
         case strayEntry
+        /// A compaction's snapshot followed by fewer rows than it lists: only part of a committed state, which no
+        /// open uses.
+        case incompleteSnapshot
     }
 
     public var problems: [Problem] = []
@@ -75,31 +78,18 @@ public enum StoreVerifier {
         let blobStore = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
         for (position, number) in manifest.segments.enumerated() {
             let path = layout.segment(number)
-            let bytes: [UInt8]
-            do { bytes = try fileSystem.read(path) } catch {
-                if isMissing(error) {
-                    problem(path, 0, .missingSegment, "the manifest lists segment \(number) but it does not exist")
-                } else {
-                    problem(path, 0, classify(error).0, "\(error)")
-                }
-                continue
-            }
             let isLast = position == manifest.segments.count - 1
-            bytes.withUnsafeBytes { buffer in
-                let version: Int, start: Int
-                do { (version, start) = try MagicLine.parse(buffer, expecting: .segment, file: path) } catch {
-                    let (kind, offset) = classify(error)
-                    problem(path, offset, kind, "\(error)")
-                    return
-                }
-                guard let decoder = RecordDecoders.decoder(for: version, blobs: blobStore) else { return }
-                var first = true
-                RecordFrame.walk(buffer, from: start) { range, _ in
+            var first = true
+            // A compaction's snapshot and how many of the rows it lists arrived intact.
+            var snapshot: (offset: Int, rows: Int, arrived: Int)?
+            var decoder: (any RecordDecoding)?
+            do {
+                try SegmentScan.walk(path, number: number, fileSystem: fileSystem) { payload, payloadOffset, _ in
                     defer { first = false }
-                    let recordStart = range.lowerBound - RecordFrame.headerLength
+                    let recordStart = payloadOffset - RecordFrame.headerLength
                     do {
-                        let record = try decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[range]),
-                                                        offset: range.lowerBound, file: path, schema: schemas.last)
+                        guard let decoder else { return }
+                        let record = try decoder.decode(payload, offset: payloadOffset, file: path, schema: schemas.last)
                         switch record {
                         case .segment(let header):
                             if !first { problem(path, recordStart, .inconsistentSegments, "a segment record in the middle") }
@@ -116,9 +106,11 @@ public enum StoreVerifier {
                             }
                             schemas.append(migration.schema)
                             objects.schemaInForce(migration.schema)
-                        case .snapshot(let last, _):
+                        case .snapshot(let last, let rows):
                             objects.beginSnapshot(after: last)
+                            snapshot = (recordStart, rows, 0)
                         case .rows(_, let rows):
+                            snapshot?.arrived += rows.count
                             if let reason = objects.addSnapshotRows(rows) {
                                 problem(path, recordStart, .undecodableRecord, reason)
                             }
@@ -143,9 +135,11 @@ public enum StoreVerifier {
                         let (kind, offset) = classify(error)
                         problem(path, offset == 0 ? recordStart : offset, kind, "\(error)")
                     }
-                } damaged: { offset, length, reason, resumes in
-                    let torn = isLast && !resumes
-                    let kind: VerificationReport.Kind = torn ? .tornTail
+                } undecodable: { offset, _, reason in
+                    first = false
+                    problem(path, offset, .undecodableRecord, reason)
+                } damaged: { offset, length, reason, isTorn in
+                    let kind: VerificationReport.Kind = isLast && isTorn ? .tornTail
                         : reason == "checksum mismatch" ? .checksumMismatch
                         : reason.contains("past the end") || reason.contains("fewer than") ? .truncatedRecord : .malformedRecord
                     problem(path, offset, kind, "\(reason) (\(length) bytes)")
@@ -155,7 +149,19 @@ public enum StoreVerifier {
                         problem(path, offset, .malformedRecord,
                                 "\(length) zero bytes follow the last record of a segment that is not the last")
                     }
+                } version: { version in
+                    decoder = RecordDecoders.decoder(for: version, blobs: blobStore)
                 }
+            } catch FileStoreError.inconsistentSegments(_, _) {
+                problem(path, 0, .missingSegment, "the manifest lists segment \(number) but it does not exist")
+            } catch {
+                let (kind, offset) = classify(error)
+                problem(path, offset, kind, "\(error)")
+            }
+            if let snapshot, snapshot.arrived < snapshot.rows {
+                problem(path, snapshot.offset, .incompleteSnapshot,
+                        "the snapshot lists \(snapshot.rows) rows and \(snapshot.arrived) follow it intact: "
+                            + "no open uses part of a snapshot")
             }
         }
 
@@ -175,8 +181,10 @@ public enum StoreVerifier {
                 for (slot, attribute) in entity.attributes.enumerated() where attribute.has(.externalStorage) {
                     guard case .external(let blob) = row.attributes[slot] else { continue }
                     let path = blobStore.path(of: blob.name)
+                    // At most one byte more than the record says: a longer file (a hole, say) is told without
+                    // reading it.
                     let bytes: [UInt8]
-                    do { bytes = try fileSystem.read(path) } catch {
+                    do { bytes = try fileSystem.read(path, from: 0, count: blob.size + 1) } catch {
                         let missing = isMissing(error)
                         problem(path, 0, missing ? .missingBlob : classify(error).0,
                                 "\(row.id).\(attribute.name) names a blob that "
@@ -184,7 +192,8 @@ public enum StoreVerifier {
                         continue
                     }
                     if bytes.count != blob.size {
-                        problem(path, 0, .blobSizeMismatch, "\(bytes.count) bytes; the record says \(blob.size)")
+                        let size = (try? fileSystem.status(path)?.size) ?? bytes.count
+                        problem(path, 0, .blobSizeMismatch, "\(size) bytes; the record says \(blob.size)")
                     } else if SHA256Digest.hexString(Data(bytes)) != blob.name {
                         problem(path, 0, .blobChecksumMismatch, "its bytes do not hash to its name")
                     }
@@ -257,30 +266,43 @@ public enum StoreVerifier {
     }
 }
 
-extension RecordFrame {
-    /// Visits the intact records of `buffer` from `start`, and the damaged stretches between them: for each, its
-    /// offset, its length (to the next intact record, or the end), the reason, and whether an intact record follows.
-    /// Zeros from the end of a record to the end of the buffer are reserved space, not damage: `reserved` gets
-    /// their offset and length.
-    static func walk(_ buffer: UnsafeRawBufferPointer, from start: Int,
-                     record: (_ payload: Range<Int>, _ next: Int) -> Void,
-                     damaged: (_ offset: Int, _ length: Int, _ reason: String, _ resumes: Bool) -> Void,
-                     reserved: (_ offset: Int, _ length: Int) -> Void = { _, _ in }) {
-        var offset = start
-        while offset < buffer.count {
-            switch scan(buffer, at: offset) {
-            case let .record(payload, next):
-                record(payload, next)
-                offset = next
-            case .truncated where isReservedSpace(buffer, from: offset),
-                 .invalid where isReservedSpace(buffer, from: offset):
-                reserved(offset, buffer.count - offset)
-                return
-            case .truncated(let reason), .invalid(let reason):
-                let resume = nextIntactRecord(in: buffer, after: offset)
-                damaged(offset, (resume ?? buffer.count) - offset, reason, resume != nil)
-                offset = resume ?? buffer.count
+extension SegmentScan {
+    /// Visits the intact records of the segment at `path` and the damaged stretches between them, reading the
+    /// file in bounded pieces (as ``read(_:number:fileSystem:from:)`` does, resuming after each damaged stretch):
+    /// `record` gets each payload, its offset and where the next record starts; `undecodable` an intact record that
+    /// cannot be decoded (a zero byte in it); `damaged` each damaged stretch's offset, length (to the next intact
+    /// record, or the end), reason, and whether no intact record follows it. Zeros after the last record are
+    /// reserved space, not damage: `reserved` gets their offset and length. `version` gets the segment's format
+    /// version before any record.
+    ///
+    /// - Returns: the segment's format version.
+    /// - Throws: what reading the segment throws: a missing file, a magic line not a segment's of a known version.
+    @discardableResult
+    static func walk(_ path: String, number: Int, fileSystem: any StoreFileSystem,
+                     record: (_ payload: UnsafeRawBufferPointer, _ offset: Int, _ next: Int) -> Void,
+                     undecodable: (_ offset: Int, _ length: Int, _ reason: String) -> Void,
+                     damaged: (_ offset: Int, _ length: Int, _ reason: String, _ isTorn: Bool) -> Void,
+                     reserved: (_ offset: Int, _ length: Int) -> Void = { _, _ in },
+                     version opened: (_ version: Int) -> Void = { _ in }) throws -> Int {
+        var scan = try read(path, number: number, fileSystem: fileSystem)
+        let version = scan.version
+        opened(version)
+        while true {
+            scan.bytes.withUnsafeBytes { buffer in
+                for range in scan.records { record(scan.payload(range, in: buffer), range.lowerBound, range.upperBound + 1) }
             }
+            var resume: Int?
+            if let bad = scan.undecodable {
+                undecodable(bad.offset, bad.end - bad.offset, bad.reason)
+                resume = bad.end
+            } else if let tail = scan.tail {
+                damaged(tail.offset, (tail.resumes ?? scan.fileSize) - tail.offset, tail.reason, tail.isTorn)
+                resume = tail.resumes
+            } else if scan.reserved > 0 {
+                reserved(scan.end, scan.reserved)
+            }
+            guard let resume, resume < scan.fileSize else { return version }
+            scan = try read(path, number: number, fileSystem: fileSystem, from: (resume, version))
         }
     }
 }

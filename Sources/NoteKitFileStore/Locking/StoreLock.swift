@@ -6,19 +6,20 @@ import Glibc
 
 /// The one-writer rule: a writable open holds an exclusive `flock` on the store's `LOCK` file.
 enum StoreLock {
-    /// Takes the lock, waiting up to `timeout` seconds (nil: not at all) for another holder to release it.
+    /// Takes the lock, waiting up to `timeout` seconds (nil: not at all) for another holder to release it. The
+    /// wait is measured by the monotonic clock: a wall clock stepped back (or ahead) neither prolongs nor cuts it.
     ///
     /// - Throws: ``FileStoreError/lockedInThisProcess(path:)`` when the lock stays held by another open of this
     ///   process, ``FileStoreError/locked(path:)`` when it stays held elsewhere, or an I/O error.
     static func acquire(_ layout: StoreLayout, fileSystem: any StoreFileSystem,
-                        timeout: Double?) throws -> any StoreLockHandle {
-        let deadline = Date().addingTimeInterval(timeout ?? 0)
+                        timeout: Double?, clocks: StoreClocks = .system) throws -> any StoreLockHandle {
+        let deadline = clocks.monotonic() + .seconds(timeout ?? 0)
         // flock has no timeout: try, then sleep, starting short (another writer's save takes well under a
         // millisecond on a fast disk) and doubling up to 10 ms.
         var pause: UInt32 = 50
         while true {
             if let handle = try fileSystem.tryLock(layout.lock) { return HeldStoreLock(handle, path: layout.lock) }
-            guard let timeout, timeout > 0, Date() < deadline else {
+            guard let timeout, timeout > 0, clocks.monotonic() < deadline else {
                 throw HeldStoreLock.isHeldInThisProcess(layout.lock)
                     ? FileStoreError.lockedInThisProcess(path: layout.root) : FileStoreError.locked(path: layout.root)
             }

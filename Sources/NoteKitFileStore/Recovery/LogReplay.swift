@@ -1,13 +1,27 @@
 import FoundationEssentials
 import NoteKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The frames of one segment file: where its intact records are, and what, if anything, follows the last one.
+///
+/// The file is read in pieces of at most 8 MiB, never by its length: memory holds the records up to the last
+/// intact one (which a replay decodes anyway) and one piece, or one record's claimed length when that is larger
+/// (at most ``RecordFrame/maximumPayloadLength``, and only as far as the bytes hold no zero). Zeros after the last
+/// record are read a piece at a time and not kept, and only up to ``RecordFrame/maximumReservedSpace``: a hole of any
+/// size (`truncate -s +8G`) costs one piece of memory.
 struct SegmentScan {
     let number: Int
     let path: String
-    let bytes: [UInt8]
+    /// The file's bytes from `base` to the end of the last intact record (nothing after it is kept).
+    private(set) var bytes: [UInt8] = []
+    /// The file offset of `bytes[0]`: 0, or the offset a scan resumed at.
+    let base: Int
     let version: Int
-    /// The payload ranges of the intact records, in order.
+    /// The payload ranges of the intact records, in order, as offsets in the file.
     var records: [Range<Int>] = []
     /// The offset just past the last intact record.
     var end: Int
@@ -15,49 +29,268 @@ struct SegmentScan {
     var tail: Tail?
     /// How many zero bytes of reserved space follow the last intact record.
     var reserved = 0
+    /// The file's length when it was read.
+    private(set) var fileSize: Int
+    /// An intact record (checksum and all) whose payload holds a zero byte: it cannot be decoded (JSON text has no
+    /// zero byte), and its bytes were not kept. The scan stops there: its offset, where it ends, and why.
+    var undecodable: (offset: Int, end: Int, reason: String)?
 
     struct Tail: Equatable {
         let offset: Int
         let reason: String
         /// True when no intact record follows: a torn tail if this is the last segment.
         let isTorn: Bool
+        /// Where the next intact record begins, when one follows.
+        var resumes: Int? = nil
     }
 
-    /// Reads the file and finds its records, without decoding any payload.
+    /// Bytes read at a time.
+    static let piece = 8 << 20
+
+    /// The bytes of the record payload at `range` (file offsets), in `buffer`, the scan's ``bytes``.
+    func payload(_ range: Range<Int>, in buffer: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: buffer[(range.lowerBound - base)..<(range.upperBound - base)])
+    }
+
+    /// Reads the file and finds its records, without decoding any payload: from its start (checking the magic
+    /// line), or from `resume`, the offset of a record in a segment of format `version`.
     ///
-    /// - Throws: an I/O error, or ``FileStoreError`` when the magic line is not a segment's of a known version.
-    static func read(_ path: String, number: Int, fileSystem: any StoreFileSystem) throws -> SegmentScan {
-        let bytes: [UInt8]
-        do { bytes = try fileSystem.read(path) } catch let error as StoreIOError where error.code == 2 {
+    /// - Throws: an I/O error, or ``FileStoreError`` when the file is missing or the magic line is not a segment's
+    ///   of a known version.
+    /// - Complexity: O(bytes of the file up to what decides its tail); memory as the type says.
+    static func read(_ path: String, number: Int, fileSystem: any StoreFileSystem,
+                     from resume: (offset: Int, version: Int)? = nil) throws -> SegmentScan {
+        guard let status = try fileSystem.status(path) else {
             throw FileStoreError.inconsistentSegments(file: path, reason: "the manifest lists it but it does not exist")
         }
-        return try bytes.withUnsafeBytes { buffer in
-            let (version, start) = try MagicLine.parse(buffer, expecting: .segment, file: path)
-            var scan = SegmentScan(number: number, path: path, bytes: bytes, version: version, end: start)
-            var offset = start
-            while offset < buffer.count {
-                switch RecordFrame.scan(buffer, at: offset) {
-                case let .record(payload, next):
-                    scan.records.append(payload)
-                    offset = next
-                    scan.end = next
-                case .truncated where RecordFrame.isReservedSpace(buffer, from: offset),
-                     .invalid where RecordFrame.isReservedSpace(buffer, from: offset):
-                    scan.reserved = buffer.count - offset
-                    return scan
-                case let .truncated(reason):
-                    // A length that runs past the end may itself be the damage: intact records after it say so.
-                    let resumes = RecordFrame.nextIntactRecord(in: buffer, after: offset)
-                    scan.tail = Tail(offset: offset, reason: reason, isTorn: resumes == nil)
-                    return scan
-                case let .invalid(reason):
-                    let resumes = RecordFrame.nextIntactRecord(in: buffer, after: offset)
-                    scan.tail = Tail(offset: offset, reason: reason, isTorn: resumes == nil)
-                    return scan
+        var reader = PieceReader(path: path, fileSystem: fileSystem, size: status.size, base: resume?.offset ?? 0)
+        let version: Int, start: Int
+        if let resume {
+            (version, start) = (resume.version, resume.offset)
+        } else {
+            _ = try reader.load(through: min(64, reader.size))
+            (version, start) = try reader.bytes.withUnsafeBytes {
+                try MagicLine.parse($0, expecting: .segment, file: path)
+            }
+        }
+        var scan = SegmentScan(number: number, path: path, base: reader.base, version: version, end: start,
+                               fileSize: reader.size)
+        try scan.scanRecords(from: start, with: &reader)
+        // Keep the records, not the piece read past them.
+        reader.bytes.removeSubrange(min(reader.bytes.count, scan.end - reader.base)...)
+        scan.bytes = reader.bytes
+        scan.fileSize = reader.size
+        return scan
+    }
+
+    private mutating func scanRecords(from start: Int, with reader: inout PieceReader) throws {
+        var offset = start
+        while offset < reader.size {
+            guard try reader.load(through: offset + 1) else { break }   // the file shrank
+            if reader.byte(at: offset) == 0 {
+                let zeros = try reader.zeroRun(from: offset, limit: RecordFrame.maximumReservedSpace + 1)
+                if zeros > RecordFrame.maximumReservedSpace {
+                    tail = Tail(offset: offset + RecordFrame.maximumReservedSpace,
+                                reason: "more than \(RecordFrame.maximumReservedSpace) zero bytes follow the last "
+                                    + "record at byte \(offset); reserved space is at most "
+                                    + "\(RecordFrame.maximumReservedSpace) bytes", isTorn: false)
+                } else if offset + zeros >= reader.size {
+                    reserved = reader.size - offset
+                } else {
+                    let resumes = try reader.nextIntactRecord(after: offset)
+                    tail = Tail(offset: offset, reason: "\(zeros) zero bytes where a record should begin",
+                                isTorn: resumes == nil, resumes: resumes)
+                }
+                return
+            }
+            let left = reader.size - offset
+            guard left >= RecordFrame.headerLength else {
+                tail = Tail(offset: offset, reason: "\(left) bytes left, fewer than a record header", isTorn: true)
+                return
+            }
+            _ = try reader.load(through: offset + RecordFrame.headerLength)
+            let header = reader.bytes.withUnsafeBytes { RecordFrame.parseHeader($0, at: offset - reader.base) }
+            if let header, header.length <= RecordFrame.maximumPayloadLength,
+               offset + RecordFrame.headerLength + header.length + 1 <= reader.size {
+                let payloadStart = offset + RecordFrame.headerLength
+                let recordEnd = payloadStart + header.length + 1
+                if let zero = try reader.loadPayload(from: payloadStart, through: recordEnd) {
+                    // Not kept, nor loaded further: checked as it streams by.
+                    if let reason = try reader.streamedFrameProblem(payload: payloadStart..<(recordEnd - 1),
+                                                                   checksum: header.checksum) {
+                        let resumes = try reader.nextIntactRecord(after: offset)
+                        tail = Tail(offset: offset, reason: reason, isTorn: resumes == nil, resumes: resumes)
+                    } else {
+                        undecodable = (payloadStart, recordEnd,
+                                       "a zero byte at byte \(zero) of the payload (JSON text has none)")
+                    }
+                    return
                 }
             }
-            return scan
+            // The whole claimed record is in memory (or the header says it cannot be one): the frame decides.
+            let scanned = reader.bytes.withUnsafeBytes { RecordFrame.scan($0, at: offset - reader.base) }
+            switch scanned {
+            case let .record(payload, next):
+                records.append((payload.lowerBound + reader.base)..<(payload.upperBound + reader.base))
+                offset = next + reader.base
+                end = offset
+            case .truncated(let reason):
+                // A length that runs past the end may itself be the damage: intact records after it say so.
+                let resumes = try reader.nextIntactRecord(after: offset)
+                tail = Tail(offset: offset, reason: Self.pastTheEnd(header, at: offset, size: reader.size) ?? reason,
+                            isTorn: resumes == nil, resumes: resumes)
+                return
+            case .invalid(let reason):
+                let resumes = try reader.nextIntactRecord(after: offset)
+                tail = Tail(offset: offset, reason: reason, isTorn: resumes == nil, resumes: resumes)
+                return
+            }
         }
+    }
+
+    /// The reason for a record whose claimed length runs past the file's end (as ``RecordFrame/scan(_:at:)`` words
+    /// it for a whole file in memory).
+    private static func pastTheEnd(_ header: (length: Int, checksum: UInt32)?, at offset: Int, size: Int) -> String? {
+        guard let header, header.length <= RecordFrame.maximumPayloadLength else { return nil }
+        let end = offset + RecordFrame.headerLength + header.length + 1
+        guard end > size else { return nil }
+        return "record of \(header.length) bytes ends \(end - size) bytes past the end of the file"
+    }
+}
+
+/// Reads a file in pieces: the bytes kept so far (`bytes`, from `base`), and reads of what follows that keep
+/// nothing (runs of zeros, a search for the next intact record, a payload's checksum).
+private struct PieceReader {
+    let path: String
+    let fileSystem: any StoreFileSystem
+    /// The file's length; lowered when a read finds the file shorter.
+    var size: Int
+    let base: Int
+    var bytes: [UInt8] = []
+
+    init(path: String, fileSystem: any StoreFileSystem, size: Int, base: Int) {
+        self.path = path
+        self.fileSystem = fileSystem
+        self.size = size
+        self.base = base
+    }
+
+    private var loadedEnd: Int { base + bytes.count }
+
+    func byte(at offset: Int) -> UInt8 { bytes[offset - base] }
+
+    /// Reads at most `count` bytes at `offset`, noting a file that turned out shorter.
+    private mutating func read(at offset: Int, count: Int) throws -> [UInt8] {
+        let piece = try fileSystem.read(path, from: offset, count: count)
+        if piece.count < count { size = offset + piece.count }
+        return piece
+    }
+
+    /// Keeps the bytes up to `target` (in one read when it is far); returns whether the file reaches it.
+    mutating func load(through target: Int) throws -> Bool {
+        while loadedEnd < min(target, size) {
+            let piece = try read(at: loadedEnd, count: min(size, max(target, loadedEnd + SegmentScan.piece)) - loadedEnd)
+            if piece.isEmpty { break }
+            bytes += piece
+        }
+        return loadedEnd >= target
+    }
+
+    /// Keeps a record's bytes through `end`, a piece at a time, stopping at the first zero byte of its payload:
+    /// returns that zero's offset in the payload, or nil when the record is in memory without one.
+    mutating func loadPayload(from start: Int, through end: Int) throws -> Int? {
+        var checked = start
+        while true {
+            if checked < min(loadedEnd, end) {
+                let found = bytes.withUnsafeBytes { buffer -> Int? in
+                    let from = checked - base, count = min(loadedEnd, end) - checked
+                    return memchr(buffer.baseAddress! + from, 0, count).map { UnsafeRawPointer($0) - buffer.baseAddress! + base }
+                }
+                if let found { return found - start }
+                checked = min(loadedEnd, end)
+            }
+            guard loadedEnd < end, loadedEnd < size else { return nil }
+            let piece = try read(at: loadedEnd, count: min(end, size, loadedEnd + SegmentScan.piece) - loadedEnd)
+            if piece.isEmpty { return nil }
+            bytes += piece
+        }
+    }
+
+    /// Checks a payload that is not all in memory as it streams by: its checksum against `checksum`, no newline in
+    /// it, and one after it. Returns what is wrong, or nil when the frame is intact.
+    mutating func streamedFrameProblem(payload: Range<Int>, checksum: UInt32) throws -> String? {
+        var crc: UInt32 = 0
+        var position = payload.lowerBound
+        while position < payload.upperBound {
+            let chunk: [UInt8]
+            if position < loadedEnd {
+                chunk = Array(bytes[(position - base)..<(min(loadedEnd, payload.upperBound) - base)])
+            } else {
+                chunk = try read(at: position, count: min(1 << 20, payload.upperBound - position))
+                if chunk.isEmpty { return "the file ended inside the record" }
+            }
+            let newline = chunk.withUnsafeBytes { memchr($0.baseAddress!, 0x0A, $0.count) != nil }
+            if newline { return "a newline inside the record's payload" }
+            crc = chunk.withUnsafeBytes { CRC32C.checksum($0, seed: crc) }
+            position += chunk.count
+        }
+        guard try read(at: payload.upperBound, count: 1) == [0x0A] else { return "record does not end with a newline" }
+        return CRC32C.masked(crc) == checksum ? nil : "checksum mismatch"
+    }
+
+    /// How many zero bytes begin at `offset`, counting at most `limit`; reads a piece at a time and keeps none.
+    mutating func zeroRun(from offset: Int, limit: Int) throws -> Int {
+        var position = offset
+        while position < size, position - offset < limit {
+            let chunk: [UInt8]
+            if position < loadedEnd {
+                chunk = Array(bytes[(position - base)..<(loadedEnd - base)])
+            } else {
+                chunk = try read(at: position, count: min(size - position, limit - (position - offset), 1 << 20))
+                if chunk.isEmpty { break }
+            }
+            if let nonZero = chunk.withUnsafeBytes({ RecordFrame.firstNonZero($0) }) {
+                return min(limit, position - offset + nonZero)
+            }
+            position += chunk.count
+        }
+        return min(limit, position - offset)
+    }
+
+    /// The offset of the next intact record after `offset`, if any, read a piece at a time. A record holds no zero
+    /// byte that matters here (one with a zero cannot be decoded): the search keeps only the current stretch of
+    /// bytes without zeros, and skips runs of zeros (a hole) without keeping them.
+    mutating func nextIntactRecord(after offset: Int) throws -> Int? {
+        var stretch: [UInt8] = [], stretchStart = offset
+        func search() -> Int? {
+            stretch.isEmpty ? nil : stretch.withUnsafeBytes { RecordFrame.nextIntactRecord(in: $0, after: 0) }
+                .map { stretchStart + $0 }
+        }
+        var position = offset
+        while position < size {
+            let chunk = try read(at: position, count: min(size - position, 1 << 20))
+            if chunk.isEmpty { break }
+            var index = 0
+            while index < chunk.count {
+                let zero = chunk.withUnsafeBytes { buffer in
+                    memchr(buffer.baseAddress! + index, 0, chunk.count - index).map { UnsafeRawPointer($0) - buffer.baseAddress! }
+                }
+                guard let zero else {
+                    stretch += chunk[index...]
+                    break
+                }
+                stretch += chunk[index..<zero]
+                if let found = search() { return found }
+                stretch.removeAll(keepingCapacity: true)
+                let next = chunk.withUnsafeBytes {
+                    RecordFrame.firstNonZero(UnsafeRawBufferPointer(rebasing: $0[zero...])).map { zero + $0 }
+                }
+                index = next ?? chunk.count
+                stretchStart = position + index
+            }
+            position += chunk.count
+        }
+        return search()
     }
 }
 
@@ -197,7 +430,7 @@ struct LogReplay {
         }
         try scan.bytes.withUnsafeBytes { buffer in
             for (index, range) in scan.records.enumerated() {
-                let payload = UnsafeRawBufferPointer(rebasing: buffer[range])
+                let payload = scan.payload(range, in: buffer)
                 let record = try decoder.decode(payload, offset: range.lowerBound, file: scan.path,
                                                 schema: schemas.last)
                 if index == 0 {
@@ -223,6 +456,10 @@ struct LogReplay {
                 }
                 try apply(record, at: range.lowerBound, file: scan.path)
             }
+        }
+        if let undecodable = scan.undecodable {
+            throw FileStoreError.undecodableRecord(file: scan.path, offset: undecodable.offset,
+                                                   reason: undecodable.reason)
         }
         if scan.records.isEmpty {
             throw FileStoreError.damagedRecord(file: scan.path, offset: scan.tail?.offset ?? scan.end,
@@ -252,7 +489,7 @@ struct LogReplay {
         segmentSizes[scan.number] = scan.end
         segmentVersions[scan.number] = scan.version
         if let tail = scan.tail {
-            tornTail = (scan.number, scan.path, tail.offset, scan.bytes.count - tail.offset, tail.reason)
+            tornTail = (scan.number, scan.path, tail.offset, scan.fileSize - tail.offset, tail.reason)
         }
     }
 

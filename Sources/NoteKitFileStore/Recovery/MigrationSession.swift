@@ -25,7 +25,8 @@ final class FileStoreMigrationSession: StoreMigrationSession {
         let layout = StoreLayout(root: configuration.url.path)
         let fileSystem = configuration.fileSystem
         if configuration.mode != .readOnly && fileSystem.exists(layout.root) {
-            lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout ?? 30)
+            lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout ?? 30,
+                                            clocks: configuration.clocks)
         }
         do {
             storedSchemaHistory = fileSystem.exists(layout.manifest)

@@ -8,6 +8,9 @@ extension FileStore {
         public var transactionsKept: Int = 0
         /// Objects in the new store.
         public var objectsKept: Int = 0
+        /// The segment files whose records the new store's state comes from, in order: from the last segment whose
+        /// snapshot arrived whole (a compaction's), or from the first segment when none did.
+        public var segmentsUsed: [String] = []
         /// Stretches of bytes that were not intact records: file, offset, length, reason.
         public var skippedBytes: [Skipped] = []
         /// Intact records that could not be used: file, offset, reason (undecodable, or a transaction that depends
@@ -29,16 +32,24 @@ extension FileStore {
     /// Copies every intact transaction of the damaged store at `source` into a new store at `destination`, and
     /// reports what it left out. `source` is only read.
     ///
-    /// Damaged stretches are skipped by finding the next intact record. A transaction is kept when it applies to
-    /// the state rebuilt so far (one that updates or deletes an object a lost transaction created is left out, and
-    /// so is one whose number does not follow, which marks a gap). The new store holds the result as a snapshot,
-    /// with the stored schema history.
+    /// Every segment file in `segments/` is considered, in the order of their numbers, whether the manifest names
+    /// it or not (a copy taken while a compaction wrote, or a manifest naming segments that are gone, still has
+    /// the older segments beside it); one that belongs to another store is left out. Damaged stretches are skipped
+    /// by finding the next intact record. A compaction's snapshot is used whole or not at all: it replaces the
+    /// state rebuilt so far only when all the rows it lists arrived intact (otherwise the segment is left out and
+    /// the state of the segments before it stands). A transaction is kept when it applies to the state rebuilt so
+    /// far (one that updates or deletes an object a lost transaction created is left out, and so is one whose
+    /// number does not follow, which marks a gap). The new store holds the result as a snapshot, with the stored
+    /// schema history; ``SalvageReport/segmentsUsed`` names the segments it comes from.
     ///
     /// - Parameters:
     ///   - source: the damaged store's directory.
     ///   - destination: where to create the new store; it must not exist.
     ///   - fileSystem: the file operations to use.
-    /// - Throws: ``FileStoreError`` when `destination` exists or `source` holds no readable schema; I/O errors.
+    /// - Throws: ``FileStoreError/nothingToSalvage(path:reason:)`` when no segment holds a whole state (a schema,
+    ///   and every row of any snapshot used), ``FileStoreError/inconsistentSegments(file:reason:)`` when
+    ///   `destination` exists; I/O errors.
+    /// - Complexity: reads every segment once; memory is proportional to the state rebuilt.
     public static func salvage(from source: URL, to destination: URL,
                                fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> SalvageReport {
         let layout = StoreLayout(root: source.path), target = StoreLayout(root: destination.path)
@@ -46,39 +57,42 @@ extension FileStore {
             throw FileStoreError.inconsistentSegments(file: target.root, reason: "the salvage destination exists")
         }
         var report = SalvageReport()
-        // The manifest says which segments count; without a readable one, every segment file does, in order.
-        let numbers: [Int]
-        var storeID: UUID?
-        if let manifest = try? SegmentLog.readManifest(layout: layout, fileSystem: fileSystem) {
-            numbers = manifest.segments
-            storeID = manifest.store
-        } else {
-            numbers = ((try? fileSystem.contentsOfDirectory(layout.segments)) ?? []).compactMap(StoreLayout.segmentNumber)
+        // Every segment file counts, named by the manifest or not; the manifest only says which store they must
+        // belong to, and which are missing.
+        let manifest = try? SegmentLog.readManifest(layout: layout, fileSystem: fileSystem)
+        var storeID = manifest?.store
+        if manifest == nil {
             report.skippedRecords.append(.init(file: layout.manifest, offset: 0, length: 0,
                                                reason: "the manifest is unreadable; every segment file was read"))
         }
+        let present = (try? fileSystem.contentsOfDirectory(layout.segments))?.compactMap(StoreLayout.segmentNumber)
+        for number in manifest?.segments ?? [] where !(present?.contains(number) ?? true) {
+            report.skippedBytes.append(.init(file: layout.segment(number), offset: 0, length: 0,
+                                             reason: "the manifest lists the segment but it is missing"))
+        }
+        let numbers = Set(present ?? manifest?.segments ?? []).sorted()
 
         let sourceBlobs = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
         var schemas: [Schema] = []
         var state = SalvageState()
         for number in numbers {
             let path = layout.segment(number)
-            guard let bytes = try? fileSystem.read(path) else {
-                report.skippedBytes.append(.init(file: path, offset: 0, length: 0, reason: "the segment is missing"))
-                continue
-            }
-            bytes.withUnsafeBytes { buffer in
-                guard let (version, start) = try? MagicLine.parse(buffer, expecting: .segment, file: path),
-                      let decoder = RecordDecoders.decoder(for: version, blobs: sourceBlobs) else {
-                    report.skippedBytes.append(.init(file: path, offset: 0, length: buffer.count,
-                                                     reason: "not a segment of a format this build reads"))
-                    return
-                }
-                RecordFrame.walk(buffer, from: start) { payload, next in
-                    let offset = payload.lowerBound - RecordFrame.headerLength
+            // What stands before this segment, restored when the segment turns out to hold a partial snapshot.
+            let before = (state: state, schemas: schemas, kept: report.transactionsKept, used: report.segmentsUsed)
+            var segment = SegmentProgress(number: number)
+            var decoder: (any RecordDecoding)?
+            var fileEnd = 0
+            do {
+                try SegmentScan.walk(path, number: number, fileSystem: fileSystem) { payload, payloadOffset, next in
+                    fileEnd = next
+                    guard segment.leftOut == nil, let decoder else { return }
+                    let offset = payloadOffset - RecordFrame.headerLength
                     do {
-                        let record = try decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[payload]),
-                                                        offset: payload.lowerBound, file: path, schema: schemas.last)
+                        let record = try decoder.decode(payload, offset: payloadOffset, file: path, schema: schemas.last)
+                        if let reason = segment.take(record, at: offset, after: state.lastTransaction) {
+                            segment.leftOut = (offset, reason)
+                            return
+                        }
                         switch record {
                         case .schema(let schema):
                             schemas.append(schema)
@@ -94,6 +108,9 @@ extension FileStore {
                             state.schemaInForce(migration.schema)
                         case .segment(let header):
                             if storeID == nil { storeID = header.store }
+                            if header.store != storeID {
+                                segment.leftOut = (offset, "it belongs to store \(header.store), not \(storeID!)")
+                            }
                         default:
                             if let reason = state.apply(record) {
                                 report.skippedRecords.append(.init(file: path, offset: offset, length: next - offset,
@@ -106,13 +123,46 @@ extension FileStore {
                         report.skippedRecords.append(.init(file: path, offset: offset, length: next - offset,
                                                            reason: "\(error)"))
                     }
+                } undecodable: { offset, length, reason in
+                    fileEnd = offset + length
+                    report.skippedRecords.append(.init(file: path, offset: offset, length: length, reason: reason))
                 } damaged: { offset, length, reason, _ in
+                    fileEnd = offset + length
                     report.skippedBytes.append(.init(file: path, offset: offset, length: length, reason: reason))
+                } version: { version in
+                    decoder = RecordDecoders.decoder(for: version, blobs: sourceBlobs)
                 }
+            } catch FileStoreError.inconsistentSegments(_, _) {
+                report.skippedBytes.append(.init(file: path, offset: 0, length: 0, reason: "the segment is missing"))
+                continue
+            } catch {
+                report.skippedBytes.append(.init(file: path, offset: 0, length: 0,
+                                                 reason: "not a segment of a format this build reads: \(error)"))
+                continue
+            }
+            if segment.leftOut == nil, let partial = segment.partialSnapshot {
+                segment.leftOut = partial
+            }
+            if let (offset, reason) = segment.leftOut {
+                // Only part of this segment's state arrived: none of it is used, and what came before stands.
+                (state, schemas, report.transactionsKept, report.segmentsUsed) = before
+                report.skippedRecords.append(.init(file: path, offset: offset, length: max(0, fileEnd - offset),
+                                                   reason: reason + "; the segment was left out"))
+            } else if let snapshotSchemas = segment.snapshotSchemas {
+                // A whole snapshot replaces everything before it, schema history included (the compaction wrote
+                // all of it again).
+                schemas = snapshotSchemas
+                report.segmentsUsed = [path]
+            } else if segment.used {
+                report.segmentsUsed.append(path)
             }
         }
         guard let schema = schemas.last else {
-            throw FileStoreError.undecodableRecord(file: layout.root, offset: 0, reason: "no readable schema record")
+            let reasons = (report.skippedBytes + report.skippedRecords).prefix(3).map(\.description)
+            throw FileStoreError.nothingToSalvage(
+                path: layout.root,
+                reason: "no segment holds a readable schema and whole state"
+                    + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: "; ")))"))
         }
 
         // Write the new store: the schema history, a snapshot and the rows, copying the blobs they name.
@@ -133,16 +183,116 @@ extension FileStore {
                                         records: records)
         try log.close()
         let targetBlobs = BlobStore(directory: target.blobs, fileSystem: fileSystem)
-        for name in referencedBlobs(rows, schema: schema) {
-            if let bytes = try? fileSystem.read(sourceBlobs.path(of: name)) {
-                _ = try targetBlobs.write(Data(bytes))
-            } else {
-                report.skippedRecords.append(.init(file: sourceBlobs.path(of: name), offset: 0, length: 0,
-                                                   reason: "the blob is missing; objects naming it keep the reference"))
+        for blob in referencedBlobReferences(rows, schema: schema) {
+            // Read as a fetch reads it: at most its recorded size (and one byte to tell a longer file), checked.
+            do {
+                _ = try targetBlobs.write(try sourceBlobs.reference(name: blob.name, size: blob.size).load())
+            } catch {
+                report.skippedRecords.append(.init(file: sourceBlobs.path(of: blob.name), offset: 0, length: 0,
+                                                   reason: "the blob is missing or damaged (\(error)); objects "
+                                                       + "naming it keep the reference"))
             }
         }
         report.objectsKept = rows.count
         return report
+    }
+}
+
+extension FileStore {
+    /// The blobs live rows reference, with the sizes their records give, once each.
+    static func referencedBlobReferences(_ rows: [ModelSnapshot], schema: Schema) -> [ExternalData] {
+        var seen = Set<String>(), blobs: [ExternalData] = []
+        for entity in schema.entities {
+            let slots = entity.attributes.indices.filter { entity.attributes[$0].has(.externalStorage) }
+            guard !slots.isEmpty else { continue }
+            for row in rows where row.id.entityName == entity.name {
+                for slot in slots {
+                    if case .external(let blob) = row.attributes[slot], seen.insert(blob.name).inserted {
+                        blobs.append(blob)
+                    }
+                }
+            }
+        }
+        return blobs.sorted { $0.name < $1.name }
+    }
+}
+
+/// What a salvage learns of one segment as it reads it: whether it opens with a compaction's snapshot, and
+/// whether all its rows arrived.
+private struct SegmentProgress {
+    /// The segment's number: only segment 1, a new store's, opens with a schema and no snapshot.
+    let number: Int
+    /// The schemas of the segment's opening, before its snapshot, and where the opening begins.
+    private var openingSchemas: [Schema] = []
+    private var openingOffset: Int?
+    private var openingHasHistory = false
+    private var isOpening = true
+    /// The snapshot: where it is, how many rows it lists and how many arrived.
+    private var snapshot: (offset: Int, rows: Int, arrived: Int)?
+    /// Whether any record of the segment changed the state.
+    private(set) var used = false
+    /// Why the segment is left out, and where: a partial or stale snapshot, another store's segment.
+    var leftOut: (offset: Int, reason: String)?
+
+    init(number: Int) { self.number = number }
+
+    /// Notes `record`, at `offset`, on a state at transaction `current`; returns why the segment cannot be used.
+    mutating func take(_ record: StoreRecord, at offset: Int, after current: UInt64) -> String? {
+        if let snapshot, snapshot.arrived < snapshot.rows {
+            guard case .rows(_, let rows) = record else { return partial(snapshot) }
+            guard snapshot.arrived + rows.count <= snapshot.rows else {
+                return "the snapshot at byte \(snapshot.offset) lists \(snapshot.rows) rows; more follow it"
+            }
+            self.snapshot?.arrived += rows.count
+            return nil
+        }
+        switch record {
+        case .segment, .manifest:
+            return nil
+        case .history:
+            if isOpening { openingHasHistory = true }
+            return nil
+        case .schema(let schema):
+            if isOpening {
+                openingSchemas.append(schema)
+                if openingOffset == nil { openingOffset = offset }
+            }
+        case let .snapshot(last, rows):
+            guard isOpening, snapshot == nil else {
+                return "a snapshot at byte \(offset) after the segment's opening"
+            }
+            guard last >= current else {
+                return "the snapshot at byte \(offset) is of transaction \(last), older than the state already "
+                    + "rebuilt from the segments before (transaction \(current))"
+            }
+            snapshot = (offset, rows, 0)
+        case .rows:
+            return "rows at byte \(offset) without a snapshot before them"
+        case .transaction, .migration, .trim:
+            isOpening = false
+        }
+        used = true
+        return nil
+    }
+
+    /// Why the segment's opening is not whole, when it is not: a snapshot some of whose rows are missing, or a
+    /// compaction's schemas and history with no snapshot after them (a new store's segment 1 holds one schema).
+    var partialSnapshot: (offset: Int, reason: String)? {
+        guard let snapshot else {
+            guard let openingOffset, openingHasHistory || openingSchemas.count > 1 || number != 1 else { return nil }
+            return (openingOffset, "the compaction's opening at byte \(openingOffset) is not followed by its snapshot: "
+                        + "part of a state is no committed state")
+        }
+        guard snapshot.arrived < snapshot.rows else { return nil }
+        return (snapshot.offset, partial(snapshot))
+    }
+
+    /// The schemas a whole snapshot brings, when the segment has one.
+    var snapshotSchemas: [Schema]? { snapshot == nil ? nil : openingSchemas }
+
+    private func partial(_ snapshot: (offset: Int, rows: Int, arrived: Int)) -> String {
+        "the snapshot at byte \(snapshot.offset) lists \(snapshot.rows) rows and only \(snapshot.arrived) arrived "
+            + "intact: part of a state is no committed state"
     }
 }
 

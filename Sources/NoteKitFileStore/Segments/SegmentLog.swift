@@ -67,10 +67,14 @@ final class SegmentLog {
     ///   the error says so and the caller must stop writing.
     func append(_ framed: [UInt8]) throws {
         let before = active.size
-        if reservation > 0, before + framed.count > reservedEnd {
-            // Best effort: without the reservation the append extends the file, as it always could.
-            let target = before + framed.count + reservation
-            if (try? active.reserve(upTo: target)) != nil { reservedEnd = target }
+        defer {
+            // Reserved after the record is written, never before: the zeros after the last record are then never
+            // more than the reservation, even when the process dies between the two calls (docs/FORMAT.md,
+            // *Reserved space*). Best effort: without the reservation appends extend the file, as they always could.
+            if reservation > 0, active.size > reservedEnd {
+                let target = active.size + reservation
+                if (try? active.reserve(upTo: target)) != nil { reservedEnd = target }
+            }
         }
         do {
             try framed.withUnsafeBytes { try active.append($0) }
@@ -153,6 +157,9 @@ final class SegmentLog {
             try replaceManifest(with: next)
         } catch {
             try? file.close()
+            // Before the rename no manifest names the new segment: on a full disk its space is given back at once
+            // rather than when the store is next opened. After it (writes stopped), the manifest may name it.
+            if case FileStoreError.writesStopped = error {} else { try? fileSystem.remove(layout.segment(number)) }
             throw error
         }
         let dropped = replacingAll ? manifest.segments : []
@@ -175,6 +182,7 @@ final class SegmentLog {
             try file.close()
         } catch {
             try? file.close()
+            try? fileSystem.remove(layout.temporaryManifest)
             throw error
         }
         // From the rename on, the manifest on disk may already be the new one: a failure leaves the store's state
@@ -219,6 +227,9 @@ final class SegmentLog {
             try fileSystem.syncDirectory(layout.segments)
         } catch {
             try? file.close()
+            // No manifest names it: a partial segment (a compaction at a full disk) is removed at once, so that
+            // its space is free for the saves that go on.
+            try? fileSystem.remove(path)
             throw error
         }
         return file
@@ -247,13 +258,24 @@ final class SegmentLog {
         try active.close()
     }
 
+    /// The longest manifest a reader reads.
+    static let maximumManifestSize = 16 << 20
+
     /// Reads the manifest of the store at `layout`.
     ///
     /// - Throws: ``FileStoreError`` when it is missing, damaged or of an unknown version.
     static func readManifest(layout: StoreLayout, fileSystem: any StoreFileSystem) throws -> Manifest {
         let bytes: [UInt8]
-        do { bytes = try fileSystem.read(layout.manifest) } catch let error as StoreIOError where error.code == 2 {
+        // A manifest lists segment numbers: 16 MiB holds more than a million. Reading one byte more tells a longer
+        // file (a hole, say) without reading it.
+        do {
+            bytes = try fileSystem.read(layout.manifest, from: 0, count: maximumManifestSize + 1)
+        } catch let error as StoreIOError where error.code == 2 {
             throw FileStoreError.inconsistentSegments(file: layout.manifest, reason: "the manifest is missing")
+        }
+        guard bytes.count <= maximumManifestSize else {
+            throw FileStoreError.damagedRecord(file: layout.manifest, offset: maximumManifestSize,
+                                               reason: "the manifest is longer than \(maximumManifestSize) bytes")
         }
         return try bytes.withUnsafeBytes { buffer in
             let (version, start) = try MagicLine.parse(buffer, expecting: .manifest, file: layout.manifest)
