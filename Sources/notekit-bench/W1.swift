@@ -129,6 +129,10 @@ enum W1 {
         try context.delete(notebook)
         try context.save()
         result.deleteFolderNullify = milliseconds(since: start)
+        // The loaded notes stay alive through every timed phase, as an app's list keeps them: a context does not keep
+        // objects nobody references, and without this the optimizer would free all 100,000 right after their last
+        // use, inside the single-update timing, and the delete would load the notebook's notes again.
+        withExtendedLifetime((all, byID)) {}
 
         // Bytes on disk after compaction.
         let store = container.store as! FileStore
