@@ -127,12 +127,18 @@ public struct POSIXFileSystem: StoreFileSystem {
         }
     }
 
-    /// One `lstat`: size, device, inode and modification time (of a link itself, which reading then refuses).
+    /// One `lstat`: size, device, inode and modification time of a regular file. Anything else (a link, a FIFO, a
+    /// socket, a device, a directory) is refused here, as opening it is, since its size means nothing: a reader that
+    /// sizes its reads by the status never mistakes a FIFO for an empty file.
     public func status(_ path: String) throws -> StoreFileStatus? {
         var status = stat()
         guard lstat(path, &status) == 0 else {
             if errno == ENOENT { return nil }
             throw StoreIOError(operation: "stat", path: path, code: errno)
+        }
+        let found = Self.kind(of: status.st_mode)
+        guard found == .regularFile else {
+            throw FileStoreError.unexpectedFileType(path: path, found: found, expected: .regularFile)
         }
         return StoreFileStatus(size: Int(status.st_size), identity: [
             Int64(bitPattern: UInt64(status.st_dev)), Int64(bitPattern: UInt64(status.st_ino)),

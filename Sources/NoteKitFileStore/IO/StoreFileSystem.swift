@@ -20,7 +20,8 @@ public protocol StoreFileSystem: Sendable {
     func read(_ path: String, from offset: Int) throws -> [UInt8]
     /// At most `count` bytes of the file at `path` from `offset` (fewer at the end).
     func read(_ path: String, from offset: Int, count: Int) throws -> [UInt8]
-    /// The size and identity of the file at `path`; nil when it does not exist.
+    /// The size and identity of the file at `path`; nil when it does not exist. A store file is a regular file:
+    /// an implementation refuses anything else with ``FileStoreError/unexpectedFileType(path:found:expected:)``.
     func status(_ path: String) throws -> StoreFileStatus?
     /// Creates a new, empty file (failing if it exists) and opens it for writing.
     func create(_ path: String) throws -> any StoreFile

@@ -63,11 +63,6 @@ struct SegmentScan {
         guard let status = try fileSystem.status(path) else {
             throw FileStoreError.inconsistentSegments(file: path, reason: "the manifest lists it but it does not exist")
         }
-        // Sized by lstat, read in pieces: what is there must be a regular file before its size means anything (a
-        // FIFO, a socket or a link has a size of its own, and a FIFO would block the read).
-        if let kind = try fileSystem.kind(of: path), kind != .regularFile {
-            throw FileStoreError.unexpectedFileType(path: path, found: kind, expected: .regularFile)
-        }
         var reader = PieceReader(path: path, fileSystem: fileSystem, size: status.size, base: resume?.offset ?? 0)
         let version: Int, start: Int
         if let resume {
