@@ -135,8 +135,8 @@ public final class FileStore: DataStore {
                     try fileSystem.remove(leftover)
                     report.removedLeftovers.append(leftover)
                 }
-                let log = try SegmentLog.create(layout: layout, fileSystem: fileSystem, store: UUID(), now: configuration.clocks.wall(),
-                                                records: [encoder.schema(schema)])
+                let log = try SegmentLog.create(layout: layout, fileSystem: fileSystem, store: UUID(),
+                                                now: configuration.clocks.wall(), records: [encoder.schema(schema)])
                 log.reservation = configuration.effectiveSegmentReservation
                 recovery = report
                 var created = State(rows: RowStorage(schema: schema), log: log, lock: lock, schemas: [schema],
@@ -332,15 +332,13 @@ public final class FileStore: DataStore {
             }
             throw error
         }
-        name = kept
         return .init(segment: torn.path, offset: torn.offset, length: torn.length, reason: torn.reason,
-                     quarantinedAt: name)
+                     quarantinedAt: kept)
     }
 
-    /// Copies `length` bytes of `path` from `offset` to `file`, a piece at a time, without the zeros at their end
-    /// (reserved space after a torn record is not part of it; the first byte is always copied).
     /// Whether two regular files hold the same bytes, compared in pieces.
-    private static func sameContents(_ first: String, _ second: String, fileSystem: any StoreFileSystem) throws -> Bool {
+    private static func sameContents(_ first: String, _ second: String,
+                                     fileSystem: any StoreFileSystem) throws -> Bool {
         guard let size = try fileSystem.status(first)?.size, try fileSystem.status(second)?.size == size else {
             return false
         }
@@ -354,6 +352,8 @@ public final class FileStore: DataStore {
         return true
     }
 
+    /// Copies `length` bytes of `path` from `offset` to `file`, a piece at a time, without the zeros at their end
+    /// (reserved space after a torn record is not part of it; the first byte is always copied).
     private static func copyTail(of path: String, from offset: Int, length: Int, to file: any StoreFile,
                                  fileSystem: any StoreFileSystem) throws {
         var position = offset, pendingZeros = 0
@@ -451,19 +451,24 @@ public final class FileStore: DataStore {
 
     /// The blob names live rows reference.
     static func referencedBlobs(_ rows: [ModelSnapshot], schema: Schema) -> Set<String> {
-        var names = Set<String>()
+        Set(referencedExternalData(rows, schema: schema).keys)
+    }
+
+    /// The blobs live rows reference, by name, with the size their records give.
+    static func referencedExternalData(_ rows: [ModelSnapshot], schema: Schema) -> [String: ExternalData] {
+        var blobs: [String: ExternalData] = [:]
         var externalSlots: [String: [Int]] = [:]
         for entity in schema.entities {
             let slots = entity.attributes.indices.filter { entity.attributes[$0].has(.externalStorage) }
             if !slots.isEmpty { externalSlots[entity.name] = slots }
         }
-        guard !externalSlots.isEmpty else { return [] }
+        guard !externalSlots.isEmpty else { return [:] }
         for row in rows {
             for slot in externalSlots[row.id.entityName] ?? [] {
-                if case .external(let blob) = row.attributes[slot] { names.insert(blob.name) }
+                if case .external(let blob) = row.attributes[slot] { blobs[blob.name] = blob }
             }
         }
-        return names
+        return blobs
     }
 
     // MARK: DataStore
@@ -548,7 +553,8 @@ public final class FileStore: DataStore {
         try state.withLock { state in try withWriteAccess(&state) { log, state in
             try state.rows.validate(changes)
             let stored = try recordingStop(&state) { try writeBlobs(changes) }
-            let transaction = Transaction(number: state.lastTransaction + 1, time: configuration.clocks.wall(), changes: stored)
+            let transaction = Transaction(number: state.lastTransaction + 1, time: configuration.clocks.wall(),
+                                          changes: stored)
             if !state.migrationHeld {
                 try write(transaction, to: log, &state)
             }
@@ -594,7 +600,9 @@ public final class FileStore: DataStore {
         let payload = encoder.transaction(transaction, schema: schema)
         if log.activeSize > configuration.maximumSegmentSize {
             let closedSize = log.activeSize
-            try recordingStop(&state) { try log.startSegment(with: [], replacingAll: false, now: configuration.clocks.wall()) }
+            try recordingStop(&state) {
+                try log.startSegment(with: [], replacingAll: false, now: configuration.clocks.wall())
+            }
             state.closedSegmentBytes += closedSize
         }
         try appendDurably(payload, what: "transaction \(transaction.number)", to: log, &state)

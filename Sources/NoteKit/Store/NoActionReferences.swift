@@ -24,9 +24,8 @@ package struct NoActionReferences: Sendable {
         var links: [String: [Link]] = [:]
         for entity in schema.entities {
             for (slot, relationship) in entity.relationships.enumerated() where relationship.deleteRule == .noAction {
-                guard let inverse = relationship.inverse,
-                      let inverseSlot = schema.entity(named: relationship.destination)?.relationshipIndex(named: inverse)
-                else { continue }
+                guard let inverse = relationship.inverse, let destination = schema.entity(named: relationship.destination),
+                      let inverseSlot = destination.relationshipIndex(named: inverse) else { continue }
                 links[entity.name, default: []].append(
                     Link(slot: slot, destination: relationship.destination, inverseSlot: inverseSlot))
             }
@@ -53,11 +52,12 @@ package struct NoActionReferences: Sendable {
                     let kind: RelationshipChange.Kind
                     switch targetRow.relationships[link.inverseSlot] {
                     case .toOne(let current) where current == deletion.id: kind = .toOne(nil)
-                    case .toMany(let ids) where ids.contains(deletion.id): kind = .toMany(added: [], removed: [deletion.id])
+                    case .toMany(let ids) where ids.contains(deletion.id):
+                        kind = .toMany(added: [], removed: [deletion.id])
                     default: continue
                     }
-                    updates.append(ModelUpdate(id: target, attributes: [],
-                                               relationships: [RelationshipChange(index: link.inverseSlot, kind: kind)]))
+                    let change = RelationshipChange(index: link.inverseSlot, kind: kind)
+                    updates.append(ModelUpdate(id: target, attributes: [], relationships: [change]))
                 }
             }
         }

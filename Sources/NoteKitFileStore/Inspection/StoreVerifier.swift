@@ -200,12 +200,8 @@ public enum StoreVerifier {
                 }
             }
         }
-        strayEntries(layout, manifest: manifest, referencedBlobs: Set(rows.flatMap { row in
-            row.attributes.compactMap { value -> String? in
-                if case .external(let blob) = value { return blob.name }
-                return nil
-            }
-        }), fileSystem: fileSystem, problem)
+        let referenced = schemas.last.map { FileStore.referencedBlobs(rows, schema: $0) } ?? []
+        strayEntries(layout, manifest: manifest, referencedBlobs: referenced, fileSystem: fileSystem, problem)
         return report
     }
 

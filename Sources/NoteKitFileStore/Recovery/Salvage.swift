@@ -183,7 +183,7 @@ extension FileStore {
                                         records: records)
         try log.close()
         let targetBlobs = BlobStore(directory: target.blobs, fileSystem: fileSystem)
-        for blob in referencedBlobReferences(rows, schema: schema) {
+        for blob in referencedExternalData(rows, schema: schema).values.sorted(by: { $0.name < $1.name }) {
             // Read as a fetch reads it: at most its recorded size (and one byte to tell a longer file), checked.
             do {
                 _ = try targetBlobs.write(try sourceBlobs.reference(name: blob.name, size: blob.size).load())
@@ -195,25 +195,6 @@ extension FileStore {
         }
         report.objectsKept = rows.count
         return report
-    }
-}
-
-extension FileStore {
-    /// The blobs live rows reference, with the sizes their records give, once each.
-    static func referencedBlobReferences(_ rows: [ModelSnapshot], schema: Schema) -> [ExternalData] {
-        var seen = Set<String>(), blobs: [ExternalData] = []
-        for entity in schema.entities {
-            let slots = entity.attributes.indices.filter { entity.attributes[$0].has(.externalStorage) }
-            guard !slots.isEmpty else { continue }
-            for row in rows where row.id.entityName == entity.name {
-                for slot in slots {
-                    if case .external(let blob) = row.attributes[slot], seen.insert(blob.name).inserted {
-                        blobs.append(blob)
-                    }
-                }
-            }
-        }
-        return blobs.sorted { $0.name < $1.name }
     }
 }
 
