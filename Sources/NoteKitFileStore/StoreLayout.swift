@@ -50,8 +50,8 @@ struct StoreLayout: Sendable {
         return isBlobName(name) ? name : nil
     }
 
-    /// Whether `name` is a SHA-256 in lowercase hexadecimal, as blob names are.
-    private static func isBlobName(_ name: String) -> Bool {
+    /// Whether `name` is a SHA-256 in lowercase hexadecimal, as blob names are (and nothing that is a path).
+    static func isBlobName(_ name: String) -> Bool {
         name.utf8.count == 64 && name.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 }

@@ -609,8 +609,7 @@ struct RecordDecoderV1: RecordDecoding {
         }
         guard let name, let size, size >= 0 else { throw fail(reader, "external data lacks blob or size") }
         // The name becomes a file name in blobs/: only a SHA-256 in lowercase hex, never a path.
-        guard name.utf8.count == 64, name.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
-        else {
+        guard StoreLayout.isBlobName(name) else {
             throw fail(reader, "external data names blob \(String(reflecting: name)), which is not a SHA-256 in hex")
         }
         guard let blobs else {
