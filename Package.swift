@@ -8,27 +8,33 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "NoteKit", targets: ["NoteKit"]),
+        // The notes domain (Note, Folder, NoteDrawing, NoteRevision, NoteAttachment and their rules), built on the
+        // engine like any dependent's models.
+        .library(name: "NoteKitNotes", targets: ["NoteKitNotes"]),
         .library(name: "NoteKitFileStore", targets: ["NoteKitFileStore"]),
         .executable(name: "notekit", targets: ["notekit"]),
         .executable(name: "notekit-stress", targets: ["notekit-stress"]),
     ],
     targets: [
         .target(name: "NoteKit"),
+        .target(name: "NoteKitNotes", dependencies: ["NoteKit"]),
         .target(name: "NoteKitFileStore", dependencies: ["NoteKit"]),
-        .executableTarget(name: "notekit", dependencies: ["NoteKit", "NoteKitFileStore"]),
-        .executableTarget(name: "notekit-bench", dependencies: ["NoteKit", "NoteKitFileStore"]),
+        .executableTarget(name: "notekit", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore"]),
+        .executableTarget(name: "notekit-bench", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore"]),
         // What both test targets share: the kinds of store every behaviour test runs on, temporary directories,
         // a file system that fails on purpose.
-        .target(name: "NoteKitTestSupport", dependencies: ["NoteKit", "NoteKitFileStore"], path: "Tests/TestSupport"),
+        .target(name: "NoteKitTestSupport", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore"], path: "Tests/TestSupport"),
         // The kill test's child and its long mode (docs/reliability/kill.md): `swift run -c release notekit-stress kill`.
-        .executableTarget(name: "notekit-stress", dependencies: ["NoteKit", "NoteKitFileStore", "NoteKitTestSupport"]),
+        .executableTarget(name: "notekit-stress", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitTestSupport"]),
         // Writes Fixtures/v1–v3 through the frozen schemas: `swift run notekit-fixtures Fixtures`.
         .executableTarget(name: "notekit-fixtures", dependencies: ["NoteKitTestSupport"], path: "Tests/FixtureGenerator"),
-        .testTarget(name: "NoteKitTests", dependencies: ["NoteKit", "NoteKitFileStore", "NoteKitTestSupport"]),
+        .testTarget(name: "NoteKitTests", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitTestSupport"]),
+        // The notes domain's rules (R1–R10, T1–T7) on both stores.
+        .testTarget(name: "NoteKitNotesTests", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitTestSupport"]),
         // Depends on the executables so that `swift test` builds them: the command-line tests run `notekit`, the
         // kill test runs `notekit-stress`.
         .testTarget(name: "FileStoreTests",
-                    dependencies: ["NoteKit", "NoteKitFileStore", "NoteKitTestSupport", "notekit", "notekit-stress"]),
+                    dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitTestSupport", "notekit", "notekit-stress"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import NoteKit
+import NoteKitNotes
 import NoteKitFileStore
 
 /// Workload H: what following a store's history costs once it is long. A store gets `transactions` saves (each

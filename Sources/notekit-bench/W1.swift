@@ -1,5 +1,6 @@
 import Foundation
 import NoteKit
+import NoteKitNotes
 import NoteKitFileStore
 
 /// Workload W1 (docs/BENCHMARKS.md), phase for phase as `shared/bench/sqlite_anchor.c` runs it on SQLite: the same

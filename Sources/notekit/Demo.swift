@@ -1,5 +1,6 @@
 import Foundation
 import NoteKit
+import NoteKitNotes
 import NoteKitFileStore
 
 /// `notekit demo`: the notes domain on a file store, end to end.

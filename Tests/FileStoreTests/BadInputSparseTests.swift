@@ -1,5 +1,6 @@
 import Foundation
 import NoteKit
+import NoteKitNotes
 import NoteKitTestSupport
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import NoteKitTestSupport
 import Testing
 @testable import NoteKit
+import NoteKitNotes
 
 private func hoursAfterReference(_ hours: Int) -> Date { Date(timeIntervalSinceReferenceDate: Double(hours) * 3600) }
 

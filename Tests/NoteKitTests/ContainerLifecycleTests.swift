@@ -3,6 +3,7 @@ import NoteKitFileStore
 import NoteKitTestSupport
 import Testing
 @testable import NoteKit
+import NoteKitNotes
 
 @Suite("Container lifecycle: closing and releasing a container, objects that outlive their context")
 struct ContainerLifecycleTests {

@@ -2,6 +2,7 @@ import Foundation
 import NoteKitTestSupport
 import Testing
 @testable import NoteKit
+import NoteKitNotes
 
 /// One model whose properties each make a mistake a porter makes (or, for the last ones, make none), type-checked
 /// once against the built module; each test reads the diagnostics of its lines.

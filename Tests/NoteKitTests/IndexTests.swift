@@ -2,6 +2,7 @@ import Foundation
 import NoteKitTestSupport
 import Testing
 @testable import NoteKit
+import NoteKitNotes
 
 /// 1,000 saved NoteRecords with distinct creation times (one minute apart, inserted in shuffled order), of which
 /// between 20 and 50 are pinned, chosen by a seeded generator.

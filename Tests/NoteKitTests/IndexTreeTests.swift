@@ -2,6 +2,7 @@ import FoundationEssentials
 import NoteKitTestSupport
 import Testing
 @testable import NoteKit
+import NoteKitNotes
 
 @Suite("Index tree")
 struct IndexTreeTests {

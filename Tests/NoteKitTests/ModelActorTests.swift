@@ -3,6 +3,7 @@ import NoteKitTestSupport
 import Synchronization
 import Testing
 @testable import NoteKit
+import NoteKitNotes
 
 // `NoteRecord` and `NotebookRecord` in this module are FetchModels' own; the FieldNotes records used here are reached
 // through `FieldNotePersistence` and `NoteStore`, and `PhotoRecord` is NoteKitTestSupport's.

@@ -1,5 +1,6 @@
 import Foundation
 import NoteKit
+import NoteKitNotes
 
 /// A model with an attribute of every kind NoteKit stores, for round trips through a store.
 public final class EveryType: PersistentModel {

@@ -1,5 +1,6 @@
 import Foundation
 import NoteKit
+import NoteKitNotes
 
 // The notes schema as it was before each change, frozen (DOMAIN.md M1). These declarations write Fixtures/v1–v3 and
 // must never change: editing one would make its fixture prove nothing. Each is today's declaration minus what the

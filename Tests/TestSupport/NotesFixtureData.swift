@@ -1,5 +1,6 @@
 import Foundation
 import NoteKit
+import NoteKitNotes
 import NoteKitFileStore
 
 /// What Fixtures/v1–v3 hold, described once: the generator writes it through the frozen declarations, and the

@@ -26,16 +26,34 @@ struct SnippetCompiler {
     }
 
     /// The diagnostics of type-checking `source` in Swift 6 mode, with `-I` the built modules.
-    func diagnostics(of source: String) throws -> [Diagnostic] {
+    ///
+    /// - Parameter module: a module the snippet may import, built first from its name and source (its own
+    ///   diagnostics are returned if it does not build).
+    func diagnostics(of source: String, importing module: (name: String, source: String)? = nil) throws -> [Diagnostic] {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notekit-snippet-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
+        let cache = directory.appendingPathComponent("cache").path
+        if let module {
+            let file = directory.appendingPathComponent("\(module.name).swift")
+            try Data(module.source.utf8).write(to: file)
+            let built = try run(["-emit-module", "-parse-as-library", "-module-name", module.name, "-swift-version", "6",
+                                 "-I", moduleDirectory.path, "-module-cache-path", cache,
+                                 "-emit-module-path", directory.appendingPathComponent("\(module.name).swiftmodule").path,
+                                 file.path], reporting: file)
+            if !built.isEmpty { return built }
+        }
         let file = directory.appendingPathComponent("Snippet.swift")
         try Data(source.utf8).write(to: file)
+        return try run(["-typecheck", "-swift-version", "6", "-I", moduleDirectory.path, "-I", directory.path,
+                        "-module-cache-path", cache, file.path], reporting: file)
+    }
+
+    /// Runs the compiler and returns the diagnostics it printed for `file`.
+    private func run(_ arguments: [String], reporting file: URL) throws -> [Diagnostic] {
         let process = Process()
         process.executableURL = swiftc
-        process.arguments = ["-typecheck", "-swift-version", "6", "-I", moduleDirectory.path,
-                             "-module-cache-path", directory.appendingPathComponent("cache").path, file.path]
+        process.arguments = arguments
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
@@ -44,13 +62,18 @@ struct SnippetCompiler {
         process.waitUntilExit()
         // `Snippet.swift:7:6: error: message`; the compiler also prints the source under each diagnostic.
         let prefix = file.path + ":"
-        return text.split(separator: "\n").compactMap { line -> Diagnostic? in
+        let diagnostics = text.split(separator: "\n").compactMap { line -> Diagnostic? in
             guard line.hasPrefix(prefix) else { return nil }
             let parts = line.dropFirst(prefix.count).split(separator: ":", maxSplits: 3)
             guard parts.count == 4, let number = Int(parts[0]) else { return nil }
             return Diagnostic(line: number, severity: parts[2].trimmingCharacters(in: .whitespaces),
                               message: parts[3].trimmingCharacters(in: .whitespaces))
         }
+        // A failure that names no line of the file (a module not found, a bad option) is still a failure.
+        if process.terminationStatus != 0, !diagnostics.contains(where: { $0.severity == "error" }) {
+            return diagnostics + [Diagnostic(line: 0, severity: "error", message: text)]
+        }
+        return diagnostics
     }
 
     private static func findSwiftc() -> URL? {

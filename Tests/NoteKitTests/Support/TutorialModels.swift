@@ -1,5 +1,6 @@
 import Foundation
 import NoteKit
+import NoteKitNotes
 
 /// Seed 003's tutorial models as a porter writes them for NoteKit (`@Model` replaced by the wrappers), in a
 /// namespace so that the entities keep the tutorial's names, `Note` and `Folder`.

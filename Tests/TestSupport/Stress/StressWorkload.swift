@@ -1,5 +1,6 @@
 import Foundation
 import NoteKit
+import NoteKitNotes
 
 /// The kill test's record of progress: step `number` of a ``StressWorkload`` inserts it in the same transaction as
 /// the rest of its changes, and step `number + StressWorkload.window` deletes it. So the steps a store holds are

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import NoteKit
 
 /// The editing rules of notes (T1–T7), in one place: creating a note, committing a draft of its text, setting its
 /// drawing, restoring an earlier version, and reading its history.

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import NoteKit
 
 /// A note: authored text with an optional event date, filed in at most one folder, with a drawing, a history of
 /// revisions and attached files.

@@ -1,4 +1,5 @@
 import Foundation
+import NoteKit
 
 /// Files attached to notes: adding, removing, opening, deleting a note with its files, and sweeping files no
 /// record references.

@@ -2,6 +2,7 @@ import Foundation
 import NoteKitTestSupport
 import Testing
 @testable import NoteKit
+import NoteKitNotes
 
 @Suite("Notes: delete rules and the folder hierarchy (R1–R7)")
 struct FolderHierarchyTests {

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Synchronization
+import NoteKit
 
 /// Where the notes helpers get the time, so that tests can say exactly when things happen (T7).
 public protocol NoteClock: Sendable {

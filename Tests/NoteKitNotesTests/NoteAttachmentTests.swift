@@ -2,6 +2,7 @@ import Foundation
 import NoteKitTestSupport
 import Testing
 @testable import NoteKit
+import NoteKitNotes
 
 @Suite("Notes: attachments and drawings (R8–R10)")
 struct NoteAttachmentTests {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import NoteKit
 
 /// A note's drawing. Its bytes use external storage: listing and fetching notes never reads them (R10).
 public final class NoteDrawing: PersistentModel {

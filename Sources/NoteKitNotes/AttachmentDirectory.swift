@@ -5,6 +5,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import NoteKit
 
 /// The file operations attachments need, behind a protocol so tests can make them fail.
 public protocol AttachmentFileSystem: Sendable {

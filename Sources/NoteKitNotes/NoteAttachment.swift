@@ -1,4 +1,5 @@
 import FoundationEssentials
+import NoteKit
 
 /// The record of a file attached to a note. The bytes live in the attachments directory the application owns, not
 /// in the store (R9): the record holds only the stored file's name, the original name, the content type and the

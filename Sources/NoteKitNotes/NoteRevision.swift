@@ -1,4 +1,5 @@
 import FoundationEssentials
+import NoteKit
 
 /// An earlier version of a note's authored content (T4, T5).
 public final class NoteRevision: PersistentModel {

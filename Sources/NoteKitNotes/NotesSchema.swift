@@ -1,3 +1,5 @@
+import NoteKit
+
 /// The notes domain's current schema: version 4, with attachments.
 ///
 /// Earlier versions grew by additive steps, each reopened by lightweight migration with no migration plan:

@@ -1,5 +1,6 @@
 import Foundation
 import NoteKit
+import NoteKitNotes
 import NoteKitTestSupport
 
 /// A notes container on one kind of store, with an editor on a manual clock and a temporary attachments directory.

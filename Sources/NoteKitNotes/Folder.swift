@@ -1,4 +1,5 @@
 import FoundationEssentials
+import NoteKit
 
 /// A folder of notes, possibly inside another folder. A folder with no parent is a root folder; the library
 /// itself is the conceptual root and is not stored.

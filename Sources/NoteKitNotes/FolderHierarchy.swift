@@ -1,5 +1,6 @@
 // SortDescriptor lives in Foundation proper on Linux.
 import Foundation
+import NoteKit
 
 /// A move the folder hierarchy refuses; nothing was changed.
 public enum FolderHierarchyError: Error, Sendable, Hashable, CustomStringConvertible {

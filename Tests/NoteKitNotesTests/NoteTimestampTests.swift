@@ -2,6 +2,7 @@ import Foundation
 import NoteKitTestSupport
 import Testing
 @testable import NoteKit
+import NoteKitNotes
 
 @Suite("Notes: timestamps and history (T1–T7)")
 struct NoteTimestampTests {
