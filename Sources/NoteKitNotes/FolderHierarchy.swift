@@ -59,7 +59,7 @@ public struct FolderHierarchy {
     ///
     /// On cyclic data, where the folder's parent is also inside it, the children become root folders instead.
     ///
-    /// - Throws: what ``ModelContext/delete(_:)`` throws.
+    /// - Throws: what `ModelContext.delete(_:)` throws.
     public func delete(_ folder: Folder) throws {
         var destination = folder.parent
         if let parent = destination, parent === folder || descendants(of: folder).contains(where: { $0 === parent }) {
@@ -110,7 +110,7 @@ public struct FolderHierarchy {
 
     /// The root folders, by name.
     ///
-    /// - Throws: what ``ModelContext/fetch(_:)`` throws.
+    /// - Throws: what `ModelContext.fetch(_:)` throws.
     public func roots() throws -> [Folder] {
         try context.fetch(FetchDescriptor<Folder>(predicate: #Predicate { $0.parent == nil },
                                                   sortBy: [SortDescriptor(\.name)]))
@@ -119,7 +119,7 @@ public struct FolderHierarchy {
     /// The folders whose chain of parents never reaches a root: they sit on a cycle or below one. Empty when the
     /// folders form a forest.
     ///
-    /// - Throws: what ``ModelContext/fetch(_:)`` throws.
+    /// - Throws: what `ModelContext.fetch(_:)` throws.
     /// - Complexity: O(folders).
     public func foldersOffTheTree() throws -> [Folder] {
         let folders = try context.fetch(FetchDescriptor<Folder>(sortBy: [SortDescriptor(\.name)]))
@@ -142,7 +142,7 @@ public struct FolderHierarchy {
 
     /// Whether the folders form a forest: every folder's chain of parents ends at a root.
     ///
-    /// - Throws: what ``ModelContext/fetch(_:)`` throws.
+    /// - Throws: what `ModelContext.fetch(_:)` throws.
     public func isForest() throws -> Bool {
         try foldersOffTheTree().isEmpty
     }

@@ -5,7 +5,7 @@ import NoteKit
 /// revisions and attached files.
 ///
 /// Create and edit notes through ``NoteEditor`` and attach files through ``NoteAttachments``: they own the
-/// timestamp and history rules (DOMAIN.md T1–T7), so callers never decide when `updatedAt` moves. Refiling
+/// timestamp and history rules (<doc:Rules>, T1–T7), so callers never decide when `updatedAt` moves. Refiling
 /// (`note.folder = other`) is organization, not authorship, and changes neither timestamp nor history.
 public final class Note: PersistentModel {
     /// A stable identifier of the note's own.

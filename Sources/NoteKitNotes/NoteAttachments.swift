@@ -37,8 +37,11 @@ public struct NoteAttachments {
     /// Attaches `data` to `note` as a new file, then saves the record (R8). `updatedAt` moves; no revision (T4).
     ///
     /// - Parameters:
+    ///   - data: the file's bytes, written to the attachments directory before the record is saved.
     ///   - originalName: the file's name as the user knew it; its extension is kept on the stored file.
     ///   - contentType: the file's media type.
+    ///   - note: the note the file is attached to.
+    /// - Returns: the saved attachment record.
     /// - Throws: the file system's error (nothing was recorded), or the save's error (the file is written and the
     ///   record stays pending in the context, so saving again completes the attachment).
     @discardableResult

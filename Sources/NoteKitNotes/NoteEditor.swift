@@ -73,8 +73,11 @@ public struct NoteEditor {
     /// Sets the note's drawing to `data`, or removes it when `data` is nil. A content change (T2, T4) unless the
     /// drawing is already exactly that.
     ///
+    /// - Parameters:
+    ///   - data: the drawing's bytes (kept in external storage, R10), or nil to remove the drawing.
+    ///   - note: the note to change.
     /// - Returns: whether the note changed.
-    /// - Throws: what ``ModelContext/delete(_:)`` throws when a drawing is removed.
+    /// - Throws: what `ModelContext.delete(_:)` throws when a drawing is removed.
     @discardableResult
     public func setDrawing(_ data: Data?, on note: Note) throws -> Bool {
         let current = note.drawing
