@@ -26,6 +26,9 @@ public final class FileStore: DataStore {
     private let encoder = RecordEncoder()
     let state: Locked<State>
     let broadcaster = HistoryBroadcaster()
+    /// Whether a migration session holds the store's lock for this open's whole life (a custom stage's store):
+    /// its writes then take no lock of their own, which would wait for the session's.
+    let lockHeldBySession: Bool
 
     struct State {
         var rows: RowStorage
@@ -105,6 +108,7 @@ public final class FileStore: DataStore {
         fileSystem = configuration.fileSystem
         layout = StoreLayout(root: configuration.url.path)
         blobs = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
+        if case .heldBySession = lockSource { lockHeldBySession = true } else { lockHeldBySession = false }
         let readOnly = configuration.mode == .readOnly
 
         var lock: (any StoreLockHandle)?
