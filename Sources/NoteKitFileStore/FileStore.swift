@@ -249,10 +249,14 @@ public final class FileStore: DataStore {
     }
 
     /// For a writable open shared per save: records where the open stands in the log (so that saves can catch up
-    /// with other writers) and releases the lock the open took for recovery and migration.
+    /// with other writers) and releases the lock the open took for recovery and migration. An exclusive open keeps
+    /// its lock until it closes, and marks it so (a migration session of this process then refuses at once).
     private static func shareIfAsked(_ state: inout State, configuration: FileStoreConfiguration,
                                      lockSource: LockSource, layout: StoreLayout, version: Int) throws {
-        guard configuration.sharing == .perSave, let log = state.log else { return }
+        guard configuration.sharing == .perSave, let log = state.log else {
+            (state.lock as? HeldStoreLock)?.keepUntilClose()
+            return
+        }
         state.position = ReadPosition(manifest: log.manifest,
                                       manifestStatus: try configuration.fileSystem.status(layout.manifest),
                                       segment: log.activeSegment, offset: log.activeSize, version: version)

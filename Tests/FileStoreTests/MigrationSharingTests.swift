@@ -146,6 +146,34 @@ struct MigrationSharingTests {
         try Self.expectMigrated(url)
     }
 
+    @Test("Two containers of one process opening an exclusive store at once: one migrates, the other is refused at once")
+    func twoExclusiveContainersOfOneProcess() async throws {
+        let url = try Self.v1Store()
+        Plan.setBehaviour(.init(pause: 0.3), for: url)
+        let path = url.path
+        @Sendable func open() -> Result<ModelContainer, any Error> {
+            Result { try Self.openWithPlan(URL(fileURLWithPath: path), sharing: .exclusive, lockTimeout: 20) }
+        }
+        let started = ContinuousClock.now
+        async let first = Task.detached { open() }.value
+        async let second = Task.detached { open() }.value
+        let results = await [first, second]
+        let waited = ContinuousClock.now - started
+        let opened = results.compactMap { try? $0.get() }
+        #expect(opened.count == 1)
+        let refusals = results.compactMap { result -> FileStoreError? in
+            guard case .failure(let error) = result else { return nil }
+            return error as? FileStoreError
+        }
+        // The second waits while the first migrates (its session holds the lock for the plan only), then stops
+        // waiting as soon as the first's store is open and keeps the lock.
+        #expect(refusals == [.lockedInThisProcess(path: url.path)])
+        #expect(waited < .seconds(10), "waited \(waited) for a lock only closing the other open releases")
+        #expect(Plan.steps(ranOn: url) == [.willMigrate, .didMigrate])
+        for container in opened { try StoreFiles.close(container) }
+        try Self.expectMigrated(url)
+    }
+
     @Test("A migration refuses at once, naming this process, when another open of this process keeps the store")
     func refusedAtOnceWhenKeptInThisProcess() throws {
         let url = try Self.v1Store()
