@@ -8,7 +8,8 @@ import NoteKitTestSupport
 /// (docs/MIGRATIONS.md, *Several processes*).
 ///
 /// Lines on standard output: `ready` once started (the store not touched yet); then, after a `go` line on standard
-/// input, `steps willMigrate=W didMigrate=D` (how many times this process ran each step of the stage) and either
+/// input, `step NAME` as each step of the stage starts, `steps willMigrate=W didMigrate=D` (how many times this
+/// process ran each step) and either
 /// `opened version=V notes=N placed=P` (the container is open; N notes, P of them with a place) followed by `done`
 /// after closing, or `error MESSAGE` and exit status 1.
 struct MigrateChild {
@@ -19,6 +20,8 @@ struct MigrateChild {
     let behaviour: FieldNotesMigrationPlan.Behaviour
 
     func run() -> Never {
+        var behaviour = behaviour
+        behaviour.onStep = { emit("step \($0.rawValue)") }
         FieldNotesMigrationPlan.setBehaviour(behaviour, for: url)
         emit("ready")
         guard case .some(let line?) = ControlInput().nextLine(waiting: true), line == "go" else {

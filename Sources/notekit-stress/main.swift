@@ -19,8 +19,8 @@ let usage = """
                                [--writers N [--lock-timeout S]]
            notekit-stress child --store PATH --seed N --from STEP [--steps N] [--durability everySave|deferred]
                                 [--writer K [--lock-timeout S] [--controlled]]
-           notekit-stress migrate --store PATH [--sharing exclusive|perSave] [--lock-timeout S] [--pause S]
-                                  [--fail willMigrate|didMigrate]
+           notekit-stress migrate --store PATH [--sharing exclusive|perSave] [--lock-timeout S]
+                                  [--pause S [--pause-in willMigrate|didMigrate]] [--fail willMigrate|didMigrate]
 
     kill    kills N children (default 1000) of a store made under DIR (default the temporary directory), stopping
             early after S seconds if given; N/10 of the kills (or --creation-kills) land while a child creates a new
@@ -34,7 +34,8 @@ let usage = """
             --controlled it obeys `pause`/`resume` lines on standard input between saves.
     migrate opens the FieldNotes V1 store at PATH with seed 001's migration plan when it reads `go` on standard
             input, and reports how often it ran the plan's stage (MigrateChild). --pause makes each step of the
-            stage wait S seconds first; --fail makes a step fail once, after its save.
+            stage (or the one given by --pause-in) wait S seconds first; --fail makes a step fail once, after its
+            save.
     """
 
 func value(_ name: String, in arguments: [String]) -> String? {
@@ -71,17 +72,18 @@ case "migrate":
     case "perSave": .perSave
     case let other?: fail("--sharing must be exclusive or perSave, not \(other)", status: 2)
     }
-    var failing: FieldNotesMigrationPlan.Step?
-    if let name = value("--fail", in: arguments) {
+    func step(_ option: String) -> FieldNotesMigrationPlan.Step? {
+        guard let name = value(option, in: arguments) else { return nil }
         guard let step = FieldNotesMigrationPlan.Step(rawValue: name) else {
-            fail("--fail must be willMigrate or didMigrate, not \(name)", status: 2)
+            fail("\(option) must be willMigrate or didMigrate, not \(name)", status: 2)
         }
-        failing = step
+        return step
     }
     MigrateChild(url: URL(fileURLWithPath: store), sharing: sharing,
                  lockTimeout: value("--lock-timeout", in: arguments).flatMap { Double($0) },
                  behaviour: .init(pause: value("--pause", in: arguments).flatMap { Double($0) } ?? 0,
-                                  failing: failing)).run()
+                                  pausing: step("--pause-in").map { [$0] } ?? Set(FieldNotesMigrationPlan.Step.allCases),
+                                  failing: step("--fail"))).run()
 
 case "kill":
     let seed = value("--seed", in: arguments).flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))

@@ -151,24 +151,26 @@ struct MigrationSharingTests {
         let url = try Self.v1Store()
         Plan.setBehaviour(.init(pause: 0.3), for: url)
         let path = url.path
-        @Sendable func open() -> Result<ModelContainer, any Error> {
-            Result { try Self.openWithPlan(URL(fileURLWithPath: path), sharing: .exclusive, lockTimeout: 20) }
+        /// The open's outcome and when it ended.
+        @Sendable func open() -> (Result<ModelContainer, any Error>, ContinuousClock.Instant) {
+            let result = Result { try Self.openWithPlan(URL(fileURLWithPath: path), sharing: .exclusive, lockTimeout: 20) }
+            return (result, .now)
         }
-        let started = ContinuousClock.now
         async let first = Task.detached { open() }.value
         async let second = Task.detached { open() }.value
-        let results = await [first, second]
-        let waited = ContinuousClock.now - started
-        let opened = results.compactMap { try? $0.get() }
+        let ends = await [first, second]
+        let opened = ends.compactMap { try? $0.0.get() }
         #expect(opened.count == 1)
-        let refusals = results.compactMap { result -> FileStoreError? in
-            guard case .failure(let error) = result else { return nil }
-            return error as? FileStoreError
+        let refusals = ends.compactMap { end -> (FileStoreError, ContinuousClock.Instant)? in
+            guard case .failure(let error as FileStoreError) = end.0 else { return nil }
+            return (error, end.1)
         }
         // The second waits while the first migrates (its session holds the lock for the plan only), then stops
-        // waiting as soon as the first's store is open and keeps the lock.
-        #expect(refusals == [.lockedInThisProcess(path: url.path)])
-        #expect(waited < .seconds(10), "waited \(waited) for a lock only closing the other open releases")
+        // waiting as soon as the first's store is open and keeps the lock (not after its 20 s lock timeout).
+        #expect(refusals.map(\.0) == [.lockedInThisProcess(path: url.path)])
+        if let refused = refusals.first?.1, let migrated = ends.first(where: { (try? $0.0.get()) != nil })?.1 {
+            #expect(refused - migrated < .seconds(5), "refused \(refused - migrated) after the other open")
+        }
         #expect(Plan.steps(ranOn: url) == [.willMigrate, .didMigrate])
         for container in opened { try StoreFiles.close(container) }
         try Self.expectMigrated(url)
@@ -220,6 +222,25 @@ struct MigrationSharingTests {
         #expect(success.status == 0, "\(success.lines)")
         #expect(success.steps == [.willMigrate: 1, .didMigrate: 1])
         #expect(success.opened == "version=2.0.0 notes=3 placed=2")
+        try Self.expectMigrated(url)
+    }
+
+    @Test("A process killed in didMigrate leaves the store at V1, whole; the next process runs the stage",
+          arguments: sharingModes)
+    func killedInDidMigrate(sharing: FileStoreConfiguration.Sharing) throws {
+        let url = try Self.v1Store()
+        let victim = try MigrateProcess(url, sharing: sharing, extra: ["--pause", "30", "--pause-in", "didMigrate"])
+        try victim.start()
+        // Killed in its pause, after willMigrate saved and with didMigrate's store open.
+        try victim.waitFor("step didMigrate")
+        victim.kill()
+        #expect(try StoreInspector.schemaHistory(at: url).map(\.version) == [Schema.Version(1, 0, 0)])
+        #expect(StoreVerifier.verify(at: url).ok)
+        let next = try MigrateProcess(url, sharing: sharing)
+        try next.start()
+        let success = next.finish()
+        #expect(success.status == 0, "\(success.lines)")
+        #expect(success.steps == [.willMigrate: 1, .didMigrate: 1])
         try Self.expectMigrated(url)
     }
 
@@ -294,13 +315,24 @@ final class MigrateProcess {
 
     /// Waits for the child's `ready` line.
     func waitUntilReady() throws {
-        while !lines.contains("ready") {
+        try waitFor("ready")
+    }
+
+    /// Waits until the child has written `line`.
+    func waitFor(_ line: String) throws {
+        while !lines.contains(line) {
             let chunk = output.fileHandleForReading.availableData
             guard !chunk.isEmpty else {
-                throw ChildFailure(description: "the child ended before it was ready: \(lines)")
+                throw ChildFailure(description: "the child ended before it wrote \"\(line)\": \(lines)")
             }
             collect(chunk)
         }
+    }
+
+    /// Kills the child with SIGKILL and waits for it.
+    func kill() {
+        if process.isRunning { _ = Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
     }
 
     func go() {

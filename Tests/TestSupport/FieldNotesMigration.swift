@@ -96,15 +96,21 @@ public enum FieldNotesMigrationPlan: SchemaMigrationPlan {
         case willMigrate, didMigrate
     }
 
-    /// What a test asks of the stage on one store: a pause at the start of each step (so that another process
-    /// surely tries the store meanwhile), a step that fails once at its end, after its save.
+    /// What a test asks of the stage on one store: a pause at the start of a step (so that another process
+    /// surely tries the store meanwhile, or a test can kill the process there), a step that fails once at its
+    /// end, after its save, and a call as each step starts (before its pause).
     public struct Behaviour: Sendable {
-        public var pause: Double
+        /// Seconds to pause at the start of each step, by step.
+        public var pauses: [Step: Double]
         public var failing: Step?
+        public var onStep: (@Sendable (Step) -> Void)?
 
-        public init(pause: Double = 0, failing: Step? = nil) {
-            self.pause = pause
+        /// A pause of `pause` seconds at the start of each step in `pausing` (every step by default).
+        public init(pause: Double = 0, pausing: Set<Step> = Set(Step.allCases), failing: Step? = nil,
+                    onStep: (@Sendable (Step) -> Void)? = nil) {
+            pauses = pause > 0 ? Dictionary(uniqueKeysWithValues: pausing.map { ($0, pause) }) : [:]
             self.failing = failing
+            self.onStep = onStep
         }
     }
 
@@ -140,11 +146,12 @@ public enum FieldNotesMigrationPlan: SchemaMigrationPlan {
 
         static func begin(_ step: Step, _ context: ModelContext) {
             guard let key = key(context) else { return }
-            let pause = state.withLock { state in
+            let behaviour = state.withLock { state in
                 state.runs[key, default: []].append(step)
-                return state.behaviours[key]?.pause ?? 0
+                return state.behaviours[key]
             }
-            if pause > 0 { Thread.sleep(forTimeInterval: pause) }
+            behaviour?.onStep?(step)
+            if let pause = behaviour?.pauses[step], pause > 0 { Thread.sleep(forTimeInterval: pause) }
         }
 
         static func end(_ step: Step, _ context: ModelContext) throws {

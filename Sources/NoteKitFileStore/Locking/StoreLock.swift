@@ -9,7 +9,7 @@ enum StoreLock {
     /// Takes the lock, waiting up to `timeout` seconds (nil: not at all) for another holder to release it. The
     /// wait is measured by the monotonic clock: a wall clock stepped back (or ahead) neither prolongs nor cuts it.
     /// With `refusingWhenKeptInThisProcess`, the wait ends at once when an open of this process keeps the lock
-    /// until it closes (``HeldStoreLock/keepUntilClose()``), which no wait of this thread can outlast.
+    /// until it closes (``HeldStoreLock/keepUntilClose()``): only closing that open would release it.
     ///
     /// - Throws: ``FileStoreError/lockedInThisProcess(path:)`` when the lock stays held by another open of this
     ///   process, ``FileStoreError/locked(path:)`` when it stays held elsewhere, or an I/O error.
