@@ -3,8 +3,9 @@ import NoteKit
 
 extension FileStore {
     /// Runs `body`, which writes to the log, with the right to write: for an exclusive open, which holds the
-    /// store's lock from open to close, at once; for an open shared per save, under the store's lock, after
-    /// catching up with what other processes committed, and then records where the log now ends.
+    /// store's lock from open to close, at once; for an open shared per save, under the store's lock (taken here,
+    /// or held by the migration session the open belongs to), after catching up with what other processes
+    /// committed, and then records where the log now ends.
     ///
     /// - Throws: ``SaveError/readOnly(reason:)``, ``FileStoreError/writesStopped(reason:)``,
     ///   ``FileStoreError/locked(path:)`` when another process keeps the lock past the timeout, what catching up
@@ -14,9 +15,11 @@ extension FileStore {
         if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
         guard configuration.sharing == .perSave else { return try body(state.log!, &state) }
 
-        let lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout ?? 5,
-                                            clocks: configuration.clocks)
-        defer { lock.unlock() }
+        // A second flock of this process would wait for the session's, and time out.
+        let lock = lockHeldBySession ? nil
+            : try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout ?? 5,
+                                    clocks: configuration.clocks)
+        defer { lock?.unlock() }
         try catchUp(&state)
         guard let log = state.log else { throw SaveError.readOnly(reason: "\(layout.root) was closed") }
         defer {

@@ -26,6 +26,9 @@ public final class FileStore: DataStore {
     private let encoder = RecordEncoder()
     let state: Locked<State>
     let broadcaster = HistoryBroadcaster()
+    /// Whether a migration session holds the store's lock for this open's whole life (a custom stage's store):
+    /// its writes then take no lock of their own, which would wait for the session's.
+    let lockHeldBySession: Bool
 
     struct State {
         var rows: RowStorage
@@ -105,6 +108,7 @@ public final class FileStore: DataStore {
         fileSystem = configuration.fileSystem
         layout = StoreLayout(root: configuration.url.path)
         blobs = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
+        if case .heldBySession = lockSource { lockHeldBySession = true } else { lockHeldBySession = false }
         let readOnly = configuration.mode == .readOnly
 
         var lock: (any StoreLockHandle)?
@@ -245,10 +249,14 @@ public final class FileStore: DataStore {
     }
 
     /// For a writable open shared per save: records where the open stands in the log (so that saves can catch up
-    /// with other writers) and releases the lock the open took for recovery and migration.
+    /// with other writers) and releases the lock the open took for recovery and migration. An exclusive open keeps
+    /// its lock until it closes, and marks it so (a migration session of this process then refuses at once).
     private static func shareIfAsked(_ state: inout State, configuration: FileStoreConfiguration,
                                      lockSource: LockSource, layout: StoreLayout, version: Int) throws {
-        guard configuration.sharing == .perSave, let log = state.log else { return }
+        guard configuration.sharing == .perSave, let log = state.log else {
+            (state.lock as? HeldStoreLock)?.keepUntilClose()
+            return
+        }
         state.position = ReadPosition(manifest: log.manifest,
                                       manifestStatus: try configuration.fileSystem.status(layout.manifest),
                                       segment: log.activeSegment, offset: log.activeSize, version: version)

@@ -19,6 +19,8 @@ let usage = """
                                [--writers N [--lock-timeout S]]
            notekit-stress child --store PATH --seed N --from STEP [--steps N] [--durability everySave|deferred]
                                 [--writer K [--lock-timeout S] [--controlled]]
+           notekit-stress migrate --store PATH [--sharing exclusive|perSave] [--lock-timeout S]
+                                  [--pause S [--pause-in willMigrate|didMigrate]] [--fail willMigrate|didMigrate]
 
     kill    kills N children (default 1000) of a store made under DIR (default the temporary directory), stopping
             early after S seconds if given; N/10 of the kills (or --creation-kills) land while a child creates a new
@@ -30,6 +32,10 @@ let usage = """
             default unbounded), writing `save`, `ack`, `compact`, `compacted`, `trim` and `trimmed` lines. With
             --writer K it is writer K of several sharing the store per save, touching only its own objects; with
             --controlled it obeys `pause`/`resume` lines on standard input between saves.
+    migrate opens the FieldNotes V1 store at PATH with seed 001's migration plan when it reads `go` on standard
+            input, and reports how often it ran the plan's stage (MigrateChild). --pause makes each step of the
+            stage (or the one given by --pause-in) wait S seconds first; --fail makes a step fail once, after its
+            save.
     """
 
 func value(_ name: String, in arguments: [String]) -> String? {
@@ -57,6 +63,27 @@ case "child":
     StressChild(url: URL(fileURLWithPath: store), seed: seed, deferred: deferred, writer: writer,
                 lockTimeout: value("--lock-timeout", in: arguments).flatMap { Double($0) },
                 controlled: arguments.contains("--controlled")).run(from: from, steps: steps)
+
+case "migrate":
+    guard let store = value("--store", in: arguments) else { fail("migrate needs --store\n\(usage)", status: 2) }
+    let sharing: FileStoreConfiguration.Sharing? = switch value("--sharing", in: arguments) {
+    case nil: nil
+    case "exclusive": .exclusive
+    case "perSave": .perSave
+    case let other?: fail("--sharing must be exclusive or perSave, not \(other)", status: 2)
+    }
+    func step(_ option: String) -> FieldNotesMigrationPlan.Step? {
+        guard let name = value(option, in: arguments) else { return nil }
+        guard let step = FieldNotesMigrationPlan.Step(rawValue: name) else {
+            fail("\(option) must be willMigrate or didMigrate, not \(name)", status: 2)
+        }
+        return step
+    }
+    MigrateChild(url: URL(fileURLWithPath: store), sharing: sharing,
+                 lockTimeout: value("--lock-timeout", in: arguments).flatMap { Double($0) },
+                 behaviour: .init(pause: value("--pause", in: arguments).flatMap { Double($0) } ?? 0,
+                                  pausing: step("--pause-in").map { [$0] } ?? Set(FieldNotesMigrationPlan.Step.allCases),
+                                  failing: step("--fail"))).run()
 
 case "kill":
     let seed = value("--seed", in: arguments).flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))

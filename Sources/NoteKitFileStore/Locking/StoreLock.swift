@@ -8,18 +8,22 @@ import Glibc
 enum StoreLock {
     /// Takes the lock, waiting up to `timeout` seconds (nil: not at all) for another holder to release it. The
     /// wait is measured by the monotonic clock: a wall clock stepped back (or ahead) neither prolongs nor cuts it.
+    /// With `refusingWhenKeptInThisProcess`, the wait ends at once when an open of this process keeps the lock
+    /// until it closes (``HeldStoreLock/keepUntilClose()``): only closing that open would release it.
     ///
     /// - Throws: ``FileStoreError/lockedInThisProcess(path:)`` when the lock stays held by another open of this
     ///   process, ``FileStoreError/locked(path:)`` when it stays held elsewhere, or an I/O error.
     static func acquire(_ layout: StoreLayout, fileSystem: any StoreFileSystem,
-                        timeout: Double?, clocks: StoreClocks = .system) throws -> any StoreLockHandle {
+                        timeout: Double?, clocks: StoreClocks = .system,
+                        refusingWhenKeptInThisProcess: Bool = false) throws -> any StoreLockHandle {
         let deadline = clocks.monotonic() + .seconds(timeout ?? 0)
         // flock has no timeout: try, then sleep, starting short (another writer's save takes well under a
         // millisecond on a fast disk) and doubling up to 10 ms.
         var pause: UInt32 = 50
         while true {
             if let handle = try fileSystem.tryLock(layout.lock) { return HeldStoreLock(handle, path: layout.lock) }
-            guard let timeout, timeout > 0, clocks.monotonic() < deadline else {
+            guard let timeout, timeout > 0, clocks.monotonic() < deadline,
+                  !(refusingWhenKeptInThisProcess && HeldStoreLock.isKeptUntilCloseInThisProcess(layout.lock)) else {
                 throw HeldStoreLock.isHeldInThisProcess(layout.lock)
                     ? FileStoreError.lockedInThisProcess(path: layout.root) : FileStoreError.locked(path: layout.root)
             }
@@ -35,10 +39,13 @@ enum StoreLock {
 final class HeldStoreLock: StoreLockHandle {
     /// How many locks this process holds, by the lock file's resolved path.
     private static let held = Locked<[String: Int]>([:])
+    /// How many of them an open keeps until it closes, by the same key.
+    private static let keptUntilClose = Locked<[String: Int]>([:])
 
     private let base: any StoreLockHandle
     private let key: String
-    private let released = Locked(false)
+    /// Whether it was released, and whether it is counted in ``keptUntilClose``.
+    private let status = Locked((released: false, kept: false))
 
     init(_ base: any StoreLockHandle, path: String) {
         self.base = base
@@ -47,17 +54,42 @@ final class HeldStoreLock: StoreLockHandle {
     }
 
     func unlock() {
-        guard released.withLock({ released in defer { released = true }; return !released }) else { return }
+        let wasKept: Bool? = status.withLock { status in
+            guard !status.released else { return nil }
+            status.released = true
+            return status.kept
+        }
+        guard let wasKept else { return }
         base.unlock()
-        Self.held.withLock { held in
-            held[key, default: 1] -= 1
-            if held[key] == 0 { held[key] = nil }
+        Self.held.withLock { Self.decrement(&$0, key) }
+        if wasKept { Self.keptUntilClose.withLock { Self.decrement(&$0, key) } }
+    }
+
+    /// Marks the lock as kept until the open holding it closes (an exclusive writable open), rather than for one
+    /// save or one migration: see ``isKeptUntilCloseInThisProcess(_:)``.
+    func keepUntilClose() {
+        status.withLock { status in
+            guard !status.released, !status.kept else { return }
+            status.kept = true
+            // Counted under the status lock, so that an unlock cannot come between and leave the count behind.
+            Self.keptUntilClose.withLock { $0[key, default: 0] += 1 }
         }
     }
 
     /// Whether an open of this process holds the lock of `path`.
     static func isHeldInThisProcess(_ path: String) -> Bool {
         held.withLock { $0[key(path)] != nil }
+    }
+
+    /// Whether an open of this process keeps the lock of `path` until it closes: waiting for it in this process
+    /// is waiting in vain, unless another thread happens to close that open.
+    static func isKeptUntilCloseInThisProcess(_ path: String) -> Bool {
+        keptUntilClose.withLock { $0[key(path)] != nil }
+    }
+
+    private static func decrement(_ counts: inout [String: Int], _ key: String) {
+        counts[key, default: 1] -= 1
+        if counts[key] == 0 { counts[key] = nil }
     }
 
     /// The path with symbolic links and `..` resolved when the file exists on this machine's disk (a store opened

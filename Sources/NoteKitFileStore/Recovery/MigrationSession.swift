@@ -4,9 +4,13 @@ import NoteKit
 extension FileStoreConfiguration: MigratableStoreConfiguration {
     /// Takes the store's write lock for a whole migration plan, waiting for another process that holds it (up to
     /// `lockTimeout`, or 30 seconds when none is set: a process that finds the store being migrated waits and then
-    /// finds it migrated, rather than failing).
+    /// finds it migrated, rather than failing). The lock is held from before the stored schema is read until the
+    /// migrated store is open, in every ``FileStoreConfiguration/Sharing`` mode: a custom stage runs in one process
+    /// only, and its saves take no lock of their own.
     ///
-    /// - Throws: ``FileStoreError/locked(path:)`` after the wait; errors reading the store's schema history.
+    /// - Throws: ``FileStoreError/locked(path:)`` after the wait; ``FileStoreError/lockedInThisProcess(path:)`` at
+    ///   once when an exclusive open of this process has the store (it keeps the lock until it closes); errors
+    ///   reading the store's schema history.
     public func beginMigration() throws -> any StoreMigrationSession {
         try FileStoreMigrationSession(configuration: self)
     }
@@ -26,7 +30,7 @@ final class FileStoreMigrationSession: StoreMigrationSession {
         let fileSystem = configuration.fileSystem
         if configuration.mode != .readOnly && fileSystem.exists(layout.root) {
             lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout ?? 30,
-                                            clocks: configuration.clocks)
+                                         clocks: configuration.clocks, refusingWhenKeptInThisProcess: true)
         }
         do {
             storedSchemaHistory = fileSystem.exists(layout.manifest)
