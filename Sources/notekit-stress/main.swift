@@ -19,6 +19,7 @@ let usage = """
                                [--writers N [--lock-timeout S]]
            notekit-stress child --store PATH --seed N --from STEP [--steps N] [--durability everySave|deferred]
                                 [--writer K [--lock-timeout S] [--controlled]]
+           notekit-stress compactor --store PATH --seconds S
 
     kill    kills N children (default 1000) of a store made under DIR (default the temporary directory), stopping
             early after S seconds if given; N/10 of the kills (or --creation-kills) land while a child creates a new
@@ -30,6 +31,9 @@ let usage = """
             default unbounded), writing `save`, `ack`, `compact`, `compacted`, `trim` and `trimmed` lines. With
             --writer K it is writer K of several sharing the store per save, touching only its own objects; with
             --controlled it obeys `pause`/`resume` lines on standard input between saves.
+    compactor  saves a few revisions and compacts the store at PATH (made by CompactionRace.create) again and
+            again for S seconds, as `notekit compact` does, for readers racing it; prints `failure MESSAGE` lines
+            and `compactions N locked M failures K` last.
     """
 
 func value(_ name: String, in arguments: [String]) -> String? {
@@ -57,6 +61,13 @@ case "child":
     StressChild(url: URL(fileURLWithPath: store), seed: seed, deferred: deferred, writer: writer,
                 lockTimeout: value("--lock-timeout", in: arguments).flatMap { Double($0) },
                 controlled: arguments.contains("--controlled")).run(from: from, steps: steps)
+
+case "compactor":
+    guard let store = value("--store", in: arguments),
+          let seconds = value("--seconds", in: arguments).flatMap({ Double($0) }) else {
+        fail("compactor needs --store and --seconds\n\(usage)", status: 2)
+    }
+    Compactor.run(store: URL(fileURLWithPath: store), seconds: seconds)
 
 case "kill":
     let seed = value("--seed", in: arguments).flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
