@@ -156,10 +156,31 @@ struct ReaderSnapshotTests {
         let last = try #require(try Self.segmentFiles(url).last)
         try FileManager.default.removeItem(at: url.appendingPathComponent("segments/" + last))
         let error = try #require(throws: (any Error).self) { try read() }
-        if "\(error)".contains("kept changing") {
+        if case .storeKeptChanging? = error as? FileStoreError {
             Issue.record("a stable store was taken for one that keeps changing: \(error)")
         }
         #expect("\(error)".contains(last), "the damage names the missing segment: \(error)")
+    }
+
+    @Test("A reader that meets another compaction at every attempt gives up with storeKeptChanging, not damage")
+    func keepsChanging() throws {
+        let url = try Self.makeStore()
+        let racing = InterleavingFileSystem()
+        racing.interleave(beforeReadsOf: url.path + "/segments/", times: nil) { try Self.compactElsewhere(url) }
+        var configuration = FileStoreConfiguration(url: url, mode: .readOnly, fileSystem: racing)
+        configuration.readRetryTimeout = 0.2
+        let started = ContinuousClock.now
+        let error = try #require(throws: FileStoreError.self) {
+            _ = try ModelContainer(for: Schema(CompactionRace.models), configurations: [configuration])
+        }
+        guard case let .storeKeptChanging(path, attempts, _) = error else {
+            Issue.record("expected storeKeptChanging, got \(error)")
+            return
+        }
+        #expect(path == url.path)
+        #expect(attempts >= 2 && racing.interleavings >= attempts, "each attempt met a compaction")
+        #expect(ContinuousClock.now - started < .seconds(5), "bounded by the configured 0.2 seconds (and one attempt)")
+        #expect("\(error)".contains("readRetryTimeout"), "the message says what to change: \(error)")
     }
 
     @Test("A damaged read that the next attempt does not repeat, over an unchanged manifest, is not reported")
