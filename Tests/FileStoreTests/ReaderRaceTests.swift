@@ -142,4 +142,69 @@ struct ReaderRaceTests {
         #expect(failures.isEmpty, "\(failures.count) false damage report(s): \(failures.prefix(8))")
         #expect(try StoreVerifier.verify(at: url).ok)
     }
+
+    @Test("Tools read a snapshot beside a writer that keeps saving, rotating and compacting")
+    func besideAWriter() throws {
+        let url = TemporaryStores.newURL("beside")
+        let entries = 200
+        try CompactionRace.create(at: url, entries: entries)
+        // The app: one exclusive open that saves again and again, rotating small segments and compacting by itself.
+        var configuration = CompactionRace.configuration(url)
+        configuration.automaticCompaction = .init(minimumLogSize: 48 << 10, garbageRatio: 0.2)
+        let writer = try ModelContainer(for: Schema(CompactionRace.models), configurations: [configuration])
+        let tally = Tally()
+        let end = ContinuousClock.now + .seconds(1.5)
+        let group = DispatchGroup()
+        let written = Mutex((saves: 0, compactions: 0))
+        DispatchQueue.global().async(group: group) {
+            do {
+                let context = ModelContext(writer)
+                let store = StoreFiles.store(writer)
+                let rows = try context.fetch(FetchDescriptor<RaceEntry>(sortBy: [SortDescriptor(\.number)]))
+                var save = 0, compactions = 0
+                while ContinuousClock.now < end {
+                    save += 1
+                    for offset in 0..<6 {
+                        let row = rows[(save * 6 + offset) % rows.count]
+                        row.revision = save
+                        row.body = String(repeating: "saved \(save) ", count: 60)
+                    }
+                    let first = store.statistics.segments.first
+                    try context.save()
+                    if store.statistics.segments.first != first { compactions += 1 }
+                }
+                written.withLock { $0 = (save, compactions) }
+            } catch {
+                tally.fail("the writer failed: \(error)")
+            }
+        }
+        func expectRows(_ count: Int?) throws {
+            guard count == entries else { throw Wrong(description: "read \(count ?? -1) rows, not \(entries)") }
+        }
+        while ContinuousClock.now < end {
+            tally.read("verify") {
+                let report = try StoreVerifier.verify(at: url)
+                guard report.ok else { throw Wrong(description: "\(report.problems)") }
+            }
+            tally.read("dump") {
+                var lines = 0
+                try StoreInspector.dump(try StoreInspector.openReadOnly(at: url)) { _ in lines += 1 }
+                try expectRows(lines)
+            }
+            tally.read("stats") { try expectRows(try StoreInspector.statistics(at: url).entities["RaceEntry"]) }
+            tally.read("schema") { _ = try StoreInspector.schemaHistory(at: url) }
+            tally.read("salvage") {
+                let report = try FileStore.salvage(from: url, to: TemporaryStores.newURL("salvaged"))
+                guard report.isComplete else { throw Wrong(description: "\(report)") }
+                try expectRows(report.objectsKept)
+            }
+        }
+        group.wait()
+        try StoreFiles.close(writer)
+        let (saves, compactions) = written.withLock { $0 }
+        print("tools beside a writer: \(saves) saves, \(compactions) compactions, reads \(tally.reads)")
+        #expect(saves > 20 && compactions > 2, "the writer saved \(saves) times and compacted \(compactions) times")
+        #expect(tally.reads.values.reduce(0, +) >= 10, "\(tally.reads)")
+        #expect(tally.failures.isEmpty, "\(tally.failures.count) false damage report(s): \(tally.failures.prefix(8))")
+    }
 }

@@ -147,6 +147,21 @@ struct ReaderSnapshotTests {
         #expect(Set(try Self.segmentFiles(url)).isDisjoint(with: before), "the segments the reader first saw are gone")
     }
 
+    @Test("A rotation between the manifest read and the segment reads keeps what was read: no second attempt")
+    func rotationIsNoReasonToReadAgain() throws {
+        let url = try Self.makeStore()
+        let calls = FaultyFileSystem()
+        let racing = InterleavingFileSystem(base: calls)
+        // Another process saves past the segment size: a new manifest lists one more segment, none fewer.
+        racing.interleave(beforeReadsOf: url.path + "/segments/") { try Self.save(url, times: 1) }
+        let before = try Self.segmentFiles(url)
+        let report = try StoreVerifier.verify(at: url, fileSystem: racing)
+        #expect(report.ok, "\(report.problems)")
+        #expect(try Self.segmentFiles(url).count == before.count + 1, "the save rotated")
+        let manifestReads = calls.calls.filter { $0.operation == .read && $0.path.hasSuffix("/MANIFEST") }.count
+        #expect(manifestReads == 2, "one look before the read and one after: \(manifestReads) reads of the manifest")
+    }
+
     @Test("A store that stays damaged while nothing changes it is still reported as damaged",
           arguments: ReadPath.allCases)
     func stableDamageIsReported(_ path: ReadPath) throws {

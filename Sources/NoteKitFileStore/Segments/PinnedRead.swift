@@ -13,8 +13,9 @@ import Darwin
 /// The manifest names the segments of one committed state. A writer replaces it only by renaming a new one over it,
 /// and deletes the segments it no longer lists only after that; segments are only appended to. So a reader reads
 /// the manifest, reads what it lists, and looks at the manifest again: the same file (status) with the same bytes
-/// means that every segment it read was the state it started from, and whatever it found there is the truth. When
-/// the manifest changed, what it met (a listed segment gone, a segment cut short) may be another process's
+/// means that every segment it read was the state it started from, and whatever it found there is the truth. (A
+/// manifest that only lists more segments, another process's rotation, keeps every segment the read used: a
+/// healthy read over it stands.) When the manifest changed otherwise, what it met (a listed segment gone, a segment cut short) may be another process's
 /// compaction: it reads again, after 1 ms, waiting twice as long each time up to 50 ms. (LevelDB's readers pin a
 /// version named by its `CURRENT` file; SQLite's WAL readers pin a snapshot with a read mark. A NoteKit reader
 /// shares no memory with the writers, so it validates instead, as a seqlock reader does: read, then check that
@@ -49,6 +50,15 @@ struct PinnedRead {
         var status: StoreFileStatus?
         var bytes: [UInt8]?
         var failure: AnyHashable?
+
+        /// Whether this manifest only adds segments to `earlier`'s (rotation): every segment `earlier` listed is
+        /// still there, so what a reader read through `earlier` is still a committed state.
+        func onlyExtends(_ earlier: Look, layout: StoreLayout) -> Bool {
+            guard let bytes, let earlierBytes = earlier.bytes,
+                  let manifest = try? SegmentLog.decodeManifest(bytes, layout: layout),
+                  let earlierManifest = try? SegmentLog.decodeManifest(earlierBytes, layout: layout) else { return false }
+            return manifest.store == earlierManifest.store && manifest.segments.starts(with: earlierManifest.segments)
+        }
     }
 
     /// Runs `body` until it reads with the manifest unchanged, and returns what it read (or throws what it threw)
@@ -76,6 +86,10 @@ struct PinnedRead {
             let outcome = Result { try body(pin) }
             let after = look().look
             var suspected = false
+            if case .success(let value) = outcome, damage(value) == nil, after.onlyExtends(before, layout: layout) {
+                // Another process rotated: nothing this read used was removed, and what it read was committed.
+                return value
+            }
             if before == after {
                 let found: AnyHashable
                 switch outcome {
