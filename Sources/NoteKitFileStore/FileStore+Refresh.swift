@@ -14,10 +14,15 @@ extension FileStore {
     ///
     /// With ``FileStoreConfiguration/automaticRefreshInterval`` set, reads refresh by themselves.
     ///
+    /// It takes no lock: it reads over a pinned manifest (docs/FORMAT.md, *Reading while another process
+    /// writes*), so another process compacting while it reads makes it read again, not report damage.
+    ///
     /// - Returns: the records of the transactions picked up, oldest first.
-    /// - Throws: ``FileStoreError`` when what was appended is damaged or inconsistent, an I/O error, or (for a
-    ///   reload) the ``MigrationError`` an open would throw, when another process moved the store to a schema this
-    ///   open's is older than; the store then keeps the state it had.
+    /// - Throws: ``FileStoreError`` when what was appended is damaged or inconsistent (seen twice over an unchanged
+    ///   manifest), ``FileStoreError/storeKeptChanging(path:attempts:seconds:)`` after
+    ///   ``FileStoreConfiguration/readRetryTimeout`` of other processes replacing the manifest, an I/O error, or
+    ///   (for a reload) the ``MigrationError`` an open would throw, when another process moved the store to a schema
+    ///   this open's is older than; the store then keeps the state it had.
     /// - Complexity: O(bytes appended) when only appends happened; O(store) after a compaction.
     @discardableResult
     public func refresh() throws -> [HistoryRecord] {

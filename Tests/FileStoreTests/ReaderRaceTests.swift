@@ -156,13 +156,15 @@ struct ReaderRaceTests {
         let end = ContinuousClock.now + .seconds(1.5)
         let group = DispatchGroup()
         let written = Mutex((saves: 0, compactions: 0))
+        let writing = Mutex(true)
         DispatchQueue.global().async(group: group) {
             do {
                 let context = ModelContext(writer)
                 let store = StoreFiles.store(writer)
                 let rows = try context.fetch(FetchDescriptor<RaceEntry>(sortBy: [SortDescriptor(\.number)]))
                 var save = 0, compactions = 0
-                while ContinuousClock.now < end {
+                // At least three compactions, however loaded the machine (within ten more seconds).
+                while ContinuousClock.now < end || compactions < 3, ContinuousClock.now < end + .seconds(10) {
                     save += 1
                     for offset in 0..<6 {
                         let row = rows[(save * 6 + offset) % rows.count]
@@ -177,11 +179,12 @@ struct ReaderRaceTests {
             } catch {
                 tally.fail("the writer failed: \(error)")
             }
+            writing.withLock { $0 = false }
         }
         func expectRows(_ count: Int?) throws {
             guard count == entries else { throw Wrong(description: "read \(count ?? -1) rows, not \(entries)") }
         }
-        while ContinuousClock.now < end {
+        while writing.withLock({ $0 }) {
             tally.read("verify") {
                 let report = try StoreVerifier.verify(at: url)
                 guard report.ok else { throw Wrong(description: "\(report.problems)") }

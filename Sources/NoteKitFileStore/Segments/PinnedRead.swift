@@ -85,12 +85,14 @@ struct PinnedRead {
             })
             let outcome = Result { try body(pin) }
             let after = look().look
-            var suspected = false
-            if case .success(let value) = outcome, damage(value) == nil, after.onlyExtends(before, layout: layout) {
-                // Another process rotated: nothing this read used was removed, and what it read was committed.
+            let unchanged = before == after
+            if case .success(let value) = outcome, damage(value) == nil,
+               unchanged || after.onlyExtends(before, layout: layout) {
+                // Unchanged, or another process rotated: nothing this read used was removed.
                 return value
             }
-            if before == after {
+            var suspected = false
+            if unchanged {
                 let found: AnyHashable
                 switch outcome {
                 case .success(let value):
