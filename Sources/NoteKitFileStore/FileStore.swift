@@ -259,8 +259,8 @@ public final class FileStore: DataStore {
 
     /// Reads the manifest and replays its segments, pinned (``PinnedRead``): a reader racing a compaction in
     /// another process may find a segment gone, and reads the new manifest.
-    static func replay(layout: StoreLayout, configuration: FileStoreConfiguration, blobs: BlobStore,
-                       policy: LogReplay.Policy) throws
+    private static func replay(layout: StoreLayout, configuration: FileStoreConfiguration, blobs: BlobStore,
+                               policy: LogReplay.Policy) throws
         -> (manifest: Manifest, manifestStatus: StoreFileStatus?, log: LogReplay) {
         let read = PinnedRead(layout: layout, fileSystem: configuration.fileSystem,
                               timeout: configuration.readRetryTimeout, clocks: configuration.clocks)
