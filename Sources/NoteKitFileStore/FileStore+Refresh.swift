@@ -14,10 +14,15 @@ extension FileStore {
     ///
     /// With ``FileStoreConfiguration/automaticRefreshInterval`` set, reads refresh by themselves.
     ///
+    /// It takes no lock: it reads over a pinned manifest (docs/FORMAT.md, *Reading while another process
+    /// writes*), so another process compacting while it reads makes it read again, not report damage.
+    ///
     /// - Returns: the records of the transactions picked up, oldest first.
-    /// - Throws: ``FileStoreError`` when what was appended is damaged or inconsistent, an I/O error, or (for a
-    ///   reload) the ``MigrationError`` an open would throw, when another process moved the store to a schema this
-    ///   open's is older than; the store then keeps the state it had.
+    /// - Throws: ``FileStoreError`` when what was appended is damaged or inconsistent (seen twice over an unchanged
+    ///   manifest), ``FileStoreError/storeKeptChanging(path:attempts:seconds:)`` after
+    ///   ``FileStoreConfiguration/readRetryTimeout`` of other processes replacing the manifest, an I/O error, or
+    ///   (for a reload) the ``MigrationError`` an open would throw, when another process moved the store to a schema
+    ///   this open's is older than; the store then keeps the state it had.
     /// - Complexity: O(bytes appended) when only appends happened; O(store) after a compaction.
     @discardableResult
     public func refresh() throws -> [HistoryRecord] {
@@ -43,38 +48,35 @@ extension FileStore {
     ///   reload must not take it again.
     func refresh(_ state: inout State, lockHeld: Bool = false) throws -> [HistoryRecord] {
         guard var position = state.position else { return [] }
-        let manifestStatus = try fileSystem.status(layout.manifest)
-        var manifest = position.manifest
-        if manifestStatus == nil || manifestStatus != position.manifestStatus {
-            // Replaced: segments were added (rotation), or replaced (compaction, migration), which needs a reload.
-            manifest = try SegmentLog.readManifest(layout: layout, fileSystem: fileSystem)
-            guard manifest.store == position.manifest.store,
-                  let index = position.manifest.segments.firstIndex(of: position.segment),
-                  manifest.segments.starts(with: position.manifest.segments[...index]) else {
-                return try reload(&state, lockHeld: lockHeld)
-            }
-        } else if manifest.segments.last == position.segment,
-                  let size = try fileSystem.status(layout.segment(position.segment))?.size,
-                  try size == position.offset || (size > position.offset && fileSystem.read(
-                      layout.segment(position.segment), from: position.offset, count: 1) == [0]) {
+        let current = try fileSystem.status(layout.manifest)
+        if current != nil, current == position.manifestStatus,
+           position.manifest.segments.last == position.segment,
+           let size = try fileSystem.status(layout.segment(position.segment))?.size,
+           try size == position.offset || (size > position.offset && fileSystem.read(
+               layout.segment(position.segment), from: position.offset, count: 1) == [0]) {
             // Nothing appended, or a zero byte where the next record would begin: space the writer reserved, not
             // written yet (a record never begins with zero; one being written is not committed yet either).
             return []
         }
 
-        // First decode everything appended, changing nothing; then apply it record by record.
-        let pending: [PendingRecord]
-        do {
-            guard let decoded = try decodeAppended(after: position, in: manifest, schema: state.schemas.last) else {
-                return try reload(&state, lockHeld: lockHeld)
+        // First decode everything appended, changing nothing, over a pinned manifest; then apply it record by record.
+        let read = PinnedRead(layout: layout, fileSystem: fileSystem, timeout: configuration.readRetryTimeout,
+                              clocks: configuration.clocks)
+        let appended = try read.run { pin -> (manifest: Manifest, status: StoreFileStatus?, records: [PendingRecord])? in
+            // Segments added (rotation) are read on; segments replaced (compaction, migration) need a reload.
+            let manifest = try pin.manifest
+            guard manifest.store == position.manifest.store,
+                  let index = position.manifest.segments.firstIndex(of: position.segment),
+                  manifest.segments.starts(with: position.manifest.segments[...index]),
+                  let records = try decodeAppended(after: position, in: manifest, schema: state.schemas.last) else {
+                return nil
             }
-            pending = decoded
-        } catch FileStoreError.inconsistentSegments(_, _) {
-            // A segment went away while it was read: another process compacted since the manifest was read.
-            return try reload(&state, lockHeld: lockHeld)
+            return (manifest, pin.status, records)
         }
-        position.manifest = manifest
-        position.manifestStatus = manifestStatus
+        guard let appended else { return try reload(&state, lockHeld: lockHeld) }
+        let pending = appended.records
+        position.manifest = appended.manifest
+        position.manifestStatus = appended.status
         var picked: [HistoryRecord] = []
         defer {
             state.position = position
@@ -135,13 +137,8 @@ extension FileStore {
             let isLast = first + index == manifest.segments.count - 1
             let continuing = index == 0
             // Read in bounded pieces from where this open stopped (docs/FORMAT.md, *Reading*).
-            let scan: SegmentScan
-            do {
-                scan = try SegmentScan.read(path, number: number, fileSystem: fileSystem,
+            let scan = try SegmentScan.read(path, number: number, fileSystem: fileSystem,
                                             from: continuing ? (position.offset, position.version) : nil)
-            } catch FileStoreError.inconsistentSegments(_, _) {
-                throw FileStoreError.inconsistentSegments(file: path, reason: "the segment was removed")
-            }
             let complete = try scan.bytes.withUnsafeBytes { buffer -> Bool in
                 guard let decoder = RecordDecoders.decoder(for: scan.version, blobs: blobs) else {
                     throw FileStoreError.unsupportedFormatVersion(file: path, found: scan.version,

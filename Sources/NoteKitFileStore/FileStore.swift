@@ -156,11 +156,10 @@ public final class FileStore: DataStore {
                 lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout,
                                             clocks: configuration.clocks)
             }
-            // Taken before the manifest is read: a manifest replaced after this makes the next refresh look again.
-            let manifestStatus = readOnly ? try fileSystem.status(layout.manifest) : nil
-            let replay = try Self.replay(layout: layout, fileSystem: fileSystem, blobs: blobs,
-                                         policy: configuration.recovery == .pointInTime && readOnly ? .pointInTime : .strict,
-                                         readOnly: readOnly)
+            let replay = try Self.replay(layout: layout, configuration: configuration, blobs: blobs,
+                                         policy: configuration.recovery == .pointInTime && readOnly ? .pointInTime : .strict)
+            // Taken before the manifest was read: a manifest replaced after that makes the next refresh look again.
+            let manifestStatus = readOnly ? replay.manifestStatus : nil
             guard let stored = replay.log.schemas.last else {
                 throw FileStoreError.undecodableRecord(file: layout.segment(replay.manifest.segments[0]), offset: 0,
                                                        reason: "the store records no schema")
@@ -266,21 +265,19 @@ public final class FileStore: DataStore {
         state.lock = nil
     }
 
-    /// Reads the manifest and replays its segments. A reader racing a compaction in another process may find a
-    /// segment gone: it reads the new manifest and tries again.
-    private static func replay(layout: StoreLayout, fileSystem: any StoreFileSystem, blobs: BlobStore,
-                               policy: LogReplay.Policy, readOnly: Bool) throws -> (manifest: Manifest, log: LogReplay) {
-        var attempts = 0
-        while true {
-            let manifest = try SegmentLog.readManifest(layout: layout, fileSystem: fileSystem)
-            do {
-                return (manifest, try LogReplay.replay(manifest, layout: layout, fileSystem: fileSystem, blobs: blobs,
-                                                       policy: policy))
-            } catch FileStoreError.inconsistentSegments(let file, let reason) where readOnly && attempts < 3 {
-                attempts += 1
-                _ = (file, reason)
-                continue
-            }
+    /// Reads the manifest and replays its segments, pinned (``PinnedRead``): a reader racing a compaction in
+    /// another process may find a segment gone, and reads the new manifest.
+    private static func replay(layout: StoreLayout, configuration: FileStoreConfiguration, blobs: BlobStore,
+                               policy: LogReplay.Policy) throws
+        -> (manifest: Manifest, manifestStatus: StoreFileStatus?, log: LogReplay) {
+        let read = PinnedRead(layout: layout, fileSystem: configuration.fileSystem,
+                              timeout: configuration.readRetryTimeout, clocks: configuration.clocks)
+        // Damage a point-in-time replay stops at is damage too: seen once, it is looked at again.
+        return try read.run(damage: { $0.log.damage.map(AnyHashable.init) }) { pin in
+            let manifest = try pin.manifest
+            return (manifest, pin.status, try LogReplay.replay(manifest, layout: layout,
+                                                               fileSystem: configuration.fileSystem,
+                                                               blobs: blobs, policy: policy))
         }
     }
 

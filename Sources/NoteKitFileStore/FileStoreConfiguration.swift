@@ -109,6 +109,11 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     /// readers take more zeros than that for damage. Writers shared ``Sharing/perSave`` reserve nothing, since each
     /// takes over the log's end from the others.
     public var segmentReservation: Int = 256 << 10
+    /// How long a read keeps trying, in seconds, while other processes keep replacing the manifest under it (5 by
+    /// default): an open, a refresh, a reload. A reader takes no lock; it reads the manifest and what it lists, and
+    /// reads again when the manifest changed meanwhile (docs/FORMAT.md, *Reading while another process writes*).
+    /// Past this it throws ``FileStoreError/storeKeptChanging(path:attempts:seconds:)``, never a damage error.
+    public var readRetryTimeout: Double = FileStoreConfiguration.defaultReadRetryTimeout
     /// The file operations used; tests substitute one that fails on purpose.
     public var fileSystem: any StoreFileSystem
     /// The clocks used; tests substitute a wall clock that steps.
@@ -134,6 +139,9 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
         self.sharing = sharing
         self.fileSystem = fileSystem
     }
+
+    /// The ``readRetryTimeout`` of a configuration, and of the tools' reads (`StoreVerifier`, `StoreInspector`).
+    static let defaultReadRetryTimeout = 5.0
 
     /// The reservation writable opens with these settings make.
     var effectiveSegmentReservation: Int {

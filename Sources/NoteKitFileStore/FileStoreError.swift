@@ -34,6 +34,10 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A salvage found no whole state in the store at `path`: no segment with a readable schema, or only
     /// snapshots whose rows did not all arrive.
     case nothingToSalvage(path: String, reason: String)
+    /// Other processes kept changing the store at `path` (compacting, rotating, migrating) for all of the `seconds`
+    /// a read was willing to retry, over `attempts` attempts: no consistent view of it was read. Not damage: read
+    /// again, or allow longer (``FileStoreConfiguration/readRetryTimeout``).
+    case storeKeptChanging(path: String, attempts: Int, seconds: Double)
 
     public var description: String {
         switch self {
@@ -61,6 +65,11 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case .writesStopped(let reason):
             "the store accepts no more writes until it is reopened: \(reason)"
         case let .nothingToSalvage(path, reason): "nothing whole could be salvaged from \(path): \(reason)"
+        case let .storeKeptChanging(path, attempts, seconds):
+            "\(path) kept changing under this read: in \(seconds) seconds, each of \(attempts) attempts found the "
+                + "manifest replaced (other processes compacted, rotated or migrated the store) or the segments "
+                + "changing; nothing was found damaged. Read again, or allow longer "
+                + "(FileStoreConfiguration.readRetryTimeout)"
         }
     }
 }

@@ -21,6 +21,7 @@ let usage = """
                                 [--writer K [--lock-timeout S] [--controlled]]
            notekit-stress migrate --store PATH [--sharing exclusive|perSave] [--lock-timeout S]
                                   [--pause S [--pause-in willMigrate|didMigrate]] [--fail willMigrate|didMigrate]
+           notekit-stress compactor --store PATH --seconds S
 
     kill    kills N children (default 1000) of a store made under DIR (default the temporary directory), stopping
             early after S seconds if given; N/10 of the kills (or --creation-kills) land while a child creates a new
@@ -36,6 +37,9 @@ let usage = """
             input, and reports how often it ran the plan's stage (MigrateChild). --pause makes each step of the
             stage (or the one given by --pause-in) wait S seconds first; --fail makes a step fail once, after its
             save.
+    compactor  saves a few revisions and compacts the store at PATH (made by CompactionRace.create) again and
+            again for S seconds, as `notekit compact` does, for readers racing it; prints `failure MESSAGE` lines
+            and `compactions N locked M failures K` last.
     """
 
 func value(_ name: String, in arguments: [String]) -> String? {
@@ -84,6 +88,12 @@ case "migrate":
                  behaviour: .init(pause: value("--pause", in: arguments).flatMap { Double($0) } ?? 0,
                                   pausing: step("--pause-in").map { [$0] } ?? Set(FieldNotesMigrationPlan.Step.allCases),
                                   failing: step("--fail"))).run()
+case "compactor":
+    guard let store = value("--store", in: arguments),
+          let seconds = value("--seconds", in: arguments).flatMap({ Double($0) }) else {
+        fail("compactor needs --store and --seconds\n\(usage)", status: 2)
+    }
+    Compactor.run(store: URL(fileURLWithPath: store), seconds: seconds)
 
 case "kill":
     let seed = value("--seed", in: arguments).flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))

@@ -52,7 +52,7 @@ enum Commands {
     static func verify(path: String, json: Bool) throws -> Int32 {
         let url = URL(fileURLWithPath: path)
         guard FileManager.default.fileExists(atPath: url.path) else { throw FileStoreError.storeNotFound(path: url.path) }
-        let report = StoreVerifier.verify(at: url)
+        let report = try StoreVerifier.verify(at: url)
         if json {
             printJSON([
                 "ok": report.ok,

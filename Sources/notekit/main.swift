@@ -39,8 +39,9 @@ let help: [String: String] = [
         usage: notekit verify PATH [--json]
         Reads every record, relationship and blob of the store, writes nothing (a read-only copy works), and lists
         each problem with its file, byte offset and kind: a torn tail, a checksum mismatch, an undecodable record,
-        an unknown format version, a missing external blob, a relationship pointing at nothing. Exits 0 when the
-        store is healthy, 1 otherwise. --json prints {"ok": …, "problems": [{"file", "offset", "kind", "message"}]}.
+        an unknown format version, a missing external blob, a relationship pointing at nothing. Takes no lock: run
+        beside an app that writes or compacts the store, it reads again when the store changed under it, and reports
+        only what two reads in a row found. Exits 0 when the store is healthy, 1 otherwise. --json prints {"ok": …, "problems": [{"file", "offset", "kind", "message"}]}.
         """,
     "dump": """
         usage: notekit dump PATH [--entity NAME]

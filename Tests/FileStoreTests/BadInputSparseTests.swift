@@ -83,7 +83,7 @@ extension BadInputTests {
                     problems.append("\(name): stats gives \(statistics.blobBytes) blob bytes")
                 }
             }
-            let verified = StoreVerifier.verify(at: url)
+            let verified = try StoreVerifier.verify(at: url)
             if verified.ok { problems.append("\(name): verify calls the store healthy") }
             typed("salvage") {
                 let destination = TemporaryStores.newURL("sparse-salvaged")

@@ -431,7 +431,7 @@ struct CrashStepTests {
         let context = ModelContext(container)
         let content = try crashCase.reopen.fingerprint(context)
         let extra = leftovers(in: crashed.files(under: url.path), referencedBlobs: referencedBlobs(context))
-        let verified = StoreVerifier.verify(at: url, fileSystem: crashed).ok
+        let verified = try StoreVerifier.verify(at: url, fileSystem: crashed).ok
         // One more save, then a power loss: it must be there, on top of everything recovery kept.
         let marker = "saved after recovery"
         if crashCase.reopen.name.hasPrefix("notes") {

@@ -242,7 +242,7 @@ struct EnvironmentTests {
         #expect(run.status == 0, "\(run.errors)")
         #expect(foreign(listing(disk)) == before, "after notekit compact")
         #expect(try names(url) == ["b", "c"])
-        #expect(StoreVerifier.verify(at: url).problems.allSatisfy { $0.kind == .strayEntry })
+        #expect(try StoreVerifier.verify(at: url).problems.allSatisfy { $0.kind == .strayEntry })
     }
 
     @Test("A dangling LOCK symlink: a writable open is refused and creates nothing where it points")
@@ -310,7 +310,7 @@ struct EnvironmentTests {
         #expect(isRefusal(error, of: blob, found: .symbolicLink), "\(String(describing: error))")
         try StoreFiles.close(container)
         #expect(listing(outside) == outsideBefore)
-        let problems = StoreVerifier.verify(at: url).problems
+        let problems = try StoreVerifier.verify(at: url).problems
         #expect(problems.map(\.kind) == [.unexpectedFileType] && problems.first?.file == blob.path, "\(problems)")
     }
 
@@ -335,7 +335,7 @@ struct EnvironmentTests {
                 messages.append(String(describing: error))
                 if linked { #expect(isRefusal(error, of: segment, found: .symbolicLink)) }
             }
-            messages += StoreVerifier.verify(at: url).problems.map(\.description)
+            messages += try StoreVerifier.verify(at: url).problems.map(\.description)
             for command in ["verify", "stats", "dump"] {
                 let run = try notekit([command, url.path])
                 #expect(run.status != 0)
@@ -374,7 +374,7 @@ struct EnvironmentTests {
             ("read-only open", { _ = try StoreInspector.openReadOnly(at: url) }),
             ("writable open", { _ = try StoreInspector.openForWriting(at: url) }),
             ("verify", {
-                let problems = StoreVerifier.verify(at: url).problems
+                let problems = try StoreVerifier.verify(at: url).problems
                 guard problems.contains(where: { $0.kind == .unexpectedFileType && $0.file == fifo.path }) else {
                     throw FileStoreError.notAStoreFile(file: fifo.path, reason: "verify says \(problems)")
                 }
@@ -447,7 +447,7 @@ struct EnvironmentTests {
             let error = Result { try open() }.failure
             #expect(isRefusal(error, of: path, found: intruder.kind), "\(String(describing: error))")
         }
-        #expect(StoreVerifier.verify(at: url).problems.contains { $0.kind == .unexpectedFileType && $0.file == path.path })
+        #expect(try StoreVerifier.verify(at: url).problems.contains { $0.kind == .unexpectedFileType && $0.file == path.path })
         #expect(listing(url) == storeBefore, "the refused opens wrote nothing")
         #expect(listing(outside) == outsideBefore)
     }
@@ -573,7 +573,7 @@ struct EnvironmentTests {
         #expect(listing(outside) == outsideBefore)
         #expect(try names(url) == ["a", "b", "c", "d"])
 
-        let problems = StoreVerifier.verify(at: url).problems
+        let problems = try StoreVerifier.verify(at: url).problems
         #expect(problems.count == strays.count, "\(problems)")
         for (stray, kind) in strays {
             let path = url.appendingPathComponent(stray).path
@@ -591,7 +591,7 @@ struct EnvironmentTests {
         let path = place == .segment ? StoreFiles.segment(url, 2) : try blobs(url)[1]
         let faulty = FaultyFileSystem()
         faulty.arm(.init(.read, persistent: true, failure: .error(EACCES), pathContaining: path.lastPathComponent))
-        let problems = StoreVerifier.verify(at: url, fileSystem: faulty).problems
+        let problems = try StoreVerifier.verify(at: url, fileSystem: faulty).problems
         #expect(problems.map(\.kind) == [.permissionDenied], "\(problems)")
         #expect(problems.first?.file == path.path)
         #expect(problems.first?.message.contains("Permission denied") == true)

@@ -125,7 +125,7 @@ struct FaultInjectionTests {
         #expect(try segmentsAfter("reload").first == segmentsAfter("compact").first,
                 "the other writer took the compacted log over")
         #expect(disk.files(under: url.path).keys.contains { $0.hasPrefix("quarantine/") && $0.hasSuffix(".torn") })
-        #expect(StoreVerifier.verify(at: url, fileSystem: disk).ok)
+        #expect(try StoreVerifier.verify(at: url, fileSystem: disk).ok)
     }
 
     @Test("A failed flush is never retried as success: the record is cut off, writes stop until reopened, a power loss loses nothing acknowledged")
@@ -228,7 +228,7 @@ struct FaultInjectionTests {
                 #expect(try context.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)])).map(\.title)
                         == ["kept", "tried"], "\(operation) #\(nth)")
                 try StoreFiles.close(reopened ?? container)
-                #expect(StoreVerifier.verify(at: url).ok, "\(operation) #\(nth)")
+                #expect(try StoreVerifier.verify(at: url).ok, "\(operation) #\(nth)")
             }
         }
         #expect(injected >= 6)
@@ -566,8 +566,8 @@ final class FaultRun {
             }
             let extra = leftovers(in: disk.files(under: url.path), referencedBlobs: referencedBlobs(context))
             if !extra.isEmpty { problem(last, scenario.steps[last], "leftovers after reopening: \(extra)") }
-            if !StoreVerifier.verify(at: url, fileSystem: disk).ok {
-                problem(last, scenario.steps[last], "at the end verify finds \(StoreVerifier.verify(at: url, fileSystem: disk))")
+            if try !StoreVerifier.verify(at: url, fileSystem: disk).ok {
+                problem(last, scenario.steps[last], "at the end verify finds \(try StoreVerifier.verify(at: url, fileSystem: disk))")
             }
             try checkPowerLoss(expected: reference[last], last, scenario.steps[last], "at the end")
         } catch {

@@ -207,7 +207,7 @@ struct FileStoreRecoveryTests {
             try context.save()
             try StoreFiles.close(container)
             #expect(try titles(url) == ["first"], "cut at \(cut)")
-            #expect(StoreVerifier.verify(at: url).ok)
+            #expect(try StoreVerifier.verify(at: url).ok)
             try FileManager.default.removeItem(at: url)
         }
     }

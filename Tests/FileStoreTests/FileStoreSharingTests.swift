@@ -41,7 +41,7 @@ struct FileStoreSharingTests {
         #expect(history.map(\.author) == Array(repeating: ["a", "b"], count: 5).flatMap { $0 })
         try StoreFiles.close(first)
         try StoreFiles.close(second)
-        #expect(StoreVerifier.verify(at: url).ok)
+        #expect(try StoreVerifier.verify(at: url).ok)
         #expect(try titles(try StoreFiles.open(url, NotesSchema.models)).count == 10)
     }
 
@@ -113,7 +113,7 @@ struct FileStoreSharingTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: quarantine.path).count == 1)
         try StoreFiles.close(first)
         try StoreFiles.close(second)
-        #expect(StoreVerifier.verify(at: url).ok)
+        #expect(try StoreVerifier.verify(at: url).ok)
         #expect(try titles(try StoreFiles.open(url, NotesSchema.models)).count == 5)
     }
 
@@ -201,7 +201,7 @@ struct FileStoreSharingTests {
             exit(0)
         }
         _ = await (first, second)
-        #expect(StoreVerifier.verify(at: url).ok)
+        #expect(try StoreVerifier.verify(at: url).ok)
         let container = try StoreFiles.open(url, NotesSchema.models)
         let notes = try titles(container)
         #expect(notes.count == 200)

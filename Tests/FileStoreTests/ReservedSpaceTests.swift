@@ -47,7 +47,7 @@ struct ReservedSpaceTests {
             try context.save()
         }
         #expect(try size(segment) == reservedLength, "twenty saves wrote into the reserved space")
-        #expect(StoreVerifier.verify(at: url).ok, "reserved space is not damage, nor a torn tail")
+        #expect(try StoreVerifier.verify(at: url).ok, "reserved space is not damage, nor a torn tail")
         try StoreFiles.close(container)
         #expect(try size(segment) == (try recordsEnd(segment)), "a closed store ends with its last record")
         #expect(try StoreFiles.recordOffsets(segment).count == 2 + 21)
@@ -63,7 +63,7 @@ struct ReservedSpaceTests {
         try handle.write(contentsOf: Data(count: 100_000))
         try handle.close()
 
-        #expect(StoreVerifier.verify(at: url).ok)
+        #expect(try StoreVerifier.verify(at: url).ok)
         do {
             let reader = try StoreFiles.open(url, NotesSchema.models) { $0.mode = .readOnly }
             #expect(StoreFiles.store(reader).recovery.tornTail == nil)
@@ -122,7 +122,7 @@ struct ReservedSpaceTests {
         try handle.seekToEnd()
         try handle.write(contentsOf: Data(count: 4096))
         try handle.close()
-        #expect(!StoreVerifier.verify(at: url).ok)
+        #expect(try !StoreVerifier.verify(at: url).ok)
         let error = try #require(throws: FileStoreError.self) {
             _ = try StoreFiles.open(url, NotesSchema.models) { $0.mode = .readOnly }
         }

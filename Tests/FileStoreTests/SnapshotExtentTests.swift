@@ -91,13 +91,13 @@ struct SnapshotExtentTests {
                 #expect(salvaged.counter == [CompactedStore.counter] && salvaged.notes == CompactedStore.notes,
                         "cut at \(tenth * 10)%: \(salvaged)")
                 #expect(report.segmentsUsed == [url.appendingPathComponent(store.compacted).path])
-                #expect(StoreVerifier.verify(at: destination).ok)
+                #expect(try StoreVerifier.verify(at: destination).ok)
             } catch let error as FileStoreError {
                 #expect(!whole, "cut at \(tenth * 10)%: the whole segment was refused: \(error)")
                 #expect("\(error)".contains("nothing whole"), "cut at \(tenth * 10)%: \(error)")
             }
             if !whole {
-                let problems = StoreVerifier.verify(at: url).problems
+                let problems = try StoreVerifier.verify(at: url).problems
                 #expect(!problems.isEmpty, "cut at \(tenth * 10)%: verify calls it healthy")
                 #expect(throws: FileStoreError.self, "cut at \(tenth * 10)%: opened") {
                     _ = try StoreFiles.open(url, NotesSchema.models) { $0.mode = .readOnly }
@@ -113,7 +113,7 @@ struct SnapshotExtentTests {
         var files = store.after
         files[store.compacted] = bytes.prefix(bytes.count / 2)
         let url = try store.write(files)
-        let problems = StoreVerifier.verify(at: url).problems
+        let problems = try StoreVerifier.verify(at: url).problems
         let partial = problems.filter { $0.kind == .incompleteSnapshot }
         #expect(partial.count == 1, "\(problems)")
         #expect(partial.first?.message.contains("lists \(CompactedStore.notes + 1) rows") == true, "\(problems)")
@@ -137,7 +137,7 @@ struct SnapshotExtentTests {
                     "cut at \(tenth * 10)%: \(salvaged)")
             let used = cut >= store.rowsEnd ? [store.compacted] : store.olderSegments
             #expect(report.segmentsUsed == used.map { url.appendingPathComponent($0).path }, "cut at \(tenth * 10)%")
-            #expect(StoreVerifier.verify(at: destination).ok)
+            #expect(try StoreVerifier.verify(at: destination).ok)
         }
     }
 

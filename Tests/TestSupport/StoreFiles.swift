@@ -48,7 +48,12 @@ public enum StoreFiles {
     /// The problems `StoreVerifier` finds in the store at `url` other than a torn tail (which the next writable open
     /// recovers).
     public static func unrecoverableProblems(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) -> [String] {
-        StoreVerifier.verify(at: url, fileSystem: fileSystem).problems.filter { $0.kind != .tornTail }.map(\.description)
+        do {
+            return try StoreVerifier.verify(at: url, fileSystem: fileSystem).problems.filter { $0.kind != .tornTail }
+                .map(\.description)
+        } catch {
+            return ["verify could not read the store: \(error)"]
+        }
     }
 
     /// The byte offsets at which the records of a segment start (after its magic line).

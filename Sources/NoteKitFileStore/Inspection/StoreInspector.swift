@@ -4,29 +4,38 @@ import NoteKit
 /// Looking inside any NoteKit store without its model types: by the schema stored in it. What the `notekit` tool
 /// is made of.
 public enum StoreInspector {
-    /// Every schema the store at `url` was written with, oldest first.
+    /// Every schema the store at `url` was written with, oldest first. Takes no lock: it reads again when another
+    /// process replaced the manifest while it read (docs/FORMAT.md, *Reading while another process writes*).
     ///
-    /// - Throws: ``FileStoreError`` when the manifest or a segment cannot be read.
+    /// - Throws: ``FileStoreError`` when the manifest or a segment cannot be read (damage seen twice in a row over an
+    ///   unchanged manifest), ``FileStoreError/storeKeptChanging(path:attempts:seconds:)`` when other processes kept
+    ///   replacing the manifest for 5 seconds.
     public static func schemaHistory(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> [Schema] {
         let layout = StoreLayout(root: url.path)
         guard fileSystem.exists(layout.manifest) else { throw FileStoreError.storeNotFound(path: layout.root) }
         return try LogReplay.schemaHistory(layout: layout, fileSystem: fileSystem)
     }
 
-    /// Opens the store at `url` read-only, in the schema stored in it: nothing is written, not even recovery.
+    /// Opens the store at `url` read-only, in the schema stored in it: nothing is written, not even recovery. The
+    /// schema and the state are read from one manifest: another process migrating the store in between makes it
+    /// read both again.
     ///
     /// - Throws: what opening a store throws.
     public static func openReadOnly(at url: URL, recovery: FileStoreConfiguration.RecoveryMode = .tolerateTornTail,
                                     fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> FileStore {
-        guard let schema = try schemaHistory(at: url, fileSystem: fileSystem).last else {
-            throw FileStoreError.undecodableRecord(file: url.path, offset: 0, reason: "the store records no schema")
+        try PinnedRead(layout: StoreLayout(root: url.path), fileSystem: fileSystem).run { _ in
+            guard let schema = try schemaHistory(at: url, fileSystem: fileSystem).last else {
+                throw FileStoreError.undecodableRecord(file: url.path, offset: 0, reason: "the store records no schema")
+            }
+            let configuration = FileStoreConfiguration(url: url, mode: .readOnly, recovery: recovery,
+                                                       automaticCompaction: nil, fileSystem: fileSystem)
+            return try FileStore(configuration: configuration, schema: schema)
         }
-        let configuration = FileStoreConfiguration(url: url, mode: .readOnly, recovery: recovery,
-                                                   automaticCompaction: nil, fileSystem: fileSystem)
-        return try FileStore(configuration: configuration, schema: schema)
     }
 
-    /// Opens the store at `url` for writing, in the schema stored in it (for compaction by a tool).
+    /// Opens the store at `url` for writing, in the schema stored in it (for compaction by a tool). The schema is
+    /// read before the lock is taken, pinned as every read is: another process compacting meanwhile makes the open
+    /// wait for the lock, or refuse with ``FileStoreError/locked(path:)``, never report damage.
     public static func openForWriting(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> FileStore {
         guard let schema = try schemaHistory(at: url, fileSystem: fileSystem).last else {
             throw FileStoreError.undecodableRecord(file: url.path, offset: 0, reason: "the store records no schema")
@@ -63,17 +72,25 @@ public enum StoreInspector {
     }
 
     /// The statistics of the store at `url`, read without writing. Blob sizes come from the file system's
-    /// metadata (no blob is read); segments are read as an open reads them, in bounded pieces.
+    /// metadata (no blob is read); segments are read as an open reads them, in bounded pieces. The counts and the
+    /// sizes are of one manifest (docs/FORMAT.md, *Reading while another process writes*).
     ///
     /// - Throws: what opening the store read-only throws.
     public static func statistics(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> Statistics {
         let layout = StoreLayout(root: url.path)
+        return try PinnedRead(layout: layout, fileSystem: fileSystem).run { pin in
+            try statistics(pin, at: url, layout: layout, fileSystem: fileSystem)
+        }
+    }
+
+    private static func statistics(_ pin: PinnedRead.Pin, at url: URL, layout: StoreLayout,
+                                   fileSystem: any StoreFileSystem) throws -> Statistics {
+        let manifest = try pin.manifest
         let store = try openReadOnly(at: url, fileSystem: fileSystem)
         let manifestBytes = try fileSystem.status(layout.manifest)?.size ?? 0
         let formatVersion = try fileSystem.read(layout.manifest, from: 0, count: 64).withUnsafeBytes {
             try MagicLine.parse($0, expecting: .manifest, file: layout.manifest).version
         }
-        let manifest = try SegmentLog.readManifest(layout: layout, fileSystem: fileSystem)
         var segmentBytes = 0
         var firstTransaction: UInt64?
         for number in manifest.segments {

@@ -52,11 +52,24 @@ public struct VerificationReport: Sendable, Hashable {
 public enum StoreVerifier {
     /// Verifies the store at `url`: the manifest, every record of every segment (framing, checksum, decoding, and
     /// whether each transaction applies), every relationship of the final state, and every blob (presence, size and
-    /// SHA-256). Works on a read-only copy.
+    /// SHA-256). Works on a read-only copy, and beside processes that write and compact the store: it takes no lock,
+    /// and reads again when the manifest was replaced while it read (docs/FORMAT.md, *Reading while another process
+    /// writes*), so a problem is reported only when two reads in a row over an unchanged manifest found it.
     ///
-    /// - Complexity: reads every byte of the store once, blobs included.
-    public static func verify(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) -> VerificationReport {
+    /// - Throws: ``FileStoreError/storeKeptChanging(path:attempts:seconds:)`` when other processes kept replacing
+    ///   the manifest for 5 seconds: nothing was found damaged. Damage is in the report, not thrown.
+    /// - Complexity: reads every byte of the store once, blobs included (twice when it finds a problem).
+    public static func verify(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) throws
+        -> VerificationReport {
         let layout = StoreLayout(root: url.path)
+        return try PinnedRead(layout: layout, fileSystem: fileSystem).run(damage: { $0.ok ? nil : $0 }) { pin in
+            verify(pin, layout: layout, fileSystem: fileSystem)
+        }
+    }
+
+    /// Verifies the store whose manifest is pinned.
+    private static func verify(_ pin: PinnedRead.Pin, layout: StoreLayout,
+                               fileSystem: any StoreFileSystem) -> VerificationReport {
         var report = VerificationReport()
         func problem(_ file: String, _ offset: Int, _ kind: VerificationReport.Kind, _ message: String) {
             report.problems.append(.init(file: file, offset: offset, kind: kind, message: message))
@@ -66,7 +79,7 @@ public enum StoreVerifier {
             return report
         }
         let manifest: Manifest
-        do { manifest = try SegmentLog.readManifest(layout: layout, fileSystem: fileSystem) } catch {
+        do { manifest = try pin.manifest } catch {
             let (kind, offset) = classify(error)
             problem(layout.manifest, offset, kind, "\(error)")
             return report

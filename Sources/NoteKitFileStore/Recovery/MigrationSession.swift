@@ -34,7 +34,8 @@ final class FileStoreMigrationSession: StoreMigrationSession {
         }
         do {
             storedSchemaHistory = fileSystem.exists(layout.manifest)
-                ? try LogReplay.schemaHistory(layout: layout, fileSystem: fileSystem) : []
+                ? try LogReplay.schemaHistory(layout: layout, fileSystem: fileSystem,
+                                              timeout: configuration.readRetryTimeout) : []
         } catch {
             lock?.unlock()
             throw error
@@ -92,9 +93,20 @@ final class FileStoreMigrationSession: StoreMigrationSession {
 }
 
 extension LogReplay {
-    /// The schemas a store was written with, oldest first, read without decoding its transactions.
-    static func schemaHistory(layout: StoreLayout, fileSystem: any StoreFileSystem) throws -> [Schema] {
-        let manifest = try SegmentLog.readManifest(layout: layout, fileSystem: fileSystem)
+    /// The schemas a store was written with, oldest first, read without decoding its transactions, over a pinned
+    /// manifest (``PinnedRead``), so that a compaction in another process is not taken for a missing segment.
+    ///
+    /// - Throws: ``FileStoreError`` for damage, or ``FileStoreError/storeKeptChanging(path:attempts:seconds:)``
+    ///   after `timeout` seconds of other processes replacing the manifest.
+    static func schemaHistory(layout: StoreLayout, fileSystem: any StoreFileSystem,
+                              timeout: Double = FileStoreConfiguration.defaultReadRetryTimeout) throws -> [Schema] {
+        try PinnedRead(layout: layout, fileSystem: fileSystem, timeout: timeout).run { pin in
+            try schemaHistory(pin.manifest, layout: layout, fileSystem: fileSystem)
+        }
+    }
+
+    private static func schemaHistory(_ manifest: Manifest, layout: StoreLayout,
+                                      fileSystem: any StoreFileSystem) throws -> [Schema] {
         var schemas: [Schema] = []
         for number in manifest.segments {
             let scan = try SegmentScan.read(layout.segment(number), number: number, fileSystem: fileSystem)

@@ -56,10 +56,67 @@ extension FileStore {
         guard !fileSystem.exists(target.root) else {
             throw FileStoreError.inconsistentSegments(file: target.root, reason: "the salvage destination exists")
         }
+        // Read over a pinned manifest: a compaction in another process while this reads is not damage.
+        let source = try PinnedRead(layout: layout, fileSystem: fileSystem)
+            .run(damage: { $0.report.isComplete ? nil : $0.report }) { pin in
+                try readSource(pin, layout: layout, fileSystem: fileSystem)
+            }
+        var report = source.report
+        let (schemas, schema, state, storeID, sourceBlobs) = (source.schemas, source.schema, source.state,
+                                                              source.storeID, source.blobs)
+
+        // Write the new store: the schema history, a snapshot and the rows, copying the blobs they name.
+        let rows = state.rows
+        let encoder = RecordEncoder()
+        var records = schemas.map(encoder.schema)
+        records.append(encoder.snapshot(lastTransaction: state.lastTransaction, rowCount: rows.count))
+        for entity in schema.entities {
+            let entityRows = rows.filter { $0.id.entityName == entity.name }
+            var start = 0
+            while start < entityRows.count {
+                let end = min(entityRows.count, start + 4096)
+                records.append(encoder.rows(entity: entity, entityRows[start..<end]))
+                start = end
+            }
+        }
+        let log = try SegmentLog.create(layout: target, fileSystem: fileSystem, store: storeID ?? UUID(), now: Date(),
+                                        records: records)
+        try log.close()
+        let targetBlobs = BlobStore(directory: target.blobs, fileSystem: fileSystem)
+        for blob in referencedExternalData(rows, schema: schema).values.sorted(by: { $0.name < $1.name }) {
+            // Read as a fetch reads it: at most its recorded size (and one byte to tell a longer file), checked.
+            do {
+                _ = try targetBlobs.write(try sourceBlobs.reference(name: blob.name, size: blob.size).load())
+            } catch {
+                report.skippedRecords.append(.init(file: sourceBlobs.path(of: blob.name), offset: 0, length: 0,
+                                                   reason: "the blob is missing or damaged (\(error)); objects "
+                                                       + "naming it keep the reference"))
+            }
+        }
+        report.objectsKept = rows.count
+        return report
+    }
+
+    /// What a salvage read of its source: the report so far, the state rebuilt, and what it was rebuilt with.
+    private struct SourceRead {
+        var report: SalvageReport
+        var schemas: [Schema]
+        var schema: Schema
+        var state: SalvageState
+        var storeID: UUID?
+        var blobs: BlobStore
+    }
+
+    /// Reads every segment file of the store at `layout` (the manifest pinned says which store they belong to and
+    /// which are missing) and rebuilds the state they hold.
+    ///
+    /// - Throws: ``FileStoreError/nothingToSalvage(path:reason:)`` when no segment holds a whole state.
+    private static func readSource(_ pin: PinnedRead.Pin, layout: StoreLayout,
+                                   fileSystem: any StoreFileSystem) throws -> SourceRead {
         var report = SalvageReport()
         // Every segment file counts, named by the manifest or not; the manifest only says which store they must
         // belong to, and which are missing.
-        let manifest = try? SegmentLog.readManifest(layout: layout, fileSystem: fileSystem)
+        let manifest = try? pin.manifest
         var storeID = manifest?.store
         if manifest == nil {
             report.skippedRecords.append(.init(file: layout.manifest, offset: 0, length: 0,
@@ -164,37 +221,8 @@ extension FileStore {
                 reason: "no segment holds a readable schema and whole state"
                     + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: "; ")))"))
         }
-
-        // Write the new store: the schema history, a snapshot and the rows, copying the blobs they name.
-        let rows = state.rows
-        let encoder = RecordEncoder()
-        var records = schemas.map(encoder.schema)
-        records.append(encoder.snapshot(lastTransaction: state.lastTransaction, rowCount: rows.count))
-        for entity in schema.entities {
-            let entityRows = rows.filter { $0.id.entityName == entity.name }
-            var start = 0
-            while start < entityRows.count {
-                let end = min(entityRows.count, start + 4096)
-                records.append(encoder.rows(entity: entity, entityRows[start..<end]))
-                start = end
-            }
-        }
-        let log = try SegmentLog.create(layout: target, fileSystem: fileSystem, store: storeID ?? UUID(), now: Date(),
-                                        records: records)
-        try log.close()
-        let targetBlobs = BlobStore(directory: target.blobs, fileSystem: fileSystem)
-        for blob in referencedExternalData(rows, schema: schema).values.sorted(by: { $0.name < $1.name }) {
-            // Read as a fetch reads it: at most its recorded size (and one byte to tell a longer file), checked.
-            do {
-                _ = try targetBlobs.write(try sourceBlobs.reference(name: blob.name, size: blob.size).load())
-            } catch {
-                report.skippedRecords.append(.init(file: sourceBlobs.path(of: blob.name), offset: 0, length: 0,
-                                                   reason: "the blob is missing or damaged (\(error)); objects "
-                                                       + "naming it keep the reference"))
-            }
-        }
-        report.objectsKept = rows.count
-        return report
+        return SourceRead(report: report, schemas: schemas, schema: schema, state: state, storeID: storeID,
+                          blobs: sourceBlobs)
     }
 }
 

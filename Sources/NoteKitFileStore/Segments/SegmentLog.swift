@@ -265,14 +265,29 @@ final class SegmentLog {
     ///
     /// - Throws: ``FileStoreError`` when it is missing, damaged or of an unknown version.
     static func readManifest(layout: StoreLayout, fileSystem: any StoreFileSystem) throws -> Manifest {
-        let bytes: [UInt8]
+        guard let bytes = try manifestBytes(layout: layout, fileSystem: fileSystem) else {
+            throw FileStoreError.inconsistentSegments(file: layout.manifest, reason: "the manifest is missing")
+        }
+        return try decodeManifest(bytes, layout: layout)
+    }
+
+    /// The bytes of the manifest file (at most one more than a manifest may have), or nil when there is none.
+    ///
+    /// - Throws: an I/O error other than the file's absence.
+    static func manifestBytes(layout: StoreLayout, fileSystem: any StoreFileSystem) throws -> [UInt8]? {
         // A manifest lists segment numbers: 16 MiB holds more than a million. Reading one byte more tells a longer
         // file (a hole, say) without reading it.
         do {
-            bytes = try fileSystem.read(layout.manifest, from: 0, count: maximumManifestSize + 1)
+            return try fileSystem.read(layout.manifest, from: 0, count: maximumManifestSize + 1)
         } catch let error as StoreIOError where error.code == 2 {
-            throw FileStoreError.inconsistentSegments(file: layout.manifest, reason: "the manifest is missing")
+            return nil
         }
+    }
+
+    /// Decodes the manifest from the bytes of its file.
+    ///
+    /// - Throws: ``FileStoreError`` when it is damaged or of an unknown version.
+    static func decodeManifest(_ bytes: [UInt8], layout: StoreLayout) throws -> Manifest {
         guard bytes.count <= maximumManifestSize else {
             throw FileStoreError.damagedRecord(file: layout.manifest, offset: maximumManifestSize,
                                                reason: "the manifest is longer than \(maximumManifestSize) bytes")

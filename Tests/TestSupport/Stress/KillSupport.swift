@@ -163,7 +163,8 @@ enum KillChecks {
 
     /// Before anything reopens the store: `StoreVerifier` finds no damage but, at most, one torn tail, returned.
     static func verifyAllowingTornTail(_ url: URL) throws(Failed) -> VerificationReport.Problem? {
-        let verification = StoreVerifier.verify(at: url)
+        let verification: VerificationReport
+        do { verification = try StoreVerifier.verify(at: url) } catch { throw Failed("verify could not read: \(error)") }
         let torn = verification.problems.filter { $0.kind == .tornTail }
         let damage = verification.problems.filter { $0.kind != .tornTail }
         guard damage.isEmpty, torn.count <= 1 else {
@@ -221,7 +222,7 @@ enum KillChecks {
             throw Failed("after recovery MANIFEST.tmp is still there")
         }
         try store.close()
-        let after = StoreVerifier.verify(at: url)
+        let after = try StoreVerifier.verify(at: url)
         guard after.ok else {
             throw Failed("verify found problems after recovery: " + after.problems.map(\.description).joined(separator: "; "))
         }

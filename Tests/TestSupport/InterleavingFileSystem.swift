@@ -1,0 +1,89 @@
+import Foundation
+import NoteKitFileStore
+import Synchronization
+
+/// A file system that runs the test's action between two of the store's calls: just before a read of a file whose
+/// path contains a given text. It makes a race with another process deterministic: a compaction that lands after
+/// a reader read the manifest and before it read the segments the manifest lists, say. Every other call goes
+/// straight to the real file system.
+///
+/// ```swift
+/// let racing = InterleavingFileSystem()
+/// racing.interleave(beforeReadsOf: url.path + "/segments/") { try compactInAnotherOpen(url) }
+/// let report = try StoreVerifier.verify(at: url, fileSystem: racing)
+/// ```
+public final class InterleavingFileSystem: StoreFileSystem {
+    private struct Interleaving {
+        var path: String
+        var remaining: Int?
+        var action: @Sendable (String) throws -> Void
+    }
+
+    private let base: any StoreFileSystem
+    private let interleaving = Mutex<Interleaving?>(nil)
+    private let ran = Mutex(0)
+
+    public init(base: any StoreFileSystem = POSIXFileSystem()) {
+        self.base = base
+    }
+
+    /// Runs `action` before each of the next `times` reads (nil: every read from now on) of a file whose path
+    /// contains `path`, replacing any interleaving set before. An error `action` throws is that read's error.
+    public func interleave(beforeReadsOf path: String, times: Int? = 1, _ action: @escaping @Sendable () throws -> Void) {
+        interleave(beforeReadsOf: path, times: times) { (_: String) in try action() }
+    }
+
+    /// Runs `action` with the path about to be read, as ``interleave(beforeReadsOf:times:_:)`` does.
+    public func interleave(beforeReadsOf path: String, times: Int? = 1,
+                           _ action: @escaping @Sendable (_ path: String) throws -> Void) {
+        interleaving.withLock { $0 = Interleaving(path: path, remaining: times, action: action) }
+    }
+
+    /// Stops interleaving.
+    public func stop() { interleaving.withLock { $0 = nil } }
+
+    /// How many times an action ran.
+    public var interleavings: Int { ran.withLock { $0 } }
+
+    private func beforeRead(_ path: String) throws {
+        let action = interleaving.withLock { interleaving -> (@Sendable (String) throws -> Void)? in
+            guard let current = interleaving, path.contains(current.path) else { return nil }
+            if let remaining = current.remaining {
+                interleaving = remaining > 1 ? Interleaving(path: current.path, remaining: remaining - 1,
+                                                            action: current.action) : nil
+            }
+            return current.action
+        }
+        guard let action else { return }
+        ran.withLock { $0 += 1 }
+        try action(path)
+    }
+
+    public func read(_ path: String) throws -> [UInt8] {
+        try beforeRead(path)
+        return try base.read(path)
+    }
+
+    public func read(_ path: String, from offset: Int) throws -> [UInt8] {
+        try beforeRead(path)
+        return try base.read(path, from: offset)
+    }
+
+    public func read(_ path: String, from offset: Int, count: Int) throws -> [UInt8] {
+        try beforeRead(path)
+        return try base.read(path, from: offset, count: count)
+    }
+
+    public func status(_ path: String) throws -> StoreFileStatus? { try base.status(path) }
+    public func create(_ path: String) throws -> any StoreFile { try base.create(path) }
+    public func openForAppending(_ path: String) throws -> any StoreFile { try base.openForAppending(path) }
+    public func rename(_ source: String, to destination: String) throws { try base.rename(source, to: destination) }
+    public func remove(_ path: String) throws { try base.remove(path) }
+    public func syncDirectory(_ path: String) throws { try base.syncDirectory(path) }
+    public func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
+    public func contentsOfDirectory(_ path: String) throws -> [String] { try base.contentsOfDirectory(path) }
+    public func exists(_ path: String) -> Bool { base.exists(path) }
+    public func truncate(_ path: String, to length: Int) throws { try base.truncate(path, to: length) }
+    public func tryLock(_ path: String) throws -> (any StoreLockHandle)? { try base.tryLock(path) }
+    public func kind(of path: String) throws -> StoreFileKind? { try base.kind(of: path) }
+}
