@@ -153,7 +153,7 @@ private struct SharedRun {
         try acceptsWrites()
         summary.steps = writers.reduce(0) { $0 + $1.track.step }
         summary.storeBytes = KillChecks.bytes(under: url)
-        summary.segmentsStarted = Self.nextSegment(url).map { $0 - 1 } ?? 0
+        summary.segmentsStarted = KillChecks.nextSegment(url).map { $0 - 1 } ?? 0
         summary.seconds = elapsed
         return summary
     }
@@ -325,13 +325,6 @@ private struct SharedRun {
             writer.track.step = held[writer.number] ?? 0
             writer.ledger = StepLedger(step: writer.track.step)
         }
-    }
-
-    /// The manifest's `nextSegment`: one more than the number of segments the store ever started.
-    static func nextSegment(_ url: URL) -> Int? {
-        guard let text = try? String(contentsOf: url.appendingPathComponent("MANIFEST"), encoding: .utf8),
-              let range = text.range(of: #""nextSegment":"#) else { return nil }
-        return Int(text[range.upperBound...].prefix { $0.isNumber })
     }
 
     /// `w<K>-step<N>` as (K, N).
