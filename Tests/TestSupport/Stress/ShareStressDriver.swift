@@ -120,7 +120,7 @@ public enum ShareStressDriver {
                   saves acknowledged \(acknowledged), started \(issued); kills \(kills); explicit compactions \
                 \(explicitCompactions); history deletions \(historyTrims); segments started \(segmentsStarted)
                   acknowledged saves lost \(acknowledgedLost)
-                  refused with locked after the busy wait of \(String(format: "%.1f", lockTimeout)) s: \
+                  refused with locked after the busy wait of \(String(format: "%g", lockTimeout)) s: \
                 \(lockRefusals.values.reduce(0, +)) (\(refusals.isEmpty ? "none" : refusals.joined(separator: ", "))), \
                 longest wait before a refusal \(String(format: "%.3f", longestRefusedWait)) s
                 \(samples.map { "  sample: " + $0 + "\n" }.joined())  \(verdict)
