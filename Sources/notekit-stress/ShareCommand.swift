@@ -16,7 +16,9 @@ func runShareTest(_ arguments: [String]) -> Never {
     let lockTimeout = value("--lock-timeout", in: arguments).flatMap { Double($0) } ?? 3
     guard (1...255).contains(writers) else { fail("--writers must be 1…255", status: 2) }
     guard (0...64).contains(readers) else { fail("--readers must be 0…64", status: 2) }
-    guard seconds > 0, lockTimeout >= 0 else { fail("--seconds must be positive, --lock-timeout not negative", status: 2) }
+    guard seconds > 0, lockTimeout >= 0 else {
+        fail("--seconds must be positive, --lock-timeout not negative", status: 2)
+    }
     let parent = URL(fileURLWithPath: value("--dir", in: arguments) ?? FileManager.default.temporaryDirectory.path)
     let directory = parent.appendingPathComponent("notekit-share-\(seed)-\(getpid())")
     guard let executable = Bundle.main.executableURL else { fail("cannot find my own executable", status: 1) }

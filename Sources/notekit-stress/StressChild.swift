@@ -87,9 +87,8 @@ struct StressChild {
             }
             if plan.trimsHistoryAfter, statistics.lastTransaction > 60 {
                 emit("trim \(step)")
-                if try ranUnlessLocked("trim \(step)", { try store.deleteHistory([1...(statistics.lastTransaction - 50)]) }) {
-                    emit("trimmed \(step)")
-                }
+                let through = statistics.lastTransaction - 50
+                if try ranUnlessLocked("trim \(step)", { try store.deleteHistory([1...through]) }) { emit("trimmed \(step)") }
             }
         }
         try store.close()

@@ -13,8 +13,8 @@ import NoteKitTestSupport
 /// for `ok`, the last step of each writer the read saw (`w1=12,w2=40`, or `-` when the path sees no steps), and
 /// for the others the error, on one line.
 ///
-/// `damage` is a typed error that says the store is damaged (``FileStoreError`` of a damage kind, a verifier
-/// problem other than a torn tail, a blob the store lists that cannot be read); `inconsistent` is a read that
+/// `damage` is a typed error that says the store is damaged (``FileStoreError`` of a damage kind, a store file
+/// that does not exist, a verifier problem other than a torn tail, a blob the store lists that cannot be read); `inconsistent` is a read that
 /// succeeded but saw what no commit left: part of a writer's steps, or a history with a hole.
 struct StressReader {
     let url: URL
@@ -66,7 +66,9 @@ struct StressReader {
         case .refresh:
             if lasting == nil {
                 let container = try Self.openReadOnly(url)
-                guard let store = container.store as? FileStore else { throw ShareRead.Inconsistent("not a file store") }
+                guard let store = container.store as? FileStore else {
+                    throw ShareRead.Inconsistent("the container's store is not a file store")
+                }
                 lasting = (container, store)
             }
             guard let lasting else { return (.other, "no open") }
@@ -185,6 +187,8 @@ struct StressReader {
             case .io(let io) where io.code == ENOENT: .damage
             case .unexpectedFileType, .schemaMismatch, .io, .writesStopped, .nothingToSalvage: .other
             }
+        // A store file that vanished under the read, reported as such, unwrapped.
+        case let error as StoreIOError where error.code == ENOENT: .damage
         default: .other
         }
     }

@@ -21,7 +21,8 @@ let usage = """
     usage: notekit-stress kill [--kills N] [--seed N] [--dir DIR] [--seconds S] [--creation-kills N] [--keep]
                                [--writers N [--lock-timeout S]]
            notekit-stress child --store PATH --seed N --from STEP|resume [--steps N]
-                                [--durability everySave|deferred] [--writer K [--lock-timeout S] [--controlled] [--retry]]
+                                [--durability everySave|deferred]
+                                [--writer K [--lock-timeout S] [--controlled] [--retry]]
            notekit-stress share [--writers N] [--readers M] [--seconds S] [--seed N] [--lock-timeout S] [--dir DIR]
                                 [--keep]
            notekit-stress reader --store PATH --seed N
