@@ -14,8 +14,9 @@ import NoteKitTestSupport
 /// for the others the error, on one line.
 ///
 /// `damage` is a typed error that says the store is damaged (``FileStoreError`` of a damage kind, a store file
-/// that does not exist, a verifier problem other than a torn tail, a blob the store lists that cannot be read); `inconsistent` is a read that
-/// succeeded but saw what no commit left: part of a writer's steps, or a history with a hole.
+/// that does not exist, a verifier problem other than a torn tail, a blob the store lists that cannot be read);
+/// `inconsistent` is a read that succeeded but saw what no commit left: part of a writer's steps, or a history with
+/// a hole.
 struct StressReader {
     let url: URL
     let paths: [ShareRead.Path]

@@ -58,6 +58,7 @@ public enum ShareStressDriver {
     /// The figures of a run, and what went wrong in it.
     public struct Summary: Sendable, CustomStringConvertible {
         public var seed: UInt64
+        /// Processes that wrote and read the store, and how long they ran, in seconds.
         public var writers = 0
         public var readers = 0
         public var seconds = 0.0
