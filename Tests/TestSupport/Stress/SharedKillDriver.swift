@@ -304,7 +304,7 @@ private struct SharedRun {
                 throw failure("history skips from transaction \(previous) to \(record.number)")
             }
             previous = record.number
-            guard let (writer, step) = Self.parse(record.author), held[writer] != nil else {
+            guard let (writer, step) = ShareRead.author(record.author), held[writer] != nil else {
                 throw failure("transaction \(record.number) has author \(record.author ?? "nil"), not a writer's step")
             }
             if let before = lastInHistory[writer], step != before + 1 {
@@ -325,16 +325,6 @@ private struct SharedRun {
             writer.track.step = held[writer.number] ?? 0
             writer.ledger = StepLedger(step: writer.track.step)
         }
-    }
-
-    /// `w<K>-step<N>` as (K, N).
-    static func parse(_ author: String?) -> (Int, Int)? {
-        guard let author, author.hasPrefix("w"), let dash = author.firstIndex(of: "-"),
-              let writer = Int(author[author.index(after: author.startIndex)..<dash]),
-              author[dash...].hasPrefix("-step"), let step = Int(author[author.index(dash, offsetBy: 5)...]) else {
-            return nil
-        }
-        return (writer, step)
     }
 
     /// Every writer's next step, saved by this process through an open shared per save, then checked.
