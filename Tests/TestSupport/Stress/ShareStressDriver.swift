@@ -156,6 +156,8 @@ private final class ShareWriter {
     var failedStarts = 0
     /// Asked to pause, the child said it paused (the end).
     var paused = false
+    /// When the child last wrote a line, or started.
+    var heard = ContinuousClock.now
 
     init(number: Int, url: URL, seed: UInt64) throws {
         self.number = number
@@ -178,6 +180,8 @@ private final class ShareRun {
     var aim = KillAim()
     let writers: [ShareWriter]
     var readers: [StressChildProcess?]
+    /// When each reader last wrote a line, or started.
+    var readersHeard: [ContinuousClock.Instant]
     let began = ContinuousClock.now
     var lastProgress = ContinuousClock.now
     /// Sample messages kept per (path, outcome).
@@ -199,7 +203,12 @@ private final class ShareRun {
                             seed: options.seed &+ UInt64($0) &* 0x9E37_79B9_7F4A_7C15)
         }
         readers = Array(repeating: nil, count: options.readers)
+        readersHeard = Array(repeating: .now, count: options.readers)
     }
+
+    /// A child that writes nothing for this long is hung: a read, an open or a save takes well under a second here,
+    /// and a save waits at most the lock timeout.
+    var silenceLimit: Duration { .seconds(max(60, 10 * options.lockTimeout)) }
 
     var elapsed: Double { (ContinuousClock.now - began) / .seconds(1) }
 
@@ -257,6 +266,7 @@ private final class ShareRun {
                         "--lock-timeout", String(options.lockTimeout), "--controlled", "--retry"],
             errors: errors, controlled: true)
         writer.paused = false
+        writer.heard = .now
         if finishing { writer.child?.send("pause") }
     }
 
@@ -266,14 +276,19 @@ private final class ShareRun {
             arguments: ["reader", "--store", url.path,
                         "--seed", String(options.seed &+ UInt64(index + 1) &* 0x5851_F42D)],
             errors: errors, controlled: true)
+        readersHeard[index] = .now
     }
 
+    /// Kills every child still running; each is killed once (its pipe is closed after).
     func stopAll() {
         for writer in writers {
             _ = writer.child?.kill()
             writer.child = nil
         }
-        for reader in readers { _ = reader?.kill() }
+        for index in readers.indices {
+            _ = readers[index]?.kill()
+            readers[index] = nil
+        }
     }
 
     /// Reads what every child (but `skipped`) wrote, without waiting; restarts a child that ended by itself.
@@ -281,22 +296,32 @@ private final class ShareRun {
         for writer in writers where writer !== skipped {
             guard let child = writer.child else { continue }
             take(child.events(waitingUpTo: 0), from: writer)
-            if !child.isRunning {
-                // Ended by itself: what it wrote last is in the pipe.
+            let hung = child.isRunning && !writer.paused && ContinuousClock.now - writer.heard > silenceLimit
+            if hung || !child.isRunning {
+                // Hung, or ended by itself: what it wrote last is in the pipe.
                 let (ending, last) = child.kill()
                 writer.child = nil
                 take(last, from: writer)
-                ended(writer, ending)
+                if hung {
+                    writer.failedStarts += 1
+                    summary.failures.append("writer \(writer.number) wrote nothing for \(silenceLimit): hung, killed")
+                } else {
+                    ended(writer, ending)
+                }
                 if writer.failedStarts < 5 { try? start(writer) }
             }
         }
         for index in readers.indices {
             guard let reader = readers[index] else { continue }
-            for line in reader.lines(waitingUpTo: 0) { take(line) }
-            if !reader.isRunning {
+            let lines = reader.lines(waitingUpTo: 0)
+            for line in lines { take(line) }
+            if !lines.isEmpty { readersHeard[index] = .now }
+            let hung = reader.isRunning && ContinuousClock.now - readersHeard[index] > silenceLimit
+            if hung || !reader.isRunning {
                 let (ending, last) = reader.killReadingLines()
                 for line in last { take(line) }
-                summary.failures.append("reader \(index + 1) ended by itself (\(ending)): \(stderrTail())")
+                summary.failures.append(hung ? "reader \(index + 1) wrote nothing for \(silenceLimit): hung, killed"
+                                        : "reader \(index + 1) ended by itself (\(ending)): \(stderrTail())")
                 readers[index] = nil
                 if summary.failures.count < 20 { try? startReader(index) }
             }
@@ -318,6 +343,7 @@ private final class ShareRun {
 
     func take(_ events: [StressChildProcess.Event], from writer: ShareWriter) {
         let now = ShareClock.now
+        if !events.isEmpty { writer.heard = .now }
         for event in events {
             var counted = KillDriver.Summary(seed: 0)
             switch event {
@@ -406,6 +432,9 @@ private final class ShareRun {
             guard let reader = readers[index] else { continue }
             while !reader.endOfOutput, ContinuousClock.now < stopBy {
                 for line in reader.lines(waitingUpTo: 0.05) { take(line) }
+            }
+            if !reader.endOfOutput {
+                summary.failures.append("reader \(index + 1) did not finish its read within 10 s of being stopped")
             }
             for line in reader.killReadingLines().lines { take(line) }
             readers[index] = nil
