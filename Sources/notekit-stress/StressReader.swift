@@ -65,21 +65,14 @@ struct StressReader {
             let container = try Self.openReadOnly(url)
             return (.ok, try Self.steps(in: ModelContext(container)))
         case .refresh:
-            if lasting == nil {
-                let container = try Self.openReadOnly(url)
-                guard let store = container.store as? FileStore else {
-                    throw ShareRead.Inconsistent("the container's store is not a file store")
-                }
-                lasting = (container, store)
-            }
-            guard let lasting else { return (.other, "no open") }
+            let lasting = try self.lasting ?? Self.openLasting(url)
+            self.lasting = lasting
             try lasting.store.refresh()
             return (.ok, try Self.steps(in: ModelContext(lasting.container)))
         case .drawings:
             // Reading an external-storage attribute reads its blob file, after the open.
             let context = ModelContext(try Self.openReadOnly(url))
-            var bytes = 0
-            for drawing in try context.fetch(FetchDescriptor<NoteDrawing>()) { bytes += drawing.data.count }
+            for drawing in try context.fetch(FetchDescriptor<NoteDrawing>()) { _ = drawing.data }
             if let failure = context.readFailures.first {
                 return (.damage, "\(context.readFailures.count) blob reads failed, the first: \(failure)")
             }
@@ -136,6 +129,15 @@ struct StressReader {
     static func openReadOnly(_ url: URL) throws -> ModelContainer {
         let configuration = FileStoreConfiguration(url: url, mode: .readOnly, automaticCompaction: nil)
         return try ModelContainer(for: Schema(StressWorkload.models), configurations: [configuration])
+    }
+
+    /// A read-only open with its file store, for `refresh` to keep.
+    static func openLasting(_ url: URL) throws -> (container: ModelContainer, store: FileStore) {
+        let container = try openReadOnly(url)
+        guard let store = container.store as? FileStore else {
+            throw ShareRead.Inconsistent("the container's store is not a file store")
+        }
+        return (container, store)
     }
 
     /// The last step of each writer `context` sees, checking that it sees each writer's steps whole: the last
