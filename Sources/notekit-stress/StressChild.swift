@@ -16,20 +16,28 @@ import NoteKitTestSupport
 /// with `controlled` it reads `pause` and `resume` lines on standard input between saves: on `pause` it writes
 /// `paused STEP` (the last step it saved) and waits, holding no lock, until `resume`; at the end of its input it
 /// exits.
+///
+/// With `retry` (the share test, docs/reliability/share.md), a refusal is a figure, not the end: a save, compaction
+/// or history deletion refused with ``FileStoreError/locked(path:)`` after the busy wait writes
+/// `locked save|compact|trim STEP waited=SECONDS` (a save is then tried again, from a fresh context; a compaction
+/// or deletion is skipped), and an open refused with `locked` or with damage writes `locked open waited=SECONDS`
+/// or `damage open ERROR` and opens again, up to 50 times.
 struct StressChild {
     let url: URL
     let workload: StressWorkload
     let configuration: FileStoreConfiguration
     let controlled: Bool
+    let retry: Bool
     private let control = ControlInput()
 
     /// Segments rotate after about this many bytes, so a run of a few hundred saves rotates many times.
     static let segmentSize = 48 << 10
 
     init(url: URL, seed: UInt64, deferred: Bool, writer: Int? = nil, lockTimeout: Double? = nil,
-         controlled: Bool = false) {
+         controlled: Bool = false, retry: Bool = false) {
         self.url = url
         self.controlled = controlled
+        self.retry = retry
         workload = StressWorkload(seed: seed, writer: writer)
         configuration = FileStoreConfiguration(
             url: url, durability: deferred ? .deferred(interval: 0.05) : .everySave,
@@ -39,7 +47,9 @@ struct StressChild {
             historyRetention: .latest(200), sharing: writer == nil ? .exclusive : .perSave)
     }
 
-    func run(from: Int, steps: Int) -> Never {
+    /// Saves `steps` steps (without end when nil) from step `from`, or from the step after the last one the store
+    /// holds (of this writer) when `from` is nil.
+    func run(from: Int?, steps: Int?) -> Never {
         do {
             try saveSteps(from: from, count: steps)
             emit("done")
@@ -50,25 +60,17 @@ struct StressChild {
         }
     }
 
-    private func saveSteps(from: Int, count: Int) throws {
-        let container = try ModelContainer(for: Schema(StressWorkload.models), configurations: [configuration])
+    private func saveSteps(from requested: Int?, count: Int?) throws {
+        let container = try open()
         guard let store = container.store as? FileStore else { throw ChildError("the container's store is not a file store") }
         let held = try StressWorkload.stepsPresent(in: ModelContext(container), writer: workload.writer).last ?? 0
+        let from = requested ?? held + 1
         guard held == from - 1 else { throw ChildError("the store holds steps up to \(held), not \(from - 1)") }
         emit("ready \(from)")
 
-        for step in from..<(from + count) {
+        for step in from..<(from + min(count ?? .max, Int.max - from)) {
             if controlled { obeyControl(saved: step - 1) }
-            let context = ModelContext(container)
-            if let writer = workload.writer { context.author = "w\(writer)-step\(step)" }
-            let plan = try workload.apply(step: step, in: context)
-            let before = store.statistics.segments
-            var tags: [String] = []
-            if plan.writesBlob { tags.append("blob") }
-            if plan.isLarge { tags.append("large") }
-            if let active = before.last, activeSize(active) > Self.segmentSize { tags.append("rotate") }
-            emit((["save", String(step)] + tags).joined(separator: " "))
-            try context.save()
+            let (plan, before) = try save(step: step, in: container, store: store)
 
             let statistics = store.statistics
             if let error = statistics.lastCompactionError {
@@ -81,16 +83,68 @@ struct StressChild {
 
             if plan.compactsAfter {
                 emit("compact \(step)")
-                try store.compact()
-                emit("compacted \(step)")
+                if try ranUnlessLocked("compact \(step)", { try store.compact() }) { emit("compacted \(step)") }
             }
             if plan.trimsHistoryAfter, statistics.lastTransaction > 60 {
                 emit("trim \(step)")
-                try store.deleteHistory([1...(statistics.lastTransaction - 50)])
-                emit("trimmed \(step)")
+                let through = statistics.lastTransaction - 50
+                if try ranUnlessLocked("trim \(step)", { try store.deleteHistory([1...through]) }) { emit("trimmed \(step)") }
             }
         }
         try store.close()
+    }
+
+    /// Saves step `step`, again from a fresh context as long as the lock is refused (with `retry`); returns the
+    /// step's plan and the segments before the save that went through.
+    private func save(step: Int, in container: ModelContainer, store: FileStore) throws
+        -> (StressWorkload.Plan, before: [Int]) {
+        while true {
+            let context = ModelContext(container)
+            if let writer = workload.writer { context.author = "w\(writer)-step\(step)" }
+            let plan = try workload.apply(step: step, in: context)
+            let before = store.statistics.segments
+            var tags: [String] = []
+            if plan.writesBlob { tags.append("blob") }
+            if plan.isLarge { tags.append("large") }
+            if let active = before.last, activeSize(active) > Self.segmentSize { tags.append("rotate") }
+            emit((["save", String(step)] + tags).joined(separator: " "))
+            if try ranUnlessLocked("save \(step)", { try context.save() }) { return (plan, before) }
+        }
+    }
+
+    /// Opens the store; with `retry`, again after a refusal or a report of damage, up to 50 times.
+    private func open() throws -> ModelContainer {
+        var attempts = 0
+        while true {
+            let began = ContinuousClock.now
+            do {
+                return try ModelContainer(for: Schema(StressWorkload.models), configurations: [configuration])
+            } catch where retry && attempts < 50 {
+                attempts += 1
+                switch StressReader.classify(error) {
+                case .locked: emit("locked open waited=\(Self.seconds(since: began))")
+                case .damage: emit("damage open \(String(describing: error).replacingOccurrences(of: "\n", with: " "))")
+                default: throw error
+                }
+                usleep(20_000)
+            }
+        }
+    }
+
+    /// Runs `body`; true when it ran, false when `retry` is on and the lock was refused (said on standard output).
+    private func ranUnlessLocked(_ what: String, _ body: () throws -> Void) throws -> Bool {
+        let began = ContinuousClock.now
+        do {
+            try body()
+            return true
+        } catch FileStoreError.locked(_) where retry {
+            emit("locked \(what) waited=\(Self.seconds(since: began))")
+            return false
+        }
+    }
+
+    private static func seconds(since instant: ContinuousClock.Instant) -> String {
+        String(format: "%.3f", (ContinuousClock.now - instant) / .seconds(1))
     }
 
     /// Between saves: when the parent asked for a pause, says so and waits for `resume`; exits at the end of input.

@@ -9,6 +9,9 @@
 // `kill` runs the parent: it starts `notekit-stress child` on a store again and again, kills it with SIGKILL at
 // random moments, and checks after each kill that every acknowledged save is there, whole, and nothing else.
 // `child` is what it starts. Exit codes: 0 success, 1 a check failed, 2 usage error.
+//
+// `share` runs the share test (docs/reliability/share.md, ShareCommand.swift): writers killed at random and
+// `reader` children running every read path, on one store at once.
 import Foundation
 import NoteKit
 import NoteKitFileStore
@@ -17,8 +20,12 @@ import NoteKitTestSupport
 let usage = """
     usage: notekit-stress kill [--kills N] [--seed N] [--dir DIR] [--seconds S] [--creation-kills N] [--keep]
                                [--writers N [--lock-timeout S]]
-           notekit-stress child --store PATH --seed N --from STEP [--steps N] [--durability everySave|deferred]
-                                [--writer K [--lock-timeout S] [--controlled]]
+           notekit-stress child --store PATH --seed N --from STEP|resume [--steps N]
+                                [--durability everySave|deferred]
+                                [--writer K [--lock-timeout S] [--controlled] [--retry]]
+           notekit-stress share [--writers N] [--readers M] [--seconds S] [--seed N] [--lock-timeout S] [--dir DIR]
+                                [--keep]
+           notekit-stress reader --store PATH --seed N
            notekit-stress migrate --store PATH [--sharing exclusive|perSave] [--lock-timeout S]
                                   [--pause S [--pause-in willMigrate|didMigrate]] [--fail willMigrate|didMigrate]
            notekit-stress compactor --store PATH --seconds S
@@ -32,7 +39,16 @@ let usage = """
     child   opens the store at PATH, which must hold steps 1…STEP-1, and saves steps STEP, STEP+1, … (at most N,
             default unbounded), writing `save`, `ack`, `compact`, `compacted`, `trim` and `trimmed` lines. With
             --writer K it is writer K of several sharing the store per save, touching only its own objects; with
-            --controlled it obeys `pause`/`resume` lines on standard input between saves.
+            --controlled it obeys `pause`/`resume` lines on standard input between saves. `--from resume` starts
+            after the last step the store holds for it. With --retry, a save refused with `locked` after the busy
+            wait is reported (`locked save STEP waited=S`) and tried again, and an open refused or reporting damage
+            is reported and tried again.
+    share   the share test: N writers (default 3) sharing the store per save, killed at random and restarted, and
+            M readers (default 3) running every read path, for S seconds (default 120); prints the seed first and
+            the figures last, and exits 1 when a read reported damage or saw an inconsistent or stale state, or an
+            acknowledged save was lost.
+    reader  reads the store at PATH by every read path, again and again, writing one `read` line per read, until its
+            standard input ends.
     migrate opens the FieldNotes V1 store at PATH with seed 001's migration plan when it reads `go` on standard
             input, and reports how often it ran the plan's stage (MigrateChild). --pause makes each step of the
             stage (or the one given by --pause-in) wait S seconds first; --fail makes a step fail once, after its
@@ -55,18 +71,30 @@ func fail(_ message: String, status: Int32) -> Never {
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "child":
+    let resume = value("--from", in: arguments) == "resume"
+    let from = value("--from", in: arguments).flatMap { Int($0) }
     guard let store = value("--store", in: arguments),
           let seed = value("--seed", in: arguments).flatMap({ UInt64($0) }),
-          let from = value("--from", in: arguments).flatMap({ Int($0) }), from >= 1 else {
+          resume || from.map({ $0 >= 1 }) == true else {
         fail("child needs --store, --seed and --from\n\(usage)", status: 2)
     }
-    let steps = value("--steps", in: arguments).flatMap { Int($0) } ?? Int.max - from
+    let steps = value("--steps", in: arguments).flatMap { Int($0) }
     let deferred = value("--durability", in: arguments) == "deferred"
     let writer = value("--writer", in: arguments).flatMap { Int($0) }
     if let writer, !(1...255).contains(writer) { fail("--writer must be 1…255", status: 2) }
     StressChild(url: URL(fileURLWithPath: store), seed: seed, deferred: deferred, writer: writer,
                 lockTimeout: value("--lock-timeout", in: arguments).flatMap { Double($0) },
-                controlled: arguments.contains("--controlled")).run(from: from, steps: steps)
+                controlled: arguments.contains("--controlled"), retry: arguments.contains("--retry"))
+        .run(from: from, steps: steps)
+
+case "reader":
+    guard let store = value("--store", in: arguments), let seed = value("--seed", in: arguments).flatMap({ UInt64($0) })
+    else { fail("reader needs --store and --seed\n\(usage)", status: 2) }
+    var reader = StressReader(url: URL(fileURLWithPath: store), seed: seed)
+    reader.run()
+
+case "share":
+    runShareTest(arguments)
 
 case "migrate":
     guard let store = value("--store", in: arguments) else { fail("migrate needs --store\n\(usage)", status: 2) }
@@ -88,6 +116,7 @@ case "migrate":
                  behaviour: .init(pause: value("--pause", in: arguments).flatMap { Double($0) } ?? 0,
                                   pausing: step("--pause-in").map { [$0] } ?? Set(FieldNotesMigrationPlan.Step.allCases),
                                   failing: step("--fail"))).run()
+
 case "compactor":
     guard let store = value("--store", in: arguments),
           let seconds = value("--seconds", in: arguments).flatMap({ Double($0) }) else {

@@ -4,87 +4,89 @@ import NoteKitFileStore
 import NoteKitTestSupport
 import Testing
 
-/// The kill test, bounded for `swift test` (docs/reliability/kill.md): a child process saves steps of a seeded
-/// workload on a file store and is killed with SIGKILL at random moments, a few hundred times.
-///
-/// `NOTEKIT_KILL_SEED=N` replays a seed; `NOTEKIT_KILL_KILLS=N` changes how many kills. The long mode is run by
-/// hand: `swift run -c release notekit-stress kill --kills 4000 --seed N --dir /tmp/kill`.
-@Suite("Kill test: SIGKILL at random moments")
-struct KillTests {
-    static let executable: URL = {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        return root.appendingPathComponent(".build/debug/notekit-stress")
-    }()
+extension ProcessStressTests {
+    /// The kill test, bounded for `swift test` (docs/reliability/kill.md): a child process saves steps of a seeded
+    /// workload on a file store and is killed with SIGKILL at random moments, a few hundred times.
+    ///
+    /// `NOTEKIT_KILL_SEED=N` replays a seed; `NOTEKIT_KILL_KILLS=N` changes how many kills. The long mode is run by
+    /// hand: `swift run -c release notekit-stress kill --kills 4000 --seed N --dir /tmp/kill`.
+    @Suite("Kill test: SIGKILL at random moments")
+    struct KillTests {
+        static let executable: URL = {
+            let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent()
+            return root.appendingPathComponent(".build/debug/notekit-stress")
+        }()
 
-    static var seed: UInt64 {
-        ProcessInfo.processInfo.environment["NOTEKIT_KILL_SEED"].flatMap { UInt64($0) }
-            ?? UInt64.random(in: 1...UInt64(UInt32.max))
-    }
+        static var seed: UInt64 {
+            ProcessInfo.processInfo.environment["NOTEKIT_KILL_SEED"].flatMap { UInt64($0) }
+                ?? UInt64.random(in: 1...UInt64(UInt32.max))
+        }
 
-    @Test("Killed at random moments, the store keeps every acknowledged save, only whole ones, and takes new writes")
-    func randomKills() throws {
-        let seed = Self.seed
-        let kills = ProcessInfo.processInfo.environment["NOTEKIT_KILL_KILLS"].flatMap { Int($0) } ?? 250
-        print("kill test: seed \(seed) (replay with NOTEKIT_KILL_SEED=\(seed))")
-        let directory = TemporaryStores.newURL("kill")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        do {
-            // The time limit keeps a loaded machine from running long; the kills still have to happen.
-            let summary = try KillDriver.run(.init(executable: Self.executable, directory: directory, seed: seed,
-                                                   kills: kills, timeLimit: 110))
-            print(summary)
-            #expect(summary.kills >= min(kills, 50), "too few kills in the time allowed: \(summary)")
-            #expect(summary.acknowledged > 0 && summary.rotations > 0 && summary.compactions > 0,
-                    "the run must save, rotate and compact: \(summary)")
-            try FileManager.default.removeItem(at: directory)
-        } catch let failure as KillDriver.Failure {
-            // The test's temporary directory goes when the process ends: the stores are moved out, for a look.
-            let kept = FileManager.default.temporaryDirectory
-                .appendingPathComponent("notekit-kill-failed-\(seed)-\(ProcessInfo.processInfo.processIdentifier)")
-            let moved = (try? FileManager.default.moveItem(at: directory, to: kept)) != nil
-            let whereKept = moved ? " (the stores are moved to \(kept.path))" : ""
-            Issue.record("\(failure)\(whereKept)")
+        @Test("Killed at random moments, the store keeps every acknowledged save, only whole ones, and takes new writes")
+        func randomKills() throws {
+            let seed = Self.seed
+            let kills = ProcessInfo.processInfo.environment["NOTEKIT_KILL_KILLS"].flatMap { Int($0) } ?? 250
+            print("kill test: seed \(seed) (replay with NOTEKIT_KILL_SEED=\(seed))")
+            let directory = TemporaryStores.newURL("kill")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            do {
+                // The time limit keeps a loaded machine from running long; the kills still have to happen.
+                let summary = try KillDriver.run(.init(executable: Self.executable, directory: directory, seed: seed,
+                                                       kills: kills, timeLimit: 110))
+                print(summary)
+                #expect(summary.kills >= min(kills, 50), "too few kills in the time allowed: \(summary)")
+                #expect(summary.acknowledged > 0 && summary.rotations > 0 && summary.compactions > 0,
+                        "the run must save, rotate and compact: \(summary)")
+                try FileManager.default.removeItem(at: directory)
+            } catch let failure as KillDriver.Failure {
+                // The test's temporary directory goes when the process ends: the stores are moved out, for a look.
+                let kept = FileManager.default.temporaryDirectory
+                    .appendingPathComponent("notekit-kill-failed-\(seed)-\(ProcessInfo.processInfo.processIdentifier)")
+                let moved = (try? FileManager.default.moveItem(at: directory, to: kept)) != nil
+                let whereKept = moved ? " (the stores are moved to \(kept.path))" : ""
+                Issue.record("\(failure)\(whereKept)")
+            }
         }
     }
-}
 
-/// The kill test with several writers sharing a store per save (docs/reliability/kill.md, *Several writers*): two
-/// children write one store at once, one of them is killed at a random moment while the other goes on, and the
-/// store is checked with the other paused between saves.
-///
-/// `NOTEKIT_SHARED_KILL_SEED=N` replays a seed; `NOTEKIT_SHARED_KILL_KILLS=N` changes how many kills,
-/// `NOTEKIT_SHARED_KILL_WRITERS=N` how many writers. The long mode:
-/// `swift run -c release notekit-stress kill --writers 2 --kills 1000 --seed N --dir /tmp/kill`.
-@Suite("Kill test: SIGKILL of one writer among several sharing a store")
-struct SharedKillTests {
-    @Test("One of two writers killed at random moments: each writer's acknowledged saves stay, whole, and all write on")
-    func randomKillsOfOneWriter() throws {
-        let environment = ProcessInfo.processInfo.environment
-        let seed = environment["NOTEKIT_SHARED_KILL_SEED"].flatMap { UInt64($0) }
-            ?? UInt64.random(in: 1...UInt64(UInt32.max))
-        let kills = environment["NOTEKIT_SHARED_KILL_KILLS"].flatMap { Int($0) } ?? 60
-        let writers = environment["NOTEKIT_SHARED_KILL_WRITERS"].flatMap { Int($0) } ?? 2
-        print("shared kill test: seed \(seed) (replay with NOTEKIT_SHARED_KILL_SEED=\(seed))")
-        let directory = TemporaryStores.newURL("shared-kill")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        do {
-            // The time limit keeps a loaded machine from running long; the kills still have to happen.
-            let summary = try SharedKillDriver.run(.init(executable: KillTests.executable, directory: directory,
-                                                         seed: seed, writers: writers, kills: kills, timeLimit: 35))
-            print(summary)
-            #expect(summary.kills >= min(kills, 20), "too few kills in the time allowed: \(summary)")
-            #expect(summary.killsDuringSave > 0, "no kill landed during a save: \(summary)")
-            #expect((1...writers).allSatisfy { summary.acknowledgedByWriter[$0, default: 0] > 0 },
-                    "every writer must save: \(summary)")
-            #expect(summary.segmentsStarted > 1 && summary.explicitCompactions > 0,
-                    "the run must rotate and compact: \(summary)")
-            try FileManager.default.removeItem(at: directory)
-        } catch let failure as KillDriver.Failure {
-            let kept = FileManager.default.temporaryDirectory.appendingPathComponent(
-                "notekit-shared-kill-failed-\(seed)-\(ProcessInfo.processInfo.processIdentifier)")
-            let moved = (try? FileManager.default.moveItem(at: directory, to: kept)) != nil
-            Issue.record("\(failure)\(moved ? " (the store is moved to \(kept.path))" : "")")
+    /// The kill test with several writers sharing a store per save (docs/reliability/kill.md, *Several writers*): two
+    /// children write one store at once, one of them is killed at a random moment while the other goes on, and the
+    /// store is checked with the other paused between saves.
+    ///
+    /// `NOTEKIT_SHARED_KILL_SEED=N` replays a seed; `NOTEKIT_SHARED_KILL_KILLS=N` changes how many kills,
+    /// `NOTEKIT_SHARED_KILL_WRITERS=N` how many writers. The long mode:
+    /// `swift run -c release notekit-stress kill --writers 2 --kills 1000 --seed N --dir /tmp/kill`.
+    @Suite("Kill test: SIGKILL of one writer among several sharing a store")
+    struct SharedKillTests {
+        @Test("One of two writers killed at random moments: each writer's acknowledged saves stay, whole, and all write on")
+        func randomKillsOfOneWriter() throws {
+            let environment = ProcessInfo.processInfo.environment
+            let seed = environment["NOTEKIT_SHARED_KILL_SEED"].flatMap { UInt64($0) }
+                ?? UInt64.random(in: 1...UInt64(UInt32.max))
+            let kills = environment["NOTEKIT_SHARED_KILL_KILLS"].flatMap { Int($0) } ?? 60
+            let writers = environment["NOTEKIT_SHARED_KILL_WRITERS"].flatMap { Int($0) } ?? 2
+            print("shared kill test: seed \(seed) (replay with NOTEKIT_SHARED_KILL_SEED=\(seed))")
+            let directory = TemporaryStores.newURL("shared-kill")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            do {
+                // The time limit keeps a loaded machine from running long; the kills still have to happen.
+                let summary = try SharedKillDriver.run(.init(executable: KillTests.executable, directory: directory,
+                                                             seed: seed, writers: writers, kills: kills, timeLimit: 35))
+                print(summary)
+                #expect(summary.kills >= min(kills, 20), "too few kills in the time allowed: \(summary)")
+                #expect(summary.killsDuringSave > 0, "no kill landed during a save: \(summary)")
+                #expect((1...writers).allSatisfy { summary.acknowledgedByWriter[$0, default: 0] > 0 },
+                        "every writer must save: \(summary)")
+                #expect(summary.segmentsStarted > 1 && summary.explicitCompactions > 0,
+                        "the run must rotate and compact: \(summary)")
+                try FileManager.default.removeItem(at: directory)
+            } catch let failure as KillDriver.Failure {
+                let kept = FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "notekit-shared-kill-failed-\(seed)-\(ProcessInfo.processInfo.processIdentifier)")
+                let moved = (try? FileManager.default.moveItem(at: directory, to: kept)) != nil
+                Issue.record("\(failure)\(moved ? " (the store is moved to \(kept.path))" : "")")
+            }
         }
     }
 }

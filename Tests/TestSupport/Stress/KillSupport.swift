@@ -74,7 +74,7 @@ struct KillAim {
                     }
                 case .trimming:
                     if delay == nil, moment == .trim, acks >= acksWanted { delay = fraction * saveTime }
-                case .failed, .finished, .trimmed, .paused:
+                case .failed, .finished, .trimmed, .paused, .refused, .openDamage:
                     break
                 }
             }
@@ -245,6 +245,13 @@ enum KillChecks {
             }
         }
         return names
+    }
+
+    /// The manifest's `nextSegment`: one more than the number of segments the store ever started.
+    static func nextSegment(_ url: URL) -> Int? {
+        guard let text = try? String(contentsOf: url.appendingPathComponent("MANIFEST"), encoding: .utf8),
+              let range = text.range(of: #""nextSegment":"#) else { return nil }
+        return Int(text[range.upperBound...].prefix { $0.isNumber })
     }
 
     static func bytes(under url: URL) -> Int {

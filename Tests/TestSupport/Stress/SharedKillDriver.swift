@@ -153,7 +153,7 @@ private struct SharedRun {
         try acceptsWrites()
         summary.steps = writers.reduce(0) { $0 + $1.track.step }
         summary.storeBytes = KillChecks.bytes(under: url)
-        summary.segmentsStarted = Self.nextSegment(url).map { $0 - 1 } ?? 0
+        summary.segmentsStarted = KillChecks.nextSegment(url).map { $0 - 1 } ?? 0
         summary.seconds = elapsed
         return summary
     }
@@ -304,7 +304,7 @@ private struct SharedRun {
                 throw failure("history skips from transaction \(previous) to \(record.number)")
             }
             previous = record.number
-            guard let (writer, step) = Self.parse(record.author), held[writer] != nil else {
+            guard let (writer, step) = ShareRead.author(record.author), held[writer] != nil else {
                 throw failure("transaction \(record.number) has author \(record.author ?? "nil"), not a writer's step")
             }
             if let before = lastInHistory[writer], step != before + 1 {
@@ -325,23 +325,6 @@ private struct SharedRun {
             writer.track.step = held[writer.number] ?? 0
             writer.ledger = StepLedger(step: writer.track.step)
         }
-    }
-
-    /// The manifest's `nextSegment`: one more than the number of segments the store ever started.
-    static func nextSegment(_ url: URL) -> Int? {
-        guard let text = try? String(contentsOf: url.appendingPathComponent("MANIFEST"), encoding: .utf8),
-              let range = text.range(of: #""nextSegment":"#) else { return nil }
-        return Int(text[range.upperBound...].prefix { $0.isNumber })
-    }
-
-    /// `w<K>-step<N>` as (K, N).
-    static func parse(_ author: String?) -> (Int, Int)? {
-        guard let author, author.hasPrefix("w"), let dash = author.firstIndex(of: "-"),
-              let writer = Int(author[author.index(after: author.startIndex)..<dash]),
-              author[dash...].hasPrefix("-step"), let step = Int(author[author.index(dash, offsetBy: 5)...]) else {
-            return nil
-        }
-        return (writer, step)
     }
 
     /// Every writer's next step, saved by this process through an open shared per save, then checked.

@@ -18,6 +18,12 @@ final class StressChildProcess {
         case trimmed(after: Int)
         /// Asked to pause (a writer sharing the store), the child stopped between saves; it holds steps up to `at`.
         case paused(at: Int)
+        /// A writer that counts refusals (`--retry`) was refused the lock after waiting `waited` seconds: to
+        /// `what` (`save`, `compact`, `trim`, `open`) at step `step` (nil for an open); it tries again.
+        case refused(what: String, step: Int?, waited: Double)
+        /// A writer that counts refusals (`--retry`) could not open the store because the open reported damage;
+        /// it opens it again.
+        case openDamage(String)
         /// The child gave up: what went wrong.
         case failed(String)
         /// The child made as many saves as it was told to and is exiting.
@@ -44,6 +50,13 @@ final class StressChildProcess {
             case "trim": guard let step = number(1) else { return nil }; self = .trimming(after: step)
             case "trimmed": guard let step = number(1) else { return nil }; self = .trimmed(after: step)
             case "paused": guard let step = number(1) else { return nil }; self = .paused(at: step)
+            case "locked":
+                guard words.count >= 2 else { return nil }
+                let waited = words.first { $0.hasPrefix("waited=") }.flatMap { Double($0.dropFirst(7)) } ?? 0
+                self = .refused(what: String(words[1]), step: number(2), waited: waited)
+            case "damage":
+                guard words.count >= 2, words[1] == "open" else { return nil }
+                self = .openDamage(String(line.drop { $0 != " " }.dropFirst().drop { $0 != " " }.dropFirst()))
             case "error": self = .failed(String(line.dropFirst(word.count).drop { $0 == " " }))
             case "done": self = .finished
             default: return nil
@@ -98,6 +111,12 @@ final class StressChildProcess {
 
     /// The events of the complete lines written since the last call, waiting up to `timeout` seconds for one.
     func events(waitingUpTo timeout: Double) -> [Event] {
+        lines(waitingUpTo: timeout).compactMap(Event.init)
+    }
+
+    /// The complete lines written since the last call, waiting up to `timeout` seconds for one: for a child whose
+    /// lines are not ``Event``s (a share test reader).
+    func lines(waitingUpTo timeout: Double) -> [Substring] {
         var result = drainLines()
         if !result.isEmpty || endOfOutput { return result }
         var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
@@ -109,17 +128,23 @@ final class StressChildProcess {
 
     /// Kills the child with SIGKILL (if it is still running), waits for it, and returns the events it wrote last.
     func kill() -> (ending: Ending, events: [Event]) {
+        let (ending, lines) = killReadingLines()
+        return (ending, lines.compactMap(Event.init))
+    }
+
+    /// Kills the child with SIGKILL (if it is still running), waits for it, and returns the lines it wrote last.
+    func killReadingLines() -> (ending: Ending, lines: [Substring]) {
         if process.isRunning { _ = Foundation.kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        var events: [Event] = []
+        var lines: [Substring] = []
         // The child is gone: whatever it wrote is in the pipe. Read until nothing is left.
         while !endOfOutput {
             var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
             guard poll(&poller, 1, 0) > 0 else { break }
             readAvailable()
-            events += drainLines()
+            lines += drainLines()
         }
-        events += drainLines()
+        lines += drainLines()
         try? output.fileHandleForReading.close()
         try? control?.fileHandleForWriting.close()
         let ending: Ending = switch process.terminationReason {
@@ -127,7 +152,7 @@ final class StressChildProcess {
         case .exit: .exited(process.terminationStatus)
         @unknown default: .exited(process.terminationStatus)
         }
-        return (ending, events)
+        return (ending, lines)
     }
 
     private func readAvailable() {
@@ -136,10 +161,10 @@ final class StressChildProcess {
         if count > 0 { pending += chunk[0..<count] } else if count == 0 { endOfOutput = true }
     }
 
-    private func drainLines() -> [Event] {
+    private func drainLines() -> [Substring] {
         guard let last = pending.lastIndex(of: 0x0A) else { return [] }
         let text = String(decoding: pending[...last], as: UTF8.self)
         pending.removeSubrange(...last)
-        return text.split(separator: "\n").compactMap(Event.init)
+        return text.split(separator: "\n")
     }
 }

@@ -1,0 +1,49 @@
+import Foundation
+import NoteKit
+import NoteKitFileStore
+import NoteKitTestSupport
+import Testing
+
+extension ProcessStressTests {
+    /// The share test, bounded for `swift test` (docs/reliability/share.md): writer processes sharing one store per
+    /// save, killed at random and restarted, and reader processes running every read path on it at the same time.
+    ///
+    /// `NOTEKIT_SHARE_SEED=N` replays a seed; `NOTEKIT_SHARE_SECONDS=S`, `NOTEKIT_SHARE_WRITERS=N` and
+    /// `NOTEKIT_SHARE_READERS=M` change the run. The long mode is run by hand:
+    /// `swift run -c release notekit-stress share --writers 3 --readers 3 --seconds 120 --seed N`.
+    @Suite("Share test: writers killed at random and readers on every read path, on one store")
+    struct ShareStressTests {
+        @Test("Readers racing killed writers, rotations and compactions never see damage, and no acknowledged save is lost")
+        func readersAndKilledWriters() throws {
+            let environment = ProcessInfo.processInfo.environment
+            let seed = environment["NOTEKIT_SHARE_SEED"].flatMap { UInt64($0) }
+                ?? UInt64.random(in: 1...UInt64(UInt32.max))
+            let seconds = environment["NOTEKIT_SHARE_SECONDS"].flatMap { Double($0) } ?? 4
+            let writers = environment["NOTEKIT_SHARE_WRITERS"].flatMap { Int($0) } ?? 2
+            let readers = environment["NOTEKIT_SHARE_READERS"].flatMap { Int($0) } ?? 2
+            print("share test: seed \(seed) (replay with NOTEKIT_SHARE_SEED=\(seed))")
+            let directory = TemporaryStores.newURL("share")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let summary = try ShareStressDriver.run(.init(executable: KillTests.executable, directory: directory,
+                                                          seed: seed, writers: writers, readers: readers,
+                                                          seconds: seconds))
+            print(summary)
+            #expect(summary.falseDamageReports == 0 && summary.damageReports == 0, "\(summary)")
+            #expect(summary.acknowledgedLost == 0, "\(summary)")
+            #expect(summary.failures.isEmpty, "\(summary)")
+            // The run must have done what it is about: reads on every path, saves, kills, rotations, compactions.
+            #expect(ShareRead.Path.allCases.allSatisfy { summary.reads[$0]?.isEmpty == false }, "\(summary)")
+            #expect(summary.acknowledged > 0 && summary.kills > 0, "\(summary)")
+            #expect(summary.segmentsStarted > 1 && summary.explicitCompactions > 0, "\(summary)")
+            if summary.failures.isEmpty {
+                try FileManager.default.removeItem(at: directory)
+            } else {
+                let kept = FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "notekit-share-failed-\(seed)-\(ProcessInfo.processInfo.processIdentifier)")
+                if (try? FileManager.default.moveItem(at: directory, to: kept)) != nil {
+                    print("share test: the store is moved to \(kept.path)")
+                }
+            }
+        }
+    }
+}
