@@ -1,5 +1,6 @@
 import Foundation
 import NoteKit
+import NoteKitNotes
 import NoteKitFileStore
 import NoteKitTestSupport
 
@@ -83,7 +84,7 @@ struct StressReader {
             try Self.checkHistory(records)
             return (.ok, "-")
         case .verify:
-            let report = StoreVerifier.verify(at: url)
+            let report = try StoreVerifier.verify(at: url)
             let damage = report.problems.filter { $0.kind != .tornTail }
             guard damage.isEmpty else {
                 return (.damage, damage.prefix(3).map(\.description).joined(separator: "; "))
@@ -184,6 +185,7 @@ struct StressReader {
         case let error as FileStoreError:
             switch error {
             case .locked, .lockedInThisProcess: .locked
+            case .storeKeptChanging: .busy
             case .storeNotFound, .notAStoreFile, .unsupportedFormatVersion, .damagedRecord, .undecodableRecord,
                  .inconsistentSegments, .danglingReference:
                 .damage

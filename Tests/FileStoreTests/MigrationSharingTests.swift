@@ -71,7 +71,7 @@ struct MigrationSharingTests {
         #expect(notes.map(\.tags) == [["work"], [], ["hike"]], sourceLocation: sourceLocation)
         #expect(notes.last?.notebook?.name == "Hikes", sourceLocation: sourceLocation)
         #expect(notes.last?.photos.map(\.data) == [Data(repeating: 7, count: 4096)], sourceLocation: sourceLocation)
-        #expect(StoreVerifier.verify(at: url).ok, sourceLocation: sourceLocation)
+        #expect(try StoreVerifier.verify(at: url).ok, sourceLocation: sourceLocation)
     }
 
     // MARK: One process
@@ -122,7 +122,7 @@ struct MigrationSharingTests {
         Plan.setBehaviour(.init(failing: .didMigrate), for: url)
         #expect(throws: MigrationError.self) { _ = try Self.openWithPlan(url, sharing: sharing) }
         #expect(try StoreInspector.schemaHistory(at: url).map(\.version) == [Schema.Version(1, 0, 0)])
-        #expect(StoreVerifier.verify(at: url).ok)
+        #expect(try StoreVerifier.verify(at: url).ok)
         let container = try Self.openWithPlan(url, sharing: sharing)
         try StoreFiles.close(container)
         try Self.expectMigrated(url)
@@ -235,7 +235,7 @@ struct MigrationSharingTests {
         try victim.waitFor("step didMigrate")
         victim.kill()
         #expect(try StoreInspector.schemaHistory(at: url).map(\.version) == [Schema.Version(1, 0, 0)])
-        #expect(StoreVerifier.verify(at: url).ok)
+        #expect(try StoreVerifier.verify(at: url).ok)
         let next = try MigrateProcess(url, sharing: sharing)
         try next.start()
         let success = next.finish()
@@ -299,7 +299,7 @@ final class MigrateProcess {
     private var lines: [String] = []
 
     init(_ url: URL, sharing: FileStoreConfiguration.Sharing?, extra: [String] = []) throws {
-        process.executableURL = KillTests.executable
+        process.executableURL = ProcessStressTests.KillTests.executable
         var arguments = ["migrate", "--store", url.path] + extra
         switch sharing {
         case .exclusive?: arguments += ["--sharing", "exclusive"]

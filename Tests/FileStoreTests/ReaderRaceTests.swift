@@ -62,7 +62,7 @@ struct ReaderRaceTests {
         for _ in 0..<2 {
             DispatchQueue.global().async(group: group) {
                 do {
-                    let run = try Self.run(KillTests.executable, ["compactor", "--store", url.path,
+                    let run = try Self.run(ProcessStressTests.KillTests.executable, ["compactor", "--store", url.path,
                                                                   "--seconds", String(Self.seconds)])
                     compactorOutput.withLock { $0.append(run.output) }
                     if run.status != 0 { tally.fail("compactor exited \(run.status): \(run.errors)") }

@@ -34,6 +34,9 @@ public struct ShareRead: Sendable, Hashable {
         case inconsistent
         /// Refused with `FileStoreError.locked`.
         case locked
+        /// Gave up with `FileStoreError.storeKeptChanging`: other processes replaced the manifest at every attempt
+        /// for the whole read retry timeout (not damage; counted to show how often readers starve).
+        case busy
         /// Any other error.
         case other
     }
