@@ -7,15 +7,15 @@ extension FileStore {
     /// catching up with what other processes committed, and then records where the log now ends.
     ///
     /// - Throws: ``SaveError/readOnly(reason:)``, ``FileStoreError/writesStopped(reason:)``,
-    ///   ``FileStoreError/locked(path:)`` when another process keeps the lock past the timeout, what catching up
-    ///   throws (damage, a store migrated by a newer schema), or what `body` throws.
+    ///   ``FileStoreError/locked(path:holder:timeout:)`` when another process keeps the lock past the busy timeout,
+    ///   what catching up throws (damage, a store migrated by a newer schema), or what `body` throws.
     func withWriteAccess<Result>(_ state: inout State, _ body: (SegmentLog, inout State) throws -> Result) throws -> Result {
         guard state.log != nil else { throw SaveError.readOnly(reason: "\(layout.root) was opened read-only") }
         if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
         guard configuration.sharing == .perSave else { return try body(state.log!, &state) }
 
-        let lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout ?? 5,
-                                            clocks: configuration.clocks)
+        let lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.busyTimeout,
+                                         clocks: configuration.clocks)
         defer { lock.unlock() }
         try catchUp(&state)
         guard let log = state.log else { throw SaveError.readOnly(reason: "\(layout.root) was closed") }

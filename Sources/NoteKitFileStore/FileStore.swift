@@ -111,7 +111,7 @@ public final class FileStore: DataStore {
         if case .adopt(let held) = lockSource { lock = held }
         var report = RecoveryReport()
         do {
-            if !fileSystem.exists(layout.manifest) {
+            creation: if !fileSystem.exists(layout.manifest) {
                 guard case .readWrite(createIfMissing: true) = configuration.mode else {
                     if fileSystem.exists(layout.segments) {
                         throw FileStoreError.inconsistentSegments(file: layout.manifest, reason: "the manifest is missing")
@@ -123,14 +123,12 @@ public final class FileStore: DataStore {
                 _ = try Self.interruptedCreation(layout: layout, fileSystem: fileSystem)
                 try fileSystem.makeDirectory(layout.root)
                 if case .acquire = lockSource {
-                    lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout,
-                                            clocks: configuration.clocks)
+                    lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.busyTimeout,
+                                                 clocks: configuration.clocks)
                 }
-                if fileSystem.exists(layout.manifest) {
-                    throw FileStoreError.inconsistentSegments(
-                        file: layout.manifest,
-                        reason: "another process created the store while this open waited for its lock; open it again")
-                }
+                // Another process created the store while this open waited for the lock (several writers started
+                // at once on a new store): this one opens what it created, with the lock it holds.
+                if fileSystem.exists(layout.manifest) { break creation }
                 for leftover in try Self.interruptedCreation(layout: layout, fileSystem: fileSystem) {
                     try fileSystem.remove(leftover)
                     report.removedLeftovers.append(leftover)
@@ -148,9 +146,9 @@ public final class FileStore: DataStore {
                 return
             }
 
-            if !readOnly, case .acquire = lockSource {
-                lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout,
-                                            clocks: configuration.clocks)
+            if !readOnly, case .acquire = lockSource, lock == nil {
+                lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.busyTimeout,
+                                             clocks: configuration.clocks)
             }
             // Taken before the manifest is read: a manifest replaced after this makes the next refresh look again.
             let manifestStatus = readOnly ? try fileSystem.status(layout.manifest) : nil

@@ -19,6 +19,7 @@ let usage = """
                                [--writers N [--lock-timeout S]]
            notekit-stress child --store PATH --seed N --from STEP [--steps N] [--durability everySave|deferred]
                                 [--writer K [--lock-timeout S] [--controlled]]
+           notekit-stress add --store PATH --title T [--delete T2] [--lock-timeout S]
 
     kill    kills N children (default 1000) of a store made under DIR (default the temporary directory), stopping
             early after S seconds if given; N/10 of the kills (or --creation-kills) land while a child creates a new
@@ -30,6 +31,8 @@ let usage = """
             default unbounded), writing `save`, `ack`, `compact`, `compacted`, `trim` and `trimmed` lines. With
             --writer K it is writer K of several sharing the store per save, touching only its own objects; with
             --controlled it obeys `pause`/`resume` lines on standard input between saves.
+    add     opens the FieldNotes store at PATH in the default configuration (creating it when missing), inserts
+            a note titled T, deletes the notes titled T2, saves once and exits (AddChild).
     """
 
 func value(_ name: String, in arguments: [String]) -> String? {
@@ -57,6 +60,13 @@ case "child":
     StressChild(url: URL(fileURLWithPath: store), seed: seed, deferred: deferred, writer: writer,
                 lockTimeout: value("--lock-timeout", in: arguments).flatMap { Double($0) },
                 controlled: arguments.contains("--controlled")).run(from: from, steps: steps)
+
+case "add":
+    guard let store = value("--store", in: arguments), let title = value("--title", in: arguments) else {
+        fail("add needs --store and --title\n\(usage)", status: 2)
+    }
+    AddChild(url: URL(fileURLWithPath: store), title: title, deleting: value("--delete", in: arguments),
+             lockTimeout: value("--lock-timeout", in: arguments).flatMap { Double($0) }).run()
 
 case "kill":
     let seed = value("--seed", in: arguments).flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
