@@ -26,6 +26,7 @@ public final class FileStore: DataStore {
     private let encoder = RecordEncoder()
     let state: Locked<State>
     let broadcaster = HistoryBroadcaster()
+    let follower = Follower()
 
     struct State {
         var rows: RowStorage
@@ -537,7 +538,15 @@ public final class FileStore: DataStore {
         } }
     }
 
-    public func transactions() -> AsyncStream<HistoryRecord> { broadcaster.subscribe() }
+    /// Every transaction committed from now on: this open's saves, and other processes' commits as reads pick
+    /// them up, and, while the stream is listened to, a background check every ``followingInterval`` seconds (for
+    /// an open that can fall behind), so that a listener learns of them without reading. The stream ends when the
+    /// store closes.
+    public func transactions() -> AsyncStream<HistoryRecord> {
+        let stream = broadcaster.subscribe()
+        followWhileListened()
+        return stream
+    }
 
     /// Appends `changes` as one transaction record and, with ``FileStoreConfiguration/Durability/everySave``,
     /// flushes it before returning; only then are the changes applied in memory.

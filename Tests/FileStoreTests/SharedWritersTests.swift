@@ -147,6 +147,63 @@ struct SharedWritersTests {
         try StoreFiles.close(theirs)
     }
 
+    /// The number of the first record `stream` yields within `seconds`, or nil; stops listening either way.
+    private static func firstNumber(of stream: AsyncStream<HistoryRecord>, within seconds: Double) async -> UInt64? {
+        await withTaskGroup(of: UInt64?.self) { group in
+            group.addTask { for await record in stream { return record.number }; return nil }
+            group.addTask { try? await Task.sleep(for: .seconds(seconds)); return nil }
+            defer { group.cancelAll() }
+            return await group.next() ?? nil
+        }
+    }
+
+    /// Whether `condition` holds within `seconds`, looking every 20 ms.
+    private static func eventually(within seconds: Double, _ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return condition()
+    }
+
+    @Test("While someone listens to transactions(), another writer's commit is announced without a read; the check stops with the last listener and at close",
+          arguments: ["a read-only open", "a writer shared per save"])
+    func listenersAreFollowed(open: String) async throws {
+        let url = TemporaryStores.newURL()
+        let writer = try StoreFiles.open(url, NotesSchema.models)
+        let listening = try StoreFiles.open(url, NotesSchema.models) {
+            if open == "a read-only open" { $0.mode = .readOnly }
+        }
+        let store = StoreFiles.store(listening)
+        var stream: AsyncStream<HistoryRecord>? = store.transactions()
+        let context = ModelContext(writer)
+        context.insert(Folder(name: "announced"))
+        try context.save()
+        // Nobody reads the listening open: only a check in the background can find the commit.
+        #expect(await Self.firstNumber(of: try #require(stream), within: 10) == 1)
+        stream = nil
+        #expect(await Self.eventually(within: 5) { !store.isFollowing }, "the last listener left: the check stops")
+
+        let again = store.transactions()
+        #expect(store.isFollowing)
+        try store.close()
+        #expect(await Self.firstNumber(of: again, within: 1) == nil, "closing ends the stream")
+        #expect(await Self.eventually(within: 5) { !store.isFollowing }, "the store closed: the check stops")
+        try StoreFiles.close(writer)
+    }
+
+    @Test("An exclusive writable open runs no background check for its listeners: nobody else can commit")
+    func exclusiveIsNotFollowed() throws {
+        let store = StoreFiles.store(try StoreFiles.open(TemporaryStores.newURL(), NotesSchema.models) {
+            $0.sharing = .exclusive
+        })
+        let stream = store.transactions()
+        #expect(!store.isFollowing)
+        _ = stream
+        try store.close()
+    }
+
     // MARK: The busy wait
 
     /// A monotonic clock that moves on by `step` seconds each time it is read, and counts the readings.
