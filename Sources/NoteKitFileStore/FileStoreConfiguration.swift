@@ -77,9 +77,9 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
         /// One writable open at a time: it holds the store's lock from open to close. What it gains: a save takes
         /// no lock and reads nothing first, reads need no check for other processes' commits, and the open
         /// reserves disk space ahead of its appends (``FileStoreConfiguration/segmentReservation``), which makes a
-        /// durable save on ext4 about a third faster. What it gives up: any other writable open, in any process,
-        /// and with it `notekit compact` or `salvage`, waits ``FileStoreConfiguration/lockTimeout`` and is then
-        /// refused with ``FileStoreError/locked(path:holder:timeout:)`` for as long as this open lives. Readers
+        /// durable save on ext4 about a third faster. What it gives up: any other writable open, in any process
+        /// (`notekit compact` included), waits ``FileStoreConfiguration/lockTimeout`` and is then refused with
+        /// ``FileStoreError/locked(path:holder:timeout:)``, for as long as this open lives. Readers
         /// still open alongside.
         case exclusive
         /// The default. Several processes may have the store open for writing (an app and its extensions, short

@@ -2,6 +2,7 @@ import Foundation
 import NoteKit
 import NoteKitFileStore
 import NoteKitTestSupport
+import Synchronization
 import Testing
 
 @Suite("File store: commits, durability and the one-writer lock")
@@ -119,17 +120,25 @@ struct FileStoreWritingTests {
     }
 
     @Test("An open that waited for the lock while another writer created the store opens that store, and does not create it over again")
-    func creationRace() async throws {
+    func creationRace() throws {
         let url = TemporaryStores.newURL()
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         // The other writer: holds the lock while it creates the store.
         let held = try #require(try POSIXFileSystem().tryLock(url.appendingPathComponent("LOCK").path))
         let path = url.path
-        let waiter = Task.detached {
+        // A thread of its own, since the open blocks while it waits: on a busy cooperative pool, a waiting task could
+        // keep this test from going on until the wait ran out.
+        let outcome = Mutex<Result<Void, any Error>?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        Thread {
             // Finds no manifest, then waits for the lock.
-            try StoreFiles.close(StoreFiles.open(URL(fileURLWithPath: path), NotesSchema.models) { $0.lockTimeout = 10 })
-        }
-        try await Task.sleep(for: .milliseconds(300))
+            let result = Result {
+                try StoreFiles.close(StoreFiles.open(URL(fileURLWithPath: path), NotesSchema.models) { $0.lockTimeout = 30 })
+            }
+            outcome.withLock { $0 = result }
+            finished.signal()
+        }.start()
+        Thread.sleep(forTimeInterval: 0.3)
         let other = TemporaryStores.newURL()
         let container = try StoreFiles.open(other, NotesSchema.models)
         let context = ModelContext(container)
@@ -142,7 +151,8 @@ struct FileStoreWritingTests {
         held.unlock()
 
         // The waiter, given the lock, finds the store the other writer created and opens it.
-        try await waiter.value
+        finished.wait()
+        try #require(outcome.withLock { $0 }).get()
         let reopened = try StoreFiles.open(url, NotesSchema.models)
         #expect(try ModelContext(reopened).fetch(FetchDescriptor<Note>()).map(\.title) == ["kept"])
         try StoreFiles.close(reopened)
