@@ -12,7 +12,8 @@ extension FileStore {
     /// when another process compacted the store (or migrated it), it reloads the whole store. A record being
     /// appended while it reads is left for the next refresh.
     ///
-    /// With ``FileStoreConfiguration/automaticRefreshInterval`` set, reads refresh by themselves.
+    /// By default (``FileStoreConfiguration/automaticRefreshInterval`` 0) every read refreshes by itself first, so
+    /// calling this is needed only with automatic refresh turned off, or to learn which transactions were new.
     ///
     /// It takes no lock: it reads over a pinned manifest (docs/FORMAT.md, *Reading while another process
     /// writes*), so another process compacting while it reads makes it read again, not report damage.

@@ -8,8 +8,8 @@ extension FileStore {
     /// committed, and then records where the log now ends.
     ///
     /// - Throws: ``SaveError/readOnly(reason:)``, ``FileStoreError/writesStopped(reason:)``,
-    ///   ``FileStoreError/locked(path:)`` when another process keeps the lock past the timeout, what catching up
-    ///   throws (damage, a store migrated by a newer schema), or what `body` throws.
+    ///   ``FileStoreError/locked(path:holder:timeout:)`` when another process keeps the lock past the busy timeout,
+    ///   what catching up throws (damage, a store migrated by a newer schema), or what `body` throws.
     func withWriteAccess<Result>(_ state: inout State, _ body: (SegmentLog, inout State) throws -> Result) throws -> Result {
         guard state.log != nil else { throw SaveError.readOnly(reason: "\(layout.root) was opened read-only") }
         if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
@@ -17,7 +17,7 @@ extension FileStore {
 
         // A second flock of this process would wait for the session's, and time out.
         let lock = lockHeldBySession ? nil
-            : try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout ?? 5,
+            : try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.busyTimeout,
                                     clocks: configuration.clocks)
         defer { lock?.unlock() }
         try catchUp(&state)

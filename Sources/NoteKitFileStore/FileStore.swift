@@ -29,6 +29,7 @@ public final class FileStore: DataStore {
     /// Whether a migration session holds the store's lock for this open's whole life (a custom stage's store):
     /// its writes then take no lock of their own, which would wait for the session's.
     let lockHeldBySession: Bool
+    let follower = Follower()
 
     struct State {
         var rows: RowStorage
@@ -115,7 +116,7 @@ public final class FileStore: DataStore {
         if case .adopt(let held) = lockSource { lock = held }
         var report = RecoveryReport()
         do {
-            if !fileSystem.exists(layout.manifest) {
+            creation: if !fileSystem.exists(layout.manifest) {
                 guard case .readWrite(createIfMissing: true) = configuration.mode else {
                     if fileSystem.exists(layout.segments) {
                         throw FileStoreError.inconsistentSegments(file: layout.manifest, reason: "the manifest is missing")
@@ -127,14 +128,12 @@ public final class FileStore: DataStore {
                 _ = try Self.interruptedCreation(layout: layout, fileSystem: fileSystem)
                 try fileSystem.makeDirectory(layout.root)
                 if case .acquire = lockSource {
-                    lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout,
-                                            clocks: configuration.clocks)
+                    lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.busyTimeout,
+                                                 clocks: configuration.clocks)
                 }
-                if fileSystem.exists(layout.manifest) {
-                    throw FileStoreError.inconsistentSegments(
-                        file: layout.manifest,
-                        reason: "another process created the store while this open waited for its lock; open it again")
-                }
+                // Another process created the store while this open waited for the lock (several writers started
+                // at once on a new store): this one opens what it created, with the lock it holds.
+                if fileSystem.exists(layout.manifest) { break creation }
                 for leftover in try Self.interruptedCreation(layout: layout, fileSystem: fileSystem) {
                     try fileSystem.remove(leftover)
                     report.removedLeftovers.append(leftover)
@@ -152,9 +151,9 @@ public final class FileStore: DataStore {
                 return
             }
 
-            if !readOnly, case .acquire = lockSource {
-                lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.lockTimeout,
-                                            clocks: configuration.clocks)
+            if !readOnly, case .acquire = lockSource, lock == nil {
+                lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.busyTimeout,
+                                             clocks: configuration.clocks)
             }
             let replay = try Self.replay(layout: layout, configuration: configuration, blobs: blobs,
                                          policy: configuration.recovery == .pointInTime && readOnly ? .pointInTime : .strict)
@@ -544,7 +543,15 @@ public final class FileStore: DataStore {
         } }
     }
 
-    public func transactions() -> AsyncStream<HistoryRecord> { broadcaster.subscribe() }
+    /// Every transaction committed from now on: this open's saves, and other processes' commits as reads pick
+    /// them up, and, while the stream is listened to, a background check every ``followingInterval`` seconds (for
+    /// an open that can fall behind), so that a listener learns of them without reading. The stream ends when the
+    /// store closes.
+    public func transactions() -> AsyncStream<HistoryRecord> {
+        let stream = broadcaster.subscribe()
+        followWhileListened()
+        return stream
+    }
 
     /// Appends `changes` as one transaction record and, with ``FileStoreConfiguration/Durability/everySave``,
     /// flushes it before returning; only then are the changes applied in memory.

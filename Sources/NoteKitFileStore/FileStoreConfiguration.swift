@@ -66,17 +66,35 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     }
 
     /// How writable opens in several processes share the store.
+    ///
+    /// ```swift
+    /// // The default: an app, its extensions, a CLI and a cron job may all write the store.
+    /// let shared = FileStoreConfiguration(url: url)
+    /// // A single long-running process that wants the last microseconds of each save.
+    /// let alone = FileStoreConfiguration(url: url, sharing: .exclusive)
+    /// ```
     public enum Sharing: Sendable, Hashable {
-        /// One writable open at a time: it holds the store's lock from open to close, and a second writable open
-        /// is refused (or waits up to ``FileStoreConfiguration/lockTimeout``). The fastest: a save takes no lock.
+        /// One writable open at a time: it holds the store's lock from open to close. What it gains: a save takes
+        /// no lock and reads nothing first, reads need no check for other processes' commits, and the open
+        /// reserves disk space ahead of its appends (``FileStoreConfiguration/segmentReservation``), which makes a
+        /// durable save on ext4 about a third faster. What it gives up: any other writable open, in any process
+        /// (`notekit compact` included), waits ``FileStoreConfiguration/lockTimeout`` and is then refused with
+        /// ``FileStoreError/locked(path:holder:timeout:)``, for as long as this open lives. Readers
+        /// still open alongside.
         case exclusive
-        /// Several processes may have the store open for writing (an app and its extensions). Each save, history
-        /// deletion and compaction takes the store's lock, first reads what the others committed since (as
-        /// ``FileStore/refresh()`` does), then writes, and releases the lock; the open itself holds it only while
-        /// it recovers and migrates. A save waits up to ``FileStoreConfiguration/lockTimeout`` (5 seconds when
-        /// nil) for another process's save to finish. An exclusive open elsewhere keeps these writers out.
+        /// The default. Several processes may have the store open for writing (an app and its extensions, short
+        /// command-line runs next to a service), as with SQLite. Each save, history deletion and compaction takes
+        /// the store's lock, first reads what the others committed since (as ``FileStore/refresh()`` does), then
+        /// writes, and releases the lock; the open itself holds it only while it recovers and migrates. Anything
+        /// that finds the lock taken waits up to ``FileStoreConfiguration/lockTimeout`` (5 seconds when nil) for
+        /// it. Reads pick up the others' commits (``FileStoreConfiguration/automaticRefreshInterval``). An
+        /// exclusive open elsewhere keeps these writers out.
         case perSave
     }
+
+    /// How long anything that needs the store's lock waits for it when nil is configured: 5 seconds, as a
+    /// SQLite busy timeout an application sets.
+    public static let defaultLockTimeout: Double = 5
 
     public var name: String
     /// The store's directory.
@@ -88,18 +106,24 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     public var maximumSegmentSize: Int
     /// Nil turns automatic compaction off.
     public var automaticCompaction: AutomaticCompaction?
-    /// How long a writable open waits for another process's lock; nil refuses at once (with ``Sharing/perSave``, a
-    /// save waits 5 seconds when nil). Measured by a monotonic clock, as every wait of the store is: a wall clock
-    /// stepped back or ahead neither prolongs nor cuts it.
+    /// The busy timeout: how long a writer that finds the store's lock taken waits for it before throwing
+    /// ``FileStoreError/locked(path:holder:timeout:)``, in seconds, like SQLite's `busy_timeout`. It bounds every
+    /// wait for the lock: a writable open's (recovery and migration; an exclusive open's whole life), and, shared
+    /// per save, each save's, history deletion's, compaction's and `sync()`'s. Nil (the default) waits
+    /// ``defaultLockTimeout`` (5 s), and a migration plan's wait for another process migrating 30 s; 0 refuses at
+    /// once. Measured by a monotonic clock, as every wait of the store is: a wall clock stepped back or ahead
+    /// neither prolongs nor cuts it.
     public var lockTimeout: Double?
-    /// For a read-only open: how often reads check whether another process committed, and pick it up
-    /// (``FileStore/refresh()``), in seconds; 0 checks on every read (one `stat` of the manifest and of the active
-    /// segment, and a one-byte read while the writer has space reserved); nil (the default) refreshes only when
-    /// asked.
+    /// How often reads (`fetch`, `fetchCount`, identifier lookups, `model(for:)`, history) check whether another
+    /// process committed, and pick it up (``FileStore/refresh()``), in seconds, for an open that can fall behind:
+    /// a read-only one, or a writable one shared per save. 0 (the default) checks on every read, so that a read
+    /// sees every commit made before it started: one `stat` of the manifest and one of the active segment (and a
+    /// one-byte read while another writer has space reserved), then only the records appended since. Nil
+    /// refreshes only when asked. An exclusive writable open never checks: nobody else can commit.
     public var automaticRefreshInterval: Double?
     /// How much history the store keeps; ``HistoryRetention/untilDeleted`` by default.
     public var historyRetention: HistoryRetention
-    /// How writable opens in several processes share the store; ``Sharing/exclusive`` by default.
+    /// How writable opens in several processes share the store; ``Sharing/perSave`` by default.
     public var sharing: Sharing
     /// How many bytes of disk space a writable open reserves ahead at the end of the last segment (256 KiB by
     /// default; 0 reserves none). A save that writes into reserved space leaves the file's length alone, so its
@@ -119,12 +143,12 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     /// The clocks used; tests substitute a wall clock that steps.
     var clocks: StoreClocks = .system
 
-    /// A store at `url`, created when missing, durable on every save.
+    /// A store at `url`, created when missing, durable on every save, shared with other writers per save.
     public init(url: URL, name: String? = nil, mode: Mode = .readWrite(createIfMissing: true),
                 recovery: RecoveryMode = .tolerateTornTail, durability: Durability = .everySave,
                 maximumSegmentSize: Int = 64 << 20, automaticCompaction: AutomaticCompaction? = AutomaticCompaction(),
-                lockTimeout: Double? = nil, automaticRefreshInterval: Double? = nil,
-                historyRetention: HistoryRetention = .untilDeleted, sharing: Sharing = .exclusive,
+                lockTimeout: Double? = nil, automaticRefreshInterval: Double? = 0,
+                historyRetention: HistoryRetention = .untilDeleted, sharing: Sharing = .perSave,
                 fileSystem: any StoreFileSystem = POSIXFileSystem()) {
         self.name = name ?? url.lastPathComponent
         self.url = url
@@ -142,6 +166,9 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
 
     /// The ``readRetryTimeout`` of a configuration, and of the tools' reads (`StoreVerifier`, `StoreInspector`).
     static let defaultReadRetryTimeout = 5.0
+
+    /// How long a wait for the store's lock lasts (``lockTimeout``, or its default).
+    var busyTimeout: Double { lockTimeout ?? Self.defaultLockTimeout }
 
     /// The reservation writable opens with these settings make.
     var effectiveSegmentReservation: Int {

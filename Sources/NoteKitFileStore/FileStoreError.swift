@@ -3,8 +3,11 @@ import NoteKit
 /// Why a file store could not be opened, read or written. Each case names the file and, for damage, the byte
 /// offset, so a person can look at the spot with a text editor.
 public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// Another process has the store open for writing.
-    case locked(path: String)
+    /// Another process holds the store's lock (it has the store open exclusively, or is in the middle of a save,
+    /// a compaction, a migration), and kept it for the whole busy timeout this open waited, `timeout` seconds
+    /// (``FileStoreConfiguration/lockTimeout``). `holder` is that process's id when the lock file names a live
+    /// process; the lock itself decides, the id is only for the message.
+    case locked(path: String, holder: Int32?, timeout: Double)
     /// Another open of this process (another container's `FileStore`) has the store open for writing.
     case lockedInThisProcess(path: String)
     /// The path holds no store (and the configuration did not ask to create one).
@@ -41,8 +44,11 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .locked(let path):
-            "\(path) is open for writing in another process; open it read-only, or wait for the other process"
+        case let .locked(path, holder, timeout):
+            "\(path) is locked by another process\(holder.map { " (pid \($0))" } ?? ""), which kept the lock for "
+                + "all of the \(Self.seconds(timeout)) s this open waited (lockTimeout): it has the store open "
+                + "exclusively (sharing: .exclusive), or is in a long save, compaction or migration; open the store "
+                + "read-only, or wait longer"
         case .lockedInThisProcess(let path):
             "\(path) is already open for writing in this process, by another container's FileStore; close that "
                 + "container or its FileStore (FileStore.close()) first, or open this one read-only"
@@ -71,5 +77,12 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
                 + "changing; nothing was found damaged. Read again, or allow longer "
                 + "(FileStoreConfiguration.readRetryTimeout)"
         }
+    }
+}
+
+extension FileStoreError {
+    /// Seconds for a message: `5`, `0.25`.
+    private static func seconds(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
     }
 }

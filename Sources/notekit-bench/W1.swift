@@ -8,6 +8,7 @@ import NoteKitFileStore
 enum W1 {
     struct Result {
         var notes = 0
+        var sharing = FileStoreConfiguration.Sharing.perSave
         var bulkInsert = 0.0
         var openLoadAll = 0.0
         var pinnedTop20 = 0.0
@@ -18,7 +19,8 @@ enum W1 {
 
         var json: String {
             func number(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }
-            return "{\"engine\":\"notekit\",\"notes\":\(notes),\"bulk_insert_ms\":\(number(bulkInsert, 1)),"
+            return "{\"engine\":\"notekit\",\"sharing\":\"\(sharing == .exclusive ? "exclusive" : "shared")\","
+                + "\"notes\":\(notes),\"bulk_insert_ms\":\(number(bulkInsert, 1)),"
                 + "\"open_load_all_ms\":\(number(openLoadAll, 1)),\"pinned_top20_ms\":\(number(pinnedTop20, 4)),"
                 + "\"single_update_tx_ms\":\(number(singleUpdate, 4)),"
                 + "\"delete_folder_nullify_ms\":\(number(deleteFolderNullify, 2)),\"bytes_on_disk\":\(bytesOnDisk),"
@@ -38,12 +40,14 @@ enum W1 {
         Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
     }
 
-    static func run(notes n: Int, directory: URL) throws -> Result {
+    /// Runs W1 with writable opens shared as `sharing` says (the default, `.perSave`, or `.exclusive`).
+    static func run(notes n: Int, directory: URL, sharing: FileStoreConfiguration.Sharing = .perSave) throws -> Result {
         var result = Result()
         result.notes = n
+        result.sharing = sharing
         let url = directory.appendingPathComponent("w1.notekit")
         try? FileManager.default.removeItem(at: url)
-        let configuration = FileStoreConfiguration(url: url, automaticCompaction: nil)
+        let configuration = FileStoreConfiguration(url: url, automaticCompaction: nil, sharing: sharing)
         let body = String((0..<240).map { Array("lorem ipsum ")[$0 % 12] })
 
         // Bulk insert: open a new store, 100 notebooks and n notes, one durable save.

@@ -1,6 +1,7 @@
 // notekit-bench: workload W1 on the file store, one JSON line per run (docs/BENCHMARKS.md).
 //
 //     swift run -c release notekit-bench w1 --notes 100000 --dir /tmp/bench
+//     swift run -c release notekit-bench w1 --sharing exclusive      # writable opens exclusive (default: shared)
 //     swift run -c release notekit-bench history --transactions 100000 --dir /tmp/bench   # following history
 //     swift run -c release notekit-bench open STORE     # reopens a store three times, for profiling replay
 //
@@ -39,14 +40,22 @@ if arguments.first == "history" {
     }
 }
 guard arguments.first == "w1" else {
-    FileHandle.standardError.write(Data("usage: notekit-bench w1 [--notes N] [--dir DIR]\n       notekit-bench history [--transactions N] [--dir DIR]\n".utf8))
+    FileHandle.standardError.write(Data("usage: notekit-bench w1 [--notes N] [--dir DIR] [--sharing exclusive|shared]\n       notekit-bench history [--transactions N] [--dir DIR]\n".utf8))
+    exit(2)
+}
+let sharing: FileStoreConfiguration.Sharing
+switch value("--sharing", in: arguments) ?? "shared" {
+case "shared": sharing = .perSave
+case "exclusive": sharing = .exclusive
+case let other:
+    FileHandle.standardError.write(Data("error: --sharing must be exclusive or shared, not \(other)\n".utf8))
     exit(2)
 }
 let notes = value("--notes", in: arguments).flatMap(Int.init) ?? 100_000
 let directory = URL(fileURLWithPath: value("--dir", in: arguments) ?? FileManager.default.temporaryDirectory.path)
 do {
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    print(try W1.run(notes: notes, directory: directory).json)
+    print(try W1.run(notes: notes, directory: directory, sharing: sharing).json)
 } catch {
     FileHandle.standardError.write(Data("error: \(error)\n".utf8))
     exit(1)

@@ -137,7 +137,7 @@ struct StressChild {
         do {
             try body()
             return true
-        } catch FileStoreError.locked(_) where retry {
+        } catch FileStoreError.locked where retry {
             emit("locked \(what) waited=\(Self.seconds(since: began))")
             return false
         }

@@ -29,6 +29,7 @@ let usage = """
            notekit-stress migrate --store PATH [--sharing exclusive|perSave] [--lock-timeout S]
                                   [--pause S [--pause-in willMigrate|didMigrate]] [--fail willMigrate|didMigrate]
            notekit-stress compactor --store PATH --seconds S
+           notekit-stress add --store PATH --title T [--delete T2] [--lock-timeout S]
 
     kill    kills N children (default 1000) of a store made under DIR (default the temporary directory), stopping
             early after S seconds if given; N/10 of the kills (or --creation-kills) land while a child creates a new
@@ -56,6 +57,8 @@ let usage = """
     compactor  saves a few revisions and compacts the store at PATH (made by CompactionRace.create) again and
             again for S seconds, as `notekit compact` does, for readers racing it; prints `failure MESSAGE` lines
             and `compactions N locked M failures K` last.
+    add     opens the FieldNotes store at PATH in the default configuration (creating it when missing), inserts
+            a note titled T, deletes the notes titled T2, saves once and exits (AddChild).
     """
 
 func value(_ name: String, in arguments: [String]) -> String? {
@@ -123,6 +126,13 @@ case "compactor":
         fail("compactor needs --store and --seconds\n\(usage)", status: 2)
     }
     Compactor.run(store: URL(fileURLWithPath: store), seconds: seconds)
+
+case "add":
+    guard let store = value("--store", in: arguments), let title = value("--title", in: arguments) else {
+        fail("add needs --store and --title\n\(usage)", status: 2)
+    }
+    AddChild(url: URL(fileURLWithPath: store), title: title, deleting: value("--delete", in: arguments),
+             lockTimeout: value("--lock-timeout", in: arguments).flatMap { Double($0) }).run()
 
 case "kill":
     let seed = value("--seed", in: arguments).flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))

@@ -3,6 +3,7 @@ import NoteKit
 import NoteKitNotes
 import NoteKitFileStore
 import NoteKitTestSupport
+import Synchronization
 import Testing
 
 @Suite("File store: commits, durability and the one-writer lock")
@@ -103,9 +104,9 @@ struct FileStoreWritingTests {
     @Test("A second writer in the same process is refused, or waits for the lock; readers open alongside")
     func lockInProcess() throws {
         let url = TemporaryStores.newURL()
-        let writer = try StoreFiles.open(url, NotesSchema.models)
+        let writer = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = .exclusive }
         #expect(throws: FileStoreError.lockedInThisProcess(path: url.path)) {
-            _ = try StoreFiles.open(url, NotesSchema.models)
+            _ = try StoreFiles.open(url, NotesSchema.models) { $0.lockTimeout = 0 }
         }
         let started = Date()
         #expect(throws: FileStoreError.lockedInThisProcess(path: url.path)) {
@@ -119,18 +120,26 @@ struct FileStoreWritingTests {
         try StoreFiles.close(next)
     }
 
-    @Test("An open that waited for the lock while another writer created the store does not create it over again")
-    func creationRace() async throws {
+    @Test("An open that waited for the lock while another writer created the store opens that store, and does not create it over again")
+    func creationRace() throws {
         let url = TemporaryStores.newURL()
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         // The other writer: holds the lock while it creates the store.
         let held = try #require(try POSIXFileSystem().tryLock(url.appendingPathComponent("LOCK").path))
         let path = url.path
-        let waiter = Task.detached {
+        // A thread of its own, since the open blocks while it waits: on a busy cooperative pool, a waiting task could
+        // keep this test from going on until the wait ran out.
+        let outcome = Mutex<Result<Void, any Error>?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        Thread {
             // Finds no manifest, then waits for the lock.
-            try StoreFiles.close(StoreFiles.open(URL(fileURLWithPath: path), NotesSchema.models) { $0.lockTimeout = 10 })
-        }
-        try await Task.sleep(for: .milliseconds(300))
+            let result = Result {
+                try StoreFiles.close(StoreFiles.open(URL(fileURLWithPath: path), NotesSchema.models) { $0.lockTimeout = 30 })
+            }
+            outcome.withLock { $0 = result }
+            finished.signal()
+        }.start()
+        Thread.sleep(forTimeInterval: 0.3)
         let other = TemporaryStores.newURL()
         let container = try StoreFiles.open(other, NotesSchema.models)
         let context = ModelContext(container)
@@ -142,7 +151,9 @@ struct FileStoreWritingTests {
         }
         held.unlock()
 
-        await #expect(throws: FileStoreError.self) { try await waiter.value }
+        // The waiter, given the lock, finds the store the other writer created and opens it.
+        finished.wait()
+        try #require(outcome.withLock { $0 }).get()
         let reopened = try StoreFiles.open(url, NotesSchema.models)
         #expect(try ModelContext(reopened).fetch(FetchDescriptor<Note>()).map(\.title) == ["kept"])
         try StoreFiles.close(reopened)
@@ -151,12 +162,12 @@ struct FileStoreWritingTests {
     @Test("A second writer process is refused with a typed error")
     func lockAcrossProcesses() async throws {
         let url = TemporaryStores.newURL()
-        let writer = try StoreFiles.open(url, NotesSchema.models)
+        let writer = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = .exclusive }
         _ = writer
         let path = url.path
         await #expect(processExitsWith: .success) { [path = path as String] in
             do {
-                _ = try StoreFiles.open(URL(fileURLWithPath: path), NotesSchema.models)
+                _ = try StoreFiles.open(URL(fileURLWithPath: path), NotesSchema.models) { $0.lockTimeout = 0 }
                 exit(1)
             } catch FileStoreError.locked {
                 // A reader in the other process still works.

@@ -77,9 +77,9 @@ struct MigrationMessageTests {
     @Test("A second writable open in the same process says so, not that another process has the store")
     func secondOpenInThisProcess() throws {
         let url = TemporaryStores.newURL()
-        let writer = try StoreFiles.open(url, NotesSchema.models)
+        let writer = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = .exclusive }
         do {
-            _ = try StoreFiles.open(url, NotesSchema.models)
+            _ = try StoreFiles.open(url, NotesSchema.models) { $0.lockTimeout = 0 }
             Issue.record("a second writable open must be refused")
         } catch let error as FileStoreError {
             #expect(error == .lockedInThisProcess(path: url.path))

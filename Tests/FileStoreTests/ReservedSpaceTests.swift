@@ -6,7 +6,8 @@ import NoteKitTestSupport
 import Testing
 
 /// docs/FORMAT.md, *Reserved space*: a writable open reserves disk space at the end of the last segment, so that a
-/// durable save overwrites allocated blocks instead of growing the file; the zeros are not records.
+/// durable save overwrites allocated blocks instead of growing the file; the zeros are not records. Only an exclusive
+/// open reserves (writers shared per save take over the log's end from each other), so the writers here are exclusive.
 @Suite("File store: space reserved at the end of the last segment")
 struct ReservedSpaceTests {
     private func size(_ url: URL) throws -> Int {
@@ -21,6 +22,7 @@ struct ReservedSpaceTests {
     private func savedNotes(_ titles: [String], segmentReservation: Int? = nil) throws -> URL {
         let url = TemporaryStores.newURL()
         let container = try StoreFiles.open(url, NotesSchema.models) {
+            $0.sharing = .exclusive
             if let segmentReservation { $0.segmentReservation = segmentReservation }
         }
         let context = ModelContext(container)
@@ -35,7 +37,7 @@ struct ReservedSpaceTests {
     @Test("Saves write into reserved space: the file's length changes once per reservation, and closing cuts it off")
     func savesWriteIntoReservedSpace() throws {
         let url = TemporaryStores.newURL()
-        let container = try StoreFiles.open(url, NotesSchema.models)
+        let container = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = .exclusive }
         let context = ModelContext(container)
         let segment = StoreFiles.segment(url)
         context.insert(Note.titled("first"))
@@ -70,7 +72,7 @@ struct ReservedSpaceTests {
             #expect(try ModelContext(reader).fetch(FetchDescriptor<Note>()).count == 3)
             #expect(try size(segment) == end + 100_000, "a read-only open writes nothing")
         }
-        let container = try StoreFiles.open(url, NotesSchema.models)
+        let container = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = .exclusive }
         #expect(StoreFiles.store(container).recovery.tornTail == nil)
         #expect(try size(segment) == end, "the writable open cut the zeros off before appending")
         let context = ModelContext(container)
@@ -79,7 +81,7 @@ struct ReservedSpaceTests {
         try context.save()
         try StoreFiles.close(container)
         #expect(!FileManager.default.fileExists(atPath: url.appendingPathComponent("quarantine").path))
-        let reopened = try StoreFiles.open(url, NotesSchema.models)
+        let reopened = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = .exclusive }
         #expect(try ModelContext(reopened).fetch(FetchDescriptor<Note>()).count == 4)
     }
 
@@ -93,7 +95,7 @@ struct ReservedSpaceTests {
         bytes = bytes[..<last] + torn + Data(count: 50_000)
         try bytes.write(to: segment)
 
-        let container = try StoreFiles.open(url, NotesSchema.models)
+        let container = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = .exclusive }
         let tail = try #require(StoreFiles.store(container).recovery.tornTail)
         #expect(tail.offset == last)
         let quarantined = try Data(contentsOf: URL(fileURLWithPath: try #require(tail.quarantinedAt)))
@@ -105,7 +107,10 @@ struct ReservedSpaceTests {
     func zerosInAnEarlierSegmentAreDamage() throws {
         let url = TemporaryStores.newURL()
         do {
-            let container = try StoreFiles.open(url, NotesSchema.models) { $0.maximumSegmentSize = 600 }
+            let container = try StoreFiles.open(url, NotesSchema.models) {
+                $0.sharing = .exclusive
+                $0.maximumSegmentSize = 600
+            }
             let context = ModelContext(container)
             for index in 0..<6 {
                 context.insert(Note.titled("note \(index)"))
@@ -136,7 +141,7 @@ struct ReservedSpaceTests {
     @Test("A reader refreshing picks up each save written into reserved space, and nothing when none came")
     func readerRefreshesPastReservedSpace() throws {
         let url = TemporaryStores.newURL()
-        let writer = try StoreFiles.open(url, NotesSchema.models)
+        let writer = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = .exclusive }
         let context = ModelContext(writer)
         context.insert(Note.titled("first"))
         try context.save()
@@ -156,7 +161,10 @@ struct ReservedSpaceTests {
     @Test("Writers shared per save reserve nothing, and reservation 0 turns it off")
     func noReservationWhenShared() throws {
         for configure in [{ (configuration: inout FileStoreConfiguration) in configuration.sharing = .perSave },
-                          { (configuration: inout FileStoreConfiguration) in configuration.segmentReservation = 0 }] {
+                          { (configuration: inout FileStoreConfiguration) in
+                              configuration.sharing = .exclusive
+                              configuration.segmentReservation = 0
+                          }] {
             let url = TemporaryStores.newURL()
             let container = try StoreFiles.open(url, NotesSchema.models, configure: configure)
             let context = ModelContext(container)

@@ -62,7 +62,7 @@ struct SteppedClockTests {
     @Test("A lock wait of 3 s ends after about 3 s although the wall clock steps back a day while it waits")
     func lockWaitSurvivesStepBack() throws {
         let url = TemporaryStores.newURL()
-        let holder = try StoreFiles.open(url, NotesSchema.models)
+        let holder = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = .exclusive }
         // Read once for the deadline, then a day back.
         let wall = SteppingWallClock()
         wall.step(by: -86_400, afterReadings: 1)
@@ -110,7 +110,8 @@ struct SteppedClockTests {
                 return "\(error)"
             }
         }, limit: 20, release: { held.unlock() })
-        #expect(outcome == "\(FileStoreError.locked(path: url.path))", "still waiting after \(seconds) s")
+        #expect(outcome == "\(FileStoreError.locked(path: url.path, holder: getpid(), timeout: 2))",
+                "still waiting after \(seconds) s")
         #expect(seconds >= 1.5 && seconds < 20)
         try StoreFiles.close(writer)
     }

@@ -226,10 +226,15 @@ public struct POSIXFileSystem: StoreFileSystem {
     }
 
     /// Takes the lock on the regular file at `path`, creating it; a link there (dangling or not) is refused
-    /// rather than followed, so nothing is created outside the store.
+    /// rather than followed, so nothing is created outside the store. Once it holds the lock, it writes this
+    /// process's id on the file's first line (no flush: it is only for the message of a process that waits).
     public func tryLock(_ path: String) throws -> (any StoreLockHandle)? {
         let (descriptor, _) = try openRegularFile(path, O_RDWR | O_CREAT, creating: true)
-        if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return POSIXLock(descriptor: descriptor) }
+        if flock(descriptor, LOCK_EX | LOCK_NB) == 0 {
+            let lock = POSIXLock(descriptor: descriptor)
+            lock.writeHolder(getpid())
+            return lock
+        }
         let code = errno
         _ = Glibc.close(descriptor)
         if code == EWOULDBLOCK { return nil }
@@ -292,7 +297,16 @@ final class POSIXLock: StoreLockHandle, @unchecked Sendable {
 
     init(descriptor: Int32) { self.descriptor = descriptor }
 
+    /// Writes `pid` (0: nobody) as the file's first line, in a fixed width so that the line is always whole and
+    /// nothing needs cutting: one `pwrite` to the page cache, no flush, no change of the file's length.
+    func writeHolder(_ pid: Int32) {
+        let text = pid > 0 ? String(pid) : ""
+        let line = Array((text + String(repeating: " ", count: max(0, 11 - text.count)) + "\n").utf8)
+        _ = line.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+    }
+
     func unlock() {
+        writeHolder(0)
         _ = flock(descriptor, LOCK_UN)
         _ = Glibc.close(descriptor)
     }

@@ -4,15 +4,17 @@ import NoteKit
 import Glibc
 #endif
 
-/// The one-writer rule: a writable open holds an exclusive `flock` on the store's `LOCK` file.
+/// The one-writer rule: whoever writes holds an exclusive `flock` on the store's `LOCK` file (an exclusive open from
+/// open to close, a shared one for each save), and writes its process id there for the message of a writer that
+/// waits in vain (docs/FORMAT.md, *Locking*).
 enum StoreLock {
-    /// Takes the lock, waiting up to `timeout` seconds (nil: not at all) for another holder to release it. The
+    /// Takes the lock, waiting up to `timeout` seconds (nil or 0: not at all) for another holder to release it. The
     /// wait is measured by the monotonic clock: a wall clock stepped back (or ahead) neither prolongs nor cuts it.
     /// With `refusingWhenKeptInThisProcess`, the wait ends at once when an open of this process keeps the lock
     /// until it closes (``HeldStoreLock/keepUntilClose()``): only closing that open would release it.
     ///
     /// - Throws: ``FileStoreError/lockedInThisProcess(path:)`` when the lock stays held by another open of this
-    ///   process, ``FileStoreError/locked(path:)`` when it stays held elsewhere, or an I/O error.
+    ///   process, ``FileStoreError/locked(path:holder:timeout:)`` when it stays held elsewhere, or an I/O error.
     static func acquire(_ layout: StoreLayout, fileSystem: any StoreFileSystem,
                         timeout: Double?, clocks: StoreClocks = .system,
                         refusingWhenKeptInThisProcess: Bool = false) throws -> any StoreLockHandle {
@@ -24,12 +26,28 @@ enum StoreLock {
             if let handle = try fileSystem.tryLock(layout.lock) { return HeldStoreLock(handle, path: layout.lock) }
             guard let timeout, timeout > 0, clocks.monotonic() < deadline,
                   !(refusingWhenKeptInThisProcess && HeldStoreLock.isKeptUntilCloseInThisProcess(layout.lock)) else {
-                throw HeldStoreLock.isHeldInThisProcess(layout.lock)
-                    ? FileStoreError.lockedInThisProcess(path: layout.root) : FileStoreError.locked(path: layout.root)
+                if HeldStoreLock.isHeldInThisProcess(layout.lock) {
+                    throw FileStoreError.lockedInThisProcess(path: layout.root)
+                }
+                throw FileStoreError.locked(path: layout.root, holder: holder(of: layout, fileSystem: fileSystem),
+                                            timeout: max(0, timeout ?? 0))
             }
             usleep(pause)
             pause = min(pause * 2, 10_000)
         }
+    }
+
+    /// The process the lock file names, if it is alive: the holder writes its id on the first line after taking
+    /// the lock and blanks it before releasing it, so an id there is the holder's, or one a holder that died left
+    /// (whose process is gone, unless its id was reused), or, for a moment, the previous holder's. Only a message
+    /// depends on it; the `flock` decides who holds the lock.
+    static func holder(of layout: StoreLayout, fileSystem: any StoreFileSystem) -> Int32? {
+        guard let bytes = try? fileSystem.read(layout.lock, from: 0, count: 32),
+              let line = bytes.split(separator: 0x0A, omittingEmptySubsequences: false).first,
+              let pid = Int32(String(decoding: line.prefix { (0x30...0x39).contains($0) }, as: UTF8.self)),
+              pid > 0 else { return nil }
+        // Signal 0 checks that the process exists; EPERM means it exists under another user.
+        return kill(pid, 0) == 0 || errno == EPERM ? pid : nil
     }
 }
 
