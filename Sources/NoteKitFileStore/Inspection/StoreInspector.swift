@@ -18,7 +18,9 @@ public enum StoreInspector {
 
     /// Opens the store at `url` read-only, in the schema stored in it: nothing is written, not even recovery. The
     /// schema and the state are read from one manifest: another process migrating the store in between makes it
-    /// read both again.
+    /// read both again. The store is a snapshot, as a tool's report needs (its counts and its history agree): its
+    /// reads do not pick up later commits by themselves (`automaticRefreshInterval` nil); ``FileStore/refresh()``
+    /// does.
     ///
     /// - Throws: what opening a store throws.
     public static func openReadOnly(at url: URL, recovery: FileStoreConfiguration.RecoveryMode = .tolerateTornTail,
@@ -28,7 +30,8 @@ public enum StoreInspector {
                 throw FileStoreError.undecodableRecord(file: url.path, offset: 0, reason: "the store records no schema")
             }
             let configuration = FileStoreConfiguration(url: url, mode: .readOnly, recovery: recovery,
-                                                       automaticCompaction: nil, fileSystem: fileSystem)
+                                                       automaticCompaction: nil, automaticRefreshInterval: nil,
+                                                       fileSystem: fileSystem)
             return try FileStore(configuration: configuration, schema: schema)
         }
     }
