@@ -193,16 +193,22 @@ public enum StoreVerifier {
                 }
                 for (slot, attribute) in entity.attributes.enumerated() where attribute.has(.externalStorage) {
                     guard case .external(let blob) = row.attributes[slot] else { continue }
-                    let path = blobStore.path(of: blob.name)
+                    var path = blobStore.path(of: blob.name)
                     // At most one byte more than the record says: a longer file (a hole, say) is told without
                     // reading it.
                     let bytes: [UInt8]
                     do { bytes = try fileSystem.read(path, from: 0, count: blob.size + 1) } catch {
                         let missing = isMissing(error)
-                        problem(path, 0, missing ? .missingBlob : classify(error).0,
-                                "\(row.id).\(attribute.name) names a blob that "
-                                    + (missing ? "is missing" : "cannot be read: \(error)"))
-                        continue
+                        // Another process's compaction retired it after this read pinned the manifest: the
+                        // retired copy holds what the state read names.
+                        if missing, let copy = retiredCopy(of: blob, in: blobStore, fileSystem: fileSystem) {
+                            (path, bytes) = copy
+                        } else {
+                            problem(path, 0, missing ? .missingBlob : classify(error).0,
+                                    "\(row.id).\(attribute.name) names a blob that "
+                                        + (missing ? "is missing" : "cannot be read: \(error)"))
+                            continue
+                        }
                     }
                     if bytes.count != blob.size {
                         let size = (try? fileSystem.status(path)?.size) ?? bytes.count
@@ -221,7 +227,8 @@ public enum StoreVerifier {
     /// Reports each entry of `segments/` and `blobs/` that is not the store's: a name the format does not
     /// produce, or one it does on something else than a regular file (unless the store names it, when reading it
     /// already reported it). Leftovers the next writable open deletes (unlisted segments, partial or unreferenced
-    /// blobs) are not problems.
+    /// blobs) are not problems, nor are retired blobs (kept for readers, then deleted; their bytes are checked
+    /// only when a reader loads one).
     private static func strayEntries(_ layout: StoreLayout, manifest: Manifest, referencedBlobs: Set<String>,
                                      fileSystem: any StoreFileSystem,
                                      _ problem: (String, Int, VerificationReport.Kind, String) -> Void) {
@@ -237,7 +244,7 @@ public enum StoreVerifier {
                     used = number.map(listed.contains) ?? false
                 } else {
                     let blob = StoreLayout.blobName(name)
-                    named = blob != nil || StoreLayout.partialBlobName(name) != nil
+                    named = blob != nil || StoreLayout.partialBlobName(name) != nil || StoreLayout.retiredBlob(name) != nil
                     used = blob.map(referencedBlobs.contains) ?? false
                 }
                 guard let found = try? fileSystem.kind(of: path), !used,
@@ -247,6 +254,22 @@ public enum StoreVerifier {
                     : "\(found) whose name the store's format does not produce: the store neither reads nor deletes it")
             }
         }
+    }
+
+    /// The path and first `blob.size + 1` bytes of the newest retired copy of `blob` that is a regular file and can
+    /// be read, if any (one listing of `blobs/`).
+    private static func retiredCopy(of blob: ExternalData, in store: BlobStore, fileSystem: any StoreFileSystem)
+        -> (path: String, bytes: [UInt8])? {
+        let copies = ((try? fileSystem.contentsOfDirectory(store.directory)) ?? []).compactMap { file in
+            StoreLayout.retiredBlob(file).flatMap { $0.name == blob.name ? (file, $0.retiredAt) : nil }
+        }
+        for (file, _) in copies.sorted(by: { $0.1 > $1.1 }) {
+            let path = store.directory + "/" + file
+            guard (try? fileSystem.kind(of: path)) == .regularFile,
+                  let bytes = try? fileSystem.read(path, from: 0, count: blob.size + 1) else { continue }
+            return (path, bytes)
+        }
+        return nil
     }
 
     /// Whether `error` says the file does not exist.
