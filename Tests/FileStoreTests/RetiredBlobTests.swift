@@ -285,4 +285,25 @@ struct RetiredBlobTests {
         #expect(Set(problems.map(\.file)) == [link, fifo] && problems.allSatisfy { $0.kind == .strayEntry },
                 "\(problems)")
     }
+
+    @Test("A salvage reads a blob that a row names from its retired copy, and copies no retired file", arguments: Disk.allCases)
+    func salvageUsesRetiredCopies(disk: Disk) throws {
+        let place = Place(disk)
+        let (writer, writing) = try writerWithSketch(place)
+        try change(.replaced, writing, writer)
+        try StoreFiles.close(writer)
+        // As a reader racing that compaction would find it: the blob the state names only under a retired name.
+        let name = SHA256Digest.hexString(Self.new)
+        try place.fileSystem.rename(place.url.path + "/blobs/" + StoreLayout.blobFileName(name),
+                                    to: place.url.path + "/blobs/" + StoreLayout.retiredBlobFileName(name, retiredAt: 5))
+        let target = TemporaryStores.newURL("retired-salvage")
+        let report = try FileStore.salvage(from: place.url, to: target, fileSystem: place.fileSystem)
+        #expect(report.skippedRecords.isEmpty, "\(report.skippedRecords)")
+        #expect(try place.fileSystem.contentsOfDirectory(target.path + "/blobs") == [StoreLayout.blobFileName(name)])
+        var configuration = FileStoreConfiguration(url: target, mode: .readOnly, fileSystem: place.fileSystem)
+        configuration.clocks = place.clock.clocks
+        let reading = ModelContext(try ModelContainer(for: Schema([Sketch.self]), configurations: [configuration]))
+        #expect(try reading.fetch(FetchDescriptor<Sketch>()).first?.drawing == Self.new)
+        #expect(reading.readFailures.isEmpty)
+    }
 }
