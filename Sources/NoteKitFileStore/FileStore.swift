@@ -70,7 +70,8 @@ public final class FileStore: DataStore {
     public struct RecoveryReport: Sendable, Hashable {
         /// A torn tail that was excluded: its segment, offset, length, and where its bytes were kept.
         public var tornTail: TornTail?
-        /// Files deleted because no manifest reached them (left by an interrupted operation).
+        /// Files deleted because no manifest reached them (left by an interrupted operation), and retired blobs
+        /// past their grace period (``FileStoreConfiguration/retiredBlobGracePeriod``).
         public var removedLeftovers: [String] = []
         /// In `.pointInTime` mode, the damage where loading stopped.
         public var damage: FileStoreError?
