@@ -286,7 +286,7 @@ struct RetiredBlobTests {
                 "\(problems)")
     }
 
-    @Test("A salvage reads a blob that a row names from its retired copy, and copies no retired file", arguments: Disk.allCases)
+    @Test("A salvage reads a blob that a row names from its retired copy, and copies no retired file; verify calls that state damage", arguments: Disk.allCases)
     func salvageUsesRetiredCopies(disk: Disk) throws {
         let place = Place(disk)
         let (writer, writing) = try writerWithSketch(place)
@@ -296,6 +296,10 @@ struct RetiredBlobTests {
         let name = SHA256Digest.hexString(Self.new)
         try place.fileSystem.rename(place.url.path + "/blobs/" + StoreLayout.blobFileName(name),
                                     to: place.url.path + "/blobs/" + StoreLayout.retiredBlobFileName(name, retiredAt: 5))
+        let problems = try StoreVerifier.verify(at: place.url, fileSystem: place.fileSystem).problems
+        #expect(problems.count == 1 && problems[0].kind == .missingBlob
+                    && problems[0].message.contains("only a retired copy is left"),
+                "a stable state that names a blob found only retired is damage: \(problems)")
         let target = TemporaryStores.newURL("retired-salvage")
         let report = try FileStore.salvage(from: place.url, to: target, fileSystem: place.fileSystem)
         #expect(report.skippedRecords.isEmpty, "\(report.skippedRecords)")

@@ -193,22 +193,22 @@ public enum StoreVerifier {
                 }
                 for (slot, attribute) in entity.attributes.enumerated() where attribute.has(.externalStorage) {
                     guard case .external(let blob) = row.attributes[slot] else { continue }
-                    var path = blobStore.path(of: blob.name)
+                    let path = blobStore.path(of: blob.name)
                     // At most one byte more than the record says: a longer file (a hole, say) is told without
                     // reading it.
                     let bytes: [UInt8]
                     do { bytes = try fileSystem.read(path, from: 0, count: blob.size + 1) } catch {
                         let missing = isMissing(error)
-                        // Another process's compaction retired it after this read pinned the manifest: the
-                        // retired copy holds what the state read names.
-                        if missing, let copy = retiredCopy(of: blob, in: blobStore, fileSystem: fileSystem) {
-                            (path, bytes) = copy
-                        } else {
-                            problem(path, 0, missing ? .missingBlob : classify(error).0,
-                                    "\(row.id).\(attribute.name) names a blob that "
-                                        + (missing ? "is missing" : "cannot be read: \(error)"))
-                            continue
-                        }
+                        // A blob retired while this read ran is no longer named by the state read again (the
+                        // pinned read retries before it reports damage); one the stable state names is damage,
+                        // which a writable open past the grace period makes final.
+                        let retired = missing && hasRetiredCopy(of: blob.name, in: blobStore, fileSystem: fileSystem)
+                        problem(path, 0, missing ? .missingBlob : classify(error).0,
+                                "\(row.id).\(attribute.name) names a blob that "
+                                    + (missing ? "is missing" : "cannot be read: \(error)")
+                                    + (retired ? " (only a retired copy is left, which a writable open or compaction "
+                                        + "deletes once its grace period has passed)" : ""))
+                        continue
                     }
                     if bytes.count != blob.size {
                         let size = (try? fileSystem.status(path)?.size) ?? bytes.count
@@ -256,20 +256,9 @@ public enum StoreVerifier {
         }
     }
 
-    /// The path and first `blob.size + 1` bytes of the newest retired copy of `blob` that is a regular file and can
-    /// be read, if any (one listing of `blobs/`).
-    private static func retiredCopy(of blob: ExternalData, in store: BlobStore, fileSystem: any StoreFileSystem)
-        -> (path: String, bytes: [UInt8])? {
-        let copies = ((try? fileSystem.contentsOfDirectory(store.directory)) ?? []).compactMap { file in
-            StoreLayout.retiredBlob(file).flatMap { $0.name == blob.name ? (file, $0.retiredAt) : nil }
-        }
-        for (file, _) in copies.sorted(by: { $0.1 > $1.1 }) {
-            let path = store.directory + "/" + file
-            guard (try? fileSystem.kind(of: path)) == .regularFile,
-                  let bytes = try? fileSystem.read(path, from: 0, count: blob.size + 1) else { continue }
-            return (path, bytes)
-        }
-        return nil
+    /// Whether `blobs/` holds a retired copy of blob `name` (one listing).
+    private static func hasRetiredCopy(of name: String, in store: BlobStore, fileSystem: any StoreFileSystem) -> Bool {
+        ((try? fileSystem.contentsOfDirectory(store.directory)) ?? []).contains { StoreLayout.retiredBlob($0)?.name == name }
     }
 
     /// Whether `error` says the file does not exist.
