@@ -41,9 +41,9 @@ struct BlobStore: Sendable {
         for _ in 0..<2 {
             let copies = (try? fileSystem.contentsOfDirectory(directory)) ?? []
             let retired = copies.compactMap { file in
-                StoreLayout.retiredBlob(file).flatMap { $0.name == name ? (file, $0.retiredAt) : nil }
+                StoreLayout.retiredBlob(file).flatMap { $0.name == name ? (file: file, at: $0.retiredAt) : nil }
             }
-            for (file, _) in retired.sorted(by: { $0.1 > $1.1 }) {
+            for (file, _) in retired.sorted(by: { $0.at > $1.at }) {
                 // Only a regular file is a retired copy: a link or a special file of that name is not the store's.
                 let copy = directory + "/" + file
                 guard (try? fileSystem.kind(of: copy)) == .regularFile else { continue }
@@ -163,7 +163,8 @@ struct BlobStore: Sendable {
     func reclaim(keeping referenced: Set<String>, now: Date, gracePeriod: Double, tolerant: Bool) throws -> Reclaimed {
         var done = Reclaimed()
         let inventory = try inventory()
-        let seconds = max(0, Int(now.timeIntervalSince1970.rounded(.down)))
+        // Whole seconds since 1970; a clock before 1970 (or past any year a file name needs) is clamped.
+        let seconds = Int(min(max(0, now.timeIntervalSince1970), 1e15).rounded(.down))
         func attempt(_ body: () throws -> Void) throws {
             if tolerant { try? body() } else { try body() }
         }
@@ -178,7 +179,7 @@ struct BlobStore: Sendable {
                     return
                 }
                 let retired = directory + "/" + StoreLayout.retiredBlobFileName(name, retiredAt: seconds)
-                guard try fileSystem.kind(of: retired) ?? .regularFile == .regularFile else { return }
+                guard (try fileSystem.kind(of: retired) ?? .regularFile) == .regularFile else { return }
                 try fileSystem.rename(blob, to: retired)
                 done.unreferenced.append(name)
             }
