@@ -71,7 +71,8 @@ public final class FileStore: DataStore {
     public struct RecoveryReport: Sendable, Hashable {
         /// A torn tail that was excluded: its segment, offset, length, and where its bytes were kept.
         public var tornTail: TornTail?
-        /// Files deleted because no manifest reached them (left by an interrupted operation).
+        /// Files deleted because no manifest reached them (left by an interrupted operation), and retired blobs
+        /// past their grace period (``FileStoreConfiguration/retiredBlobGracePeriod``).
         public var removedLeftovers: [String] = []
         /// In `.pointInTime` mode, the damage where loading stopped.
         public var damage: FileStoreError?
@@ -192,7 +193,9 @@ public final class FileStore: DataStore {
                 }
                 report.removedLeftovers = try Self.removeLeftovers(manifest: replay.manifest, rows: replayed,
                                                                    schema: stored, layout: layout,
-                                                                   fileSystem: fileSystem)
+                                                                   fileSystem: fileSystem,
+                                                                   now: configuration.clocks.wall(),
+                                                                   gracePeriod: configuration.retiredBlobGracePeriod)
                 let opened = try SegmentLog.open(layout: layout, fileSystem: fileSystem, manifest: replay.manifest,
                                                  end: replay.manifest.segments.last.flatMap {
                                                      replay.log.segmentSizes[$0] } ?? 0)
@@ -414,11 +417,13 @@ public final class FileStore: DataStore {
         return [path] + (fileSystem.exists(layout.temporaryManifest) ? [layout.temporaryManifest] : [])
     }
 
-    /// Deletes what no manifest reaches: a temporary manifest, segments not listed, partial or unreferenced blobs.
+    /// Deletes what no manifest reaches: a temporary manifest, segments not listed, partial blobs, and retired
+    /// blobs past their grace period; retires the blobs no object references (``BlobStore/reclaim(keeping:now:gracePeriod:tolerant:)``).
     /// Only regular files of names the format produces are deleted: `blobs/` or `segments/` may be a link to a
     /// directory the user shares with other files, and anything else there is left alone (`verify` lists it).
     private static func removeLeftovers(manifest: Manifest, rows: [ModelSnapshot], schema: Schema, layout: StoreLayout,
-                                        fileSystem: any StoreFileSystem) throws -> [String] {
+                                        fileSystem: any StoreFileSystem, now: Date,
+                                        gracePeriod: Double) throws -> [String] {
         var removed: [String] = []
         func remove(_ path: String) throws {
             if try removeStoreFile(path, fileSystem: fileSystem) { removed.append(path) }
@@ -432,9 +437,9 @@ public final class FileStore: DataStore {
         if fileSystem.exists(layout.blobs) {
             let referenced = Self.referencedBlobs(rows, schema: schema)
             let store = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
-            let inventory = try store.inventory()
-            for name in inventory.blobs where !referenced.contains(name) { try remove(store.path(of: name)) }
-            for file in inventory.leftovers { try remove(layout.blobs + "/" + file) }
+            for file in try store.inventory().leftovers { try remove(layout.blobs + "/" + file) }
+            // Not deleted at once: a reader in another process may hold an object naming one (see `compact`).
+            removed += try store.reclaim(keeping: referenced, now: now, gracePeriod: gracePeriod, tolerant: false).removed
         }
         if !removed.isEmpty {
             try fileSystem.syncDirectory(layout.segments)
@@ -763,12 +768,16 @@ public final class FileStore: DataStore {
         public var bytesBefore: Int
         public var bytesAfter: Int
         public var segmentsRemoved: [String]
+        /// The blobs no object names any more, taken out of the store: retired (kept for readers for
+        /// ``FileStoreConfiguration/retiredBlobGracePeriod``), or deleted at once when that is 0.
         public var blobsRemoved: [String]
+        /// The files of retired blobs deleted because they had been retired longer than the grace period.
+        public var retiredBlobsDeleted: [String]
     }
 
-    /// Rewrites the store as one segment holding its current state, then deletes the old segments and the blobs no
-    /// object references (docs/FORMAT.md, *Writing, rotation and compaction*). A crash at any step leaves the old or
-    /// the new state whole.
+    /// Rewrites the store as one segment holding its current state, then deletes the old segments, retires the
+    /// blobs no object references, and deletes the retired blobs past their grace period (docs/FORMAT.md, *Writing,
+    /// rotation and compaction* and *External storage*). A crash at any step leaves the old or the new state whole.
     ///
     /// - Throws: ``SaveError/readOnly(reason:)``, ``FileStoreError/writesStopped(reason:)``, or an I/O error (the
     ///   store is then unchanged).
@@ -814,21 +823,19 @@ public final class FileStore: DataStore {
             let path = layout.segment(number)
             if (try? Self.removeStoreFile(path, fileSystem: fileSystem)) == true { removedSegments.append(path) }
         }
-        let referenced = Self.referencedBlobs(allRows, schema: schema)
-        var removedBlobs: [String] = []
-        for name in (try? blobs.inventory().blobs) ?? [] where !referenced.contains(name) {
-            if (try? Self.removeStoreFile(blobs.path(of: name), fileSystem: fileSystem)) == true {
-                removedBlobs.append(name)
-            }
-        }
+        // Readers in other processes may hold objects naming the blobs no object names now: those are retired,
+        // and deleted by a later compaction or writable open once past their grace period.
+        let reclaimed = (try? blobs.reclaim(keeping: Self.referencedBlobs(allRows, schema: schema),
+                                            now: configuration.clocks.wall(),
+                                            gracePeriod: configuration.retiredBlobGracePeriod, tolerant: true))
+            ?? BlobStore.Reclaimed()
         try? fileSystem.syncDirectory(layout.segments)
-        if !removedBlobs.isEmpty { try? fileSystem.syncDirectory(layout.blobs) }
         state.closedSegmentBytes = 0
         state.operationsLogged = allRows.count
         state.bytesAfterCompaction = log.activeSize
         state.compactionRetryBytes = nil
         return CompactionReport(bytesBefore: bytesBefore, bytesAfter: log.activeSize, segmentsRemoved: removedSegments,
-                                blobsRemoved: removedBlobs)
+                                blobsRemoved: reclaimed.unreferenced, retiredBlobsDeleted: reclaimed.expired)
     }
 
     /// The history as `history` records of at most about 16,384 changes each; the first carries the deleted ranges.

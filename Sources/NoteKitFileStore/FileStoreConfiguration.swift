@@ -138,6 +138,16 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     /// reads again when the manifest changed meanwhile (docs/FORMAT.md, *Reading while another process writes*).
     /// Past this it throws ``FileStoreError/storeKeptChanging(path:attempts:seconds:)``, never a damage error.
     public var readRetryTimeout: Double = FileStoreConfiguration.defaultReadRetryTimeout
+    /// How long, in seconds, a blob no object names any more is kept for readers that read an object naming it
+    /// before (300, five minutes, by default; 0 deletes it at once, as a store without readers in other processes
+    /// can afford). A compaction or a writable open's cleanup does not delete such a blob but *retires* it: renames
+    /// it to `retired-<time>-<hash>` in `blobs/`, where a read-only open (or another writer) that fetched the
+    /// object earlier still loads the bytes. A later compaction or writable open deletes it once it has been
+    /// retired this long, by the wall clock (a retirement time ahead of the clock counts as now). A load after that
+    /// throws ``FileStoreError/blobRemoved(name:path:)``: fetch again. The cost is disk space: a replaced drawing's
+    /// bytes stay on disk until the first compaction or writable open past this period (docs/FORMAT.md,
+    /// *External storage*).
+    public var retiredBlobGracePeriod: Double = 300
     /// The file operations used; tests substitute one that fails on purpose.
     public var fileSystem: any StoreFileSystem
     /// The clocks used; tests substitute a wall clock that steps.

@@ -41,6 +41,12 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// a read was willing to retry, over `attempts` attempts: no consistent view of it was read. Not damage: read
     /// again, or allow longer (``FileStoreConfiguration/readRetryTimeout``).
     case storeKeptChanging(path: String, attempts: Int, seconds: Double)
+    /// The blob `name` that an object this open read names is neither at `path` nor kept retired beside it. Its
+    /// cause in a healthy store: another process changed or deleted that object, and a compaction (or a writable
+    /// open) removed the blob it no longer named, once it had been retired longer than
+    /// ``FileStoreConfiguration/retiredBlobGracePeriod``. Fetching again reads the object's current value. (When
+    /// a fresh fetch still names the blob, the store is damaged; ``StoreVerifier`` reports it as a missing blob.)
+    case blobRemoved(name: String, path: String)
 
     public var description: String {
         switch self {
@@ -76,6 +82,11 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
                 + "manifest replaced (other processes compacted, rotated or migrated the store) or the segments "
                 + "changing; nothing was found damaged. Read again, or allow longer "
                 + "(FileStoreConfiguration.readRetryTimeout)"
+        case let .blobRemoved(name, path):
+            "blob \(name) is gone from \(path): another process's compaction removed it after this open read the "
+                + "object that names it (that object has been changed or deleted since, and a blob no object names "
+                + "is kept only for FileStoreConfiguration.retiredBlobGracePeriod); fetch again to read the current "
+                + "value. If a fresh fetch still names this blob, the store is damaged: run notekit verify"
         }
     }
 }

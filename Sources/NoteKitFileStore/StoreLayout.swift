@@ -50,6 +50,26 @@ struct StoreLayout: Sendable {
         return isBlobName(name) ? name : nil
     }
 
+    /// `retired-<unix seconds>-<sha256>`: a blob no object names any more, taken out of its place by a compaction or
+    /// a writable open's cleanup at `seconds` (the wall clock, whole seconds since 1970, never negative) and kept
+    /// under this name for readers that read an object naming it before; deleted once it has been retired longer
+    /// than ``FileStoreConfiguration/retiredBlobGracePeriod`` (docs/FORMAT.md, *External storage*). It can be
+    /// neither a blob's name (which ends in `.blob`) nor a partial blob's (which starts with `.`).
+    static func retiredBlobFileName(_ name: String, retiredAt seconds: Int) -> String {
+        "retired-\(max(0, seconds))-" + name
+    }
+
+    /// The blob name and the time of retirement a file name of `blobs/` denotes, if it is a retired blob's name
+    /// (exactly as ``retiredBlobFileName(_:retiredAt:)`` spells it: no sign, no leading zero).
+    static func retiredBlob(_ fileName: String) -> (name: String, retiredAt: Int)? {
+        guard fileName.hasPrefix("retired-") else { return nil }
+        let rest = fileName.dropFirst(8)
+        guard let dash = rest.firstIndex(of: "-"), let seconds = Int(rest[..<dash]), seconds >= 0 else { return nil }
+        let name = String(rest[rest.index(after: dash)...])
+        guard isBlobName(name), fileName == retiredBlobFileName(name, retiredAt: seconds) else { return nil }
+        return (name, seconds)
+    }
+
     /// Whether `name` is a SHA-256 in lowercase hexadecimal, as blob names are (and nothing that is a path).
     static func isBlobName(_ name: String) -> Bool {
         name.utf8.count == 64 && name.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }

@@ -126,7 +126,9 @@ enum Commands {
         let report = try store.compact()
         try store.close()
         print("compacted \(path): \(report.bytesBefore) bytes of segments before, \(report.bytesAfter) after; "
-              + "removed \(report.segmentsRemoved.count) segment(s) and \(report.blobsRemoved.count) blob(s)")
+              + "removed \(report.segmentsRemoved.count) segment(s) and \(report.blobsRemoved.count) blob(s) no "
+              + "object names (retired, kept for readers for a while); deleted \(report.retiredBlobsDeleted.count) "
+              + "retired blob(s)")
         return 0
     }
 

@@ -173,7 +173,7 @@ struct FileStoreRoundTripTests {
         #expect(failure.reason.contains(name) && failure.reason.contains("do not hash to its name"))
     }
 
-    @Test("Identical bytes share one blob file, and compaction deletes blobs no object references")
+    @Test("Identical bytes share one blob file, and compaction retires blobs no object references")
     func blobLifecycle() throws {
         let url = TemporaryStores.newURL()
         let container = try StoreFiles.open(url, NotesSchema.models)
@@ -192,7 +192,10 @@ struct FileStoreRoundTripTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: blobs.path).count == 2)
         let report = try StoreFiles.store(container).compact()
         #expect(report.blobsRemoved.count == 1)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: blobs.path).count == 1)
+        let files = try FileManager.default.contentsOfDirectory(atPath: blobs.path)
+        #expect(files.filter { $0.hasSuffix(".blob") }.count == 1)
+        #expect(files.count == 2 && files.contains { $0.hasPrefix("retired-") && $0.hasSuffix("-" + report.blobsRemoved[0]) },
+                "the other is retired, kept for readers for the grace period")
         #expect(first.drawing?.data == Data([1]))
     }
 

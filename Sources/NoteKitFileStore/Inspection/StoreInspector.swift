@@ -59,11 +59,11 @@ public enum StoreInspector {
         public var entities: [String: Int]
         /// The segment files the manifest lists.
         public var segments: Int
-        /// Bytes of every file of the store (manifest, segments, blobs).
+        /// Bytes of every file of the store (manifest, segments, blobs, retired blobs).
         public var bytes: Int
         /// Bytes of the segments.
         public var segmentBytes: Int
-        /// Blob files and their bytes.
+        /// Blob files and their bytes (not counting retired blobs, which no object names).
         public var blobs: Int
         public var blobBytes: Int
         /// The numbers of the first and last transactions still in the log (nil when there are none).
@@ -102,14 +102,21 @@ public enum StoreInspector {
             if firstTransaction == nil { firstTransaction = scan.firstTransactionNumber }
         }
         let blobStore = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
-        let blobNames = fileSystem.exists(layout.blobs) ? try blobStore.inventory().blobs : []
+        let inventory = fileSystem.exists(layout.blobs) ? try blobStore.inventory() : (blobs: [], leftovers: [], retired: [])
+        let blobNames = inventory.blobs
         // From the file system's metadata: a blob is not read to learn its size.
         let blobBytes = try blobNames.reduce(0) { $0 + (try fileSystem.status(blobStore.path(of: $1))?.size ?? 0) }
+        // Retired blobs, kept for readers until their grace period passes, take space but are not the store's
+        // blobs; one deleted meanwhile counts nothing.
+        var retiredBytes = 0
+        for copy in inventory.retired {
+            if let status = try? fileSystem.status(layout.blobs + "/" + copy.file) { retiredBytes += status.size }
+        }
         let statistics = store.statistics
         let history = try store.history()
         return Statistics(formatVersion: formatVersion, schemaVersion: store.schema.version,
                           schemaHash: store.schema.contentHash, entities: statistics.objectsPerEntity,
-                          segments: manifest.segments.count, bytes: manifestBytes + segmentBytes + blobBytes,
+                          segments: manifest.segments.count, bytes: manifestBytes + segmentBytes + blobBytes + retiredBytes,
                           segmentBytes: segmentBytes, blobs: blobNames.count, blobBytes: blobBytes,
                           firstTransaction: firstTransaction.map { min($0, statistics.lastTransaction) },
                           lastTransaction: statistics.lastTransaction,

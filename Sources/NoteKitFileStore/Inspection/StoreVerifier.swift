@@ -199,9 +199,15 @@ public enum StoreVerifier {
                     let bytes: [UInt8]
                     do { bytes = try fileSystem.read(path, from: 0, count: blob.size + 1) } catch {
                         let missing = isMissing(error)
+                        // A blob retired while this read ran is no longer named by the state read again (the
+                        // pinned read retries before it reports damage); one the stable state names is damage,
+                        // which a writable open past the grace period makes final.
+                        let retired = missing && hasRetiredCopy(of: blob.name, in: blobStore, fileSystem: fileSystem)
                         problem(path, 0, missing ? .missingBlob : classify(error).0,
                                 "\(row.id).\(attribute.name) names a blob that "
-                                    + (missing ? "is missing" : "cannot be read: \(error)"))
+                                    + (missing ? "is missing" : "cannot be read: \(error)")
+                                    + (retired ? " (only a retired copy is left, which a writable open or compaction "
+                                        + "deletes once its grace period has passed)" : ""))
                         continue
                     }
                     if bytes.count != blob.size {
@@ -221,7 +227,8 @@ public enum StoreVerifier {
     /// Reports each entry of `segments/` and `blobs/` that is not the store's: a name the format does not
     /// produce, or one it does on something else than a regular file (unless the store names it, when reading it
     /// already reported it). Leftovers the next writable open deletes (unlisted segments, partial or unreferenced
-    /// blobs) are not problems.
+    /// blobs) are not problems, nor are retired blobs (kept for readers, then deleted; their bytes are checked
+    /// only when a reader loads one).
     private static func strayEntries(_ layout: StoreLayout, manifest: Manifest, referencedBlobs: Set<String>,
                                      fileSystem: any StoreFileSystem,
                                      _ problem: (String, Int, VerificationReport.Kind, String) -> Void) {
@@ -237,7 +244,7 @@ public enum StoreVerifier {
                     used = number.map(listed.contains) ?? false
                 } else {
                     let blob = StoreLayout.blobName(name)
-                    named = blob != nil || StoreLayout.partialBlobName(name) != nil
+                    named = blob != nil || StoreLayout.partialBlobName(name) != nil || StoreLayout.retiredBlob(name) != nil
                     used = blob.map(referencedBlobs.contains) ?? false
                 }
                 guard let found = try? fileSystem.kind(of: path), !used,
@@ -247,6 +254,11 @@ public enum StoreVerifier {
                     : "\(found) whose name the store's format does not produce: the store neither reads nor deletes it")
             }
         }
+    }
+
+    /// Whether `blobs/` holds a retired copy of blob `name` (one listing).
+    private static func hasRetiredCopy(of name: String, in store: BlobStore, fileSystem: any StoreFileSystem) -> Bool {
+        ((try? fileSystem.contentsOfDirectory(store.directory)) ?? []).contains { StoreLayout.retiredBlob($0)?.name == name }
     }
 
     /// Whether `error` says the file does not exist.

@@ -204,7 +204,8 @@ enum KillChecks {
     }
 
     /// After a writable open: `segments/` holds exactly the segments the manifest lists, `blobs/` exactly the
-    /// blobs live objects reference, and `MANIFEST.tmp` is gone; closed again, the verifier finds nothing.
+    /// blobs live objects reference (besides retired ones), and `MANIFEST.tmp` is gone; closed again, the verifier
+    /// finds nothing.
     static func recoveredCleanly(_ url: URL, store: FileStore) throws {
         let files = FileManager.default
         let segmentFiles = Set((try? files.contentsOfDirectory(atPath: url.appendingPathComponent("segments").path)) ?? [])
@@ -212,7 +213,9 @@ enum KillChecks {
         guard segmentFiles == listed else {
             throw Failed("after recovery segments/ holds \(segmentFiles.sorted()), the manifest lists \(listed.sorted())")
         }
-        let blobFiles = Set((try? files.contentsOfDirectory(atPath: url.appendingPathComponent("blobs").path)) ?? [])
+        // Blobs no object names any more are retired, not deleted (docs/FORMAT.md, *External storage*).
+        let blobFiles = Set(((try? files.contentsOfDirectory(atPath: url.appendingPathComponent("blobs").path)) ?? [])
+            .filter { !$0.hasPrefix("retired-") })
         let referenced = Set(try blobNames(store).map { $0 + ".blob" })
         guard blobFiles == referenced else {
             throw Failed("after recovery blobs/ holds \(blobFiles.subtracting(referenced).sorted()) that "
