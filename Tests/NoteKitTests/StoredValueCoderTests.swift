@@ -630,4 +630,13 @@ struct StoredValueCoderTests {
         #expect(throws: EncodingError.self) { try encode(Silent()) }
         #expect(try encode(Holder()) == .dictionary(["silent": .dictionary([:])]))
     }
+
+    @Test("An external value the store cannot read names the blob once: the loader's error is not wrapped again")
+    func unreadableExternalDataNamedOnce() throws {
+        let blob = ExternalData(name: "abc", size: 3) {
+            throw StoredValueError.externalDataUnreadable(name: "abc", reason: "blobs/abc.blob is missing")
+        }
+        let error = #expect(throws: StoredValueError.self) { try Data(storedValue: .external(blob)) }
+        #expect(error.map { "\($0)" } == "external data abc cannot be read: blobs/abc.blob is missing")
+    }
 }

@@ -97,7 +97,9 @@ extension Data: PersistentValue {
         switch storedValue {
         case .data(let v): self = v
         case .external(let blob):
-            do { self = try blob.load() } catch {
+            do { self = try blob.load() } catch let error as StoredValueError {
+                throw error   // the store's loader already named the blob
+            } catch {
                 throw StoredValueError.externalDataUnreadable(name: blob.name, reason: "\(error)")
             }
         default: throw storedValue.mismatch("data")
