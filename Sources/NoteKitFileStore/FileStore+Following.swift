@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import NoteKit
 
@@ -25,26 +26,34 @@ extension FileStore {
             return !running
         }
         guard start else { return }
-        let interval = Self.followingInterval
-        Task.detached { [weak self] in
-            while true {
-                try? await Task.sleep(for: .seconds(interval))
-                guard let store = self else { return }
-                let listened = store.follower.running.withLock { running in
-                    running = store.broadcaster.hasSubscribers
-                    return running
-                }
-                guard listened else { return }
-                store.state.withLock { state in
-                    // A failure is kept as the automatic refresh of a read keeps it; the next look tries again.
-                    do {
-                        _ = try store.refresh(&state)
-                        state.lastRefreshError = nil
-                    } catch {
-                        state.lastRefreshError = "\(error)"
-                    }
-                }
+        // On a queue of its own, not on Swift concurrency's cooperative pool: each look is blocking file I/O under the
+        // store's lock, and an application whose tasks keep the pool's few threads busy must not starve it.
+        Self.followingQueue.asyncAfter(deadline: .now() + Self.followingInterval) { [weak self] in
+            self?.followOnce()
+        }
+    }
+
+    /// The queue the background checks of every store run on, one look at a time.
+    private static let followingQueue = DispatchQueue(label: "NoteKitFileStore.following")
+
+    /// One look for other processes' commits; schedules the next while someone listens.
+    private func followOnce() {
+        let listened = follower.running.withLock { running in
+            running = broadcaster.hasSubscribers
+            return running
+        }
+        guard listened else { return }
+        state.withLock { state in
+            // A failure is kept as the automatic refresh of a read keeps it; the next look tries again.
+            do {
+                _ = try refresh(&state)
+                state.lastRefreshError = nil
+            } catch {
+                state.lastRefreshError = "\(error)"
             }
+        }
+        Self.followingQueue.asyncAfter(deadline: .now() + Self.followingInterval) { [weak self] in
+            self?.followOnce()
         }
     }
 

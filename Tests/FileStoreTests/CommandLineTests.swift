@@ -26,8 +26,14 @@ struct CommandLineTests {
 
     /// Runs `notekit` with `arguments` in `directory`.
     func notekit(_ arguments: String..., in directory: URL? = nil) throws -> Run {
+        try Self.run(Self.executable, arguments, in: directory)
+    }
+
+    /// Runs `executable` with `arguments` in `directory` and waits for it: the one way the file-store tests run a
+    /// built tool (`notekit`, `notekit-stress`) to its end.
+    static func run(_ executable: URL, _ arguments: [String], in directory: URL? = nil) throws -> Run {
         let process = Process()
-        process.executableURL = Self.executable
+        process.executableURL = executable
         process.arguments = arguments
         if let directory { process.currentDirectoryURL = directory }
         let output = Pipe(), errors = Pipe()

@@ -36,21 +36,6 @@ struct ReaderRaceTests {
 
     struct Wrong: Error, CustomStringConvertible { var description: String }
 
-    /// Starts `executable` with `arguments`; returns its status, standard output and standard error when it ends.
-    static func run(_ executable: URL, _ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
-    }
-
     @Test("readers racing back-to-back compactions in other processes")
     func racingCompactions() throws {
         let url = TemporaryStores.newURL("race")
@@ -62,7 +47,7 @@ struct ReaderRaceTests {
         for _ in 0..<2 {
             DispatchQueue.global().async(group: group) {
                 do {
-                    let run = try Self.run(ProcessStressTests.KillTests.executable, ["compactor", "--store", url.path,
+                    let run = try CommandLineTests.run(ProcessStressTests.KillTests.executable, ["compactor", "--store", url.path,
                                                                   "--seconds", String(Self.seconds)])
                     compactorOutput.withLock { $0.append(run.output) }
                     if run.status != 0 { tally.fail("compactor exited \(run.status): \(run.errors)") }
@@ -80,7 +65,7 @@ struct ReaderRaceTests {
                 let command = commands[index % commands.count]
                 index += 1
                 tally.read("notekit \(command[0])") {
-                    let run = try Self.run(CommandLineTests.executable, [command[0], url.path] + command.dropFirst())
+                    let run = try CommandLineTests.run(CommandLineTests.executable, [command[0], url.path] + command.dropFirst())
                     if command[0] == "compact", run.status == 1, run.errors.contains("another process") { return }
                     guard run.status == 0 else { throw Wrong(description: "exit \(run.status): \(run.errors)") }
                 }

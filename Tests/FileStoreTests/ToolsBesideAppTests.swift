@@ -9,18 +9,10 @@ import Testing
 /// like any other: it waits for its turn at the lock, never reports damage, and loses none of the app's saves.
 @Suite("Tools beside a running app")
 struct ToolsBesideAppTests {
-    /// Runs the built `notekit` with `arguments`.
+    /// Runs the built `notekit` with `arguments`; its output and errors together.
     static func notekit(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = CommandLineTests.executable
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: text, as: UTF8.self))
+        let run = try CommandLineTests.run(CommandLineTests.executable, arguments)
+        return (run.status, run.output + run.errors)
     }
 
     /// The app saves a revision number into every row, again and again, in `sharing`, while `notekit compact` and
