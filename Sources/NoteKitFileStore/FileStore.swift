@@ -746,6 +746,11 @@ public final class FileStore: DataStore {
         public var garbageRatio: Double
         /// The error of the last automatic compaction, if it failed (the save that triggered it had succeeded).
         public var lastCompactionError: String?
+        /// The error of the last automatic refresh (a read's check for other processes' commits, or the background
+        /// check for ``FileStore/transactions()`` listeners), if it failed: the reads went on with the state the store
+        /// had, so they may be missing those commits. Nil once a refresh succeeds again. ``FileStore/refresh()``
+        /// throws the error itself.
+        public var lastRefreshError: String?
     }
 
     /// The store's current statistics.
@@ -759,7 +764,7 @@ public final class FileStore: DataStore {
                 segments: state.log?.manifest.segments ?? [],
                 logBytes: logBytes, operationsLogged: state.operationsLogged,
                 garbageRatio: state.operationsLogged == 0 ? 0 : max(0, 1 - Double(live) / Double(state.operationsLogged)),
-                lastCompactionError: state.lastCompactionError)
+                lastCompactionError: state.lastCompactionError, lastRefreshError: state.lastRefreshError)
         }
     }
 

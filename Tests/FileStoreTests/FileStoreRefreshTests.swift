@@ -173,6 +173,28 @@ struct FileStoreRefreshTests {
         #expect(StoreFiles.store(reader).statistics.lastTransaction == 2)
     }
 
+    @Test("An automatic refresh that fails keeps the reader's state and says why in statistics.lastRefreshError")
+    func failedAutomaticRefreshIsReported() throws {
+        let url = TemporaryStores.newURL()
+        let old = try Schema(versionedSchema: PreAttachmentSchema.self)
+        let writer = try ModelContainer(for: old, configurations: [FileStoreConfiguration(url: url)])
+        let writing = ModelContext(writer)
+        let note = PreAttachmentSchema.Note()
+        note.title = "a"
+        writing.insert(note)
+        try writing.save()
+        try StoreFiles.close(writer)
+        let reader = try ModelContainer(for: old, configurations: [FileStoreConfiguration(url: url, mode: .readOnly)])
+        let store = StoreFiles.store(reader)
+        #expect(store.statistics.lastRefreshError == nil)
+        // Another process moves the store to a newer schema: this reader's older one cannot follow.
+        try StoreFiles.close(try StoreFiles.open(url, NotesSchema.models))
+        let titles = try ModelContext(reader).fetch(FetchDescriptor<PreAttachmentSchema.Note>()).map(\.title)
+        #expect(titles == ["a"], "the reader keeps the state it had")
+        let reason = try #require(store.statistics.lastRefreshError)
+        #expect(!reason.isEmpty)
+    }
+
     @Test("Observation fires for a loaded object when a refresh brings a new value")
     func observation() throws {
         let url = TemporaryStores.newURL()
