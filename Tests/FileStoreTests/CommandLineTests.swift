@@ -431,6 +431,26 @@ struct CommandLineContractTests {
         #expect(try document("--version", "--json")["version"] is String)
     }
 
+    @Test(".gitignore covers everything `notekit demo` creates in the current directory")
+    func demoIsIgnored() throws {
+        let directory = TemporaryStores.newURL("demo")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        #expect(try cli.notekit("demo", in: directory).status == 0)
+        let created = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
+        try #require(created.count >= 2, "the store and its attachments folder")
+        let root = CommandLineTests.executable.deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        for url in created {
+            let isDirectory = (try? url.resourceValues(forKeys: [.isDirectoryKey]).isDirectory) == true
+            let name = url.lastPathComponent + (isDirectory ? "/" : "")
+            // `git check-ignore --no-index` matches the name against the repository's .gitignore as if the demo had
+            // run at its root (where `swift run notekit demo` puts it): status 0 ignored, 1 not ignored.
+            let git = try CommandLineTests.run(URL(fileURLWithPath: "/usr/bin/env"),
+                                               ["git", "-C", root.path, "check-ignore", "--no-index", "-q", name])
+            #expect(git.status == 0, "\(name) is not ignored: \(git.errors)")
+        }
+    }
+
     @Test("dump and history print dates in ISO 8601, not seconds since 2001")
     func readableDates() throws {
         let url = try cli.store()
