@@ -145,9 +145,14 @@ enum Commands {
     /// Compacts the store; with `json`, `{"bytesBefore", "bytesAfter", "segmentsRemoved", "blobsRemoved",
     /// "retiredBlobsDeleted"}`.
     static func compact(path: String, json: Bool) throws -> Int32 {
-        let store = try StoreInspector.openForWriting(at: storeURL(path))
-        let report = try store.compact()
-        try store.close()
+        let url = try storeURL(path)
+        // Opening a large store (reading its state) takes as long as compacting it: the line covers both.
+        let report = try Progress.whileRunning("compacting \(path)") {
+            let store = try StoreInspector.openForWriting(at: url)
+            let report = try store.compact()
+            try store.close()
+            return report
+        }
         if json {
             printJSON([
                 "bytesBefore": report.bytesBefore, "bytesAfter": report.bytesAfter,

@@ -73,6 +73,7 @@ let help: [String: String] = [
         Rewrites the store as one segment holding its current state and deletes what no longer counts. Prints the
         bytes before and after; --json prints {"bytesBefore", "bytesAfter", "segmentsRemoved", "blobsRemoved",
         "retiredBlobsDeleted"}. Needs the store's write lock: exits 4 when another open keeps it past 5 seconds.
+        When standard error is a terminal and it takes over a second, a line there counts the seconds.
         """,
     "salvage": """
         usage: notekit salvage PATH --to NEWPATH [--json]
