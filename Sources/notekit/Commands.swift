@@ -4,9 +4,21 @@ import NoteKitFileStore
 
 /// The inspection commands: each reads the store by the schema stored in it, so any NoteKit store works.
 enum Commands {
-    static func storeURL(_ path: String) throws -> URL {
+    /// The URL of the store at `path`, after the checks every command makes first, so that each says the same
+    /// thing about the same mistake.
+    ///
+    /// - Parameter requiringManifest: whether a directory without a MANIFEST counts as no store (`verify` reports
+    ///   it as a problem instead).
+    /// - Throws: ``FileStoreError/storeNotFound(path:)`` when nothing (or, with `requiringManifest`, no MANIFEST) is
+    ///   there, ``NotAStore`` when `path` is a plain file.
+    static func storeURL(_ path: String, requiringManifest: Bool = true) throws -> URL {
         let url = URL(fileURLWithPath: path)
-        guard FileManager.default.fileExists(atPath: url.appendingPathComponent("MANIFEST").path) else {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+            throw FileStoreError.storeNotFound(path: url.path)
+        }
+        guard isDirectory.boolValue else { throw NotAStore(path: url.path) }
+        if requiringManifest, !FileManager.default.fileExists(atPath: url.appendingPathComponent("MANIFEST").path) {
             throw FileStoreError.storeNotFound(path: url.path)
         }
         return url
@@ -50,8 +62,7 @@ enum Commands {
     }
 
     static func verify(path: String, json: Bool) throws -> Int32 {
-        let url = URL(fileURLWithPath: path)
-        guard FileManager.default.fileExists(atPath: url.path) else { throw FileStoreError.storeNotFound(path: url.path) }
+        let url = try storeURL(path, requiringManifest: false)
         let report = try StoreVerifier.verify(at: url)
         if json {
             printJSON([
@@ -68,7 +79,8 @@ enum Commands {
             }
             print("\(report.problems.count) problem\(report.problems.count == 1 ? "" : "s") in \(url.path)")
         }
-        return report.ok ? 0 : 1
+        if !report.ok { FileHandle.standardError.write(Data((salvageHint(path) + "\n").utf8)) }
+        return report.ok ? ExitStatus.ok.rawValue : ExitStatus.damage.rawValue
     }
 
     static func dump(path: String, entity: String?) throws -> Int32 {
@@ -112,8 +124,17 @@ enum Commands {
         return 0
     }
 
-    static func schema(path: String) throws -> Int32 {
+    /// The store's schemas, oldest first; with `json`, `{"current": version, "schemas": [schema…]}`, each schema in
+    /// its Codable form.
+    static func schema(path: String, json: Bool) throws -> Int32 {
         let schemas = try StoreInspector.schemaHistory(at: storeURL(path))
+        if json {
+            let encoded = try schemas.map {
+                try JSONSerialization.jsonObject(with: JSONEncoder().encode($0))
+            }
+            printJSON(["current": schemas.last.map { $0.version.description as Any } ?? NSNull(), "schemas": encoded])
+            return 0
+        }
         for (index, schema) in schemas.enumerated() {
             if index > 0 { print("") }
             print(index == schemas.count - 1 ? "current: \(schema.description)" : schema.description)
@@ -121,10 +142,25 @@ enum Commands {
         return 0
     }
 
-    static func compact(path: String) throws -> Int32 {
-        let store = try StoreInspector.openForWriting(at: storeURL(path))
-        let report = try store.compact()
-        try store.close()
+    /// Compacts the store; with `json`, `{"bytesBefore", "bytesAfter", "segmentsRemoved", "blobsRemoved",
+    /// "retiredBlobsDeleted"}`.
+    static func compact(path: String, json: Bool) throws -> Int32 {
+        let url = try storeURL(path)
+        // Opening a large store (reading its state) takes as long as compacting it: the line covers both.
+        let report = try Progress.whileRunning("compacting \(path)") {
+            let store = try StoreInspector.openForWriting(at: url)
+            let report = try store.compact()
+            try store.close()
+            return report
+        }
+        if json {
+            printJSON([
+                "bytesBefore": report.bytesBefore, "bytesAfter": report.bytesAfter,
+                "segmentsRemoved": report.segmentsRemoved, "blobsRemoved": report.blobsRemoved,
+                "retiredBlobsDeleted": report.retiredBlobsDeleted,
+            ])
+            return 0
+        }
         print("compacted \(path): \(report.bytesBefore) bytes of segments before, \(report.bytesAfter) after; "
               + "removed \(report.segmentsRemoved.count) segment(s) and \(report.blobsRemoved.count) blob(s) no "
               + "object names (retired, kept for readers for a while); deleted \(report.retiredBlobsDeleted.count) "
@@ -132,12 +168,32 @@ enum Commands {
         return 0
     }
 
-    static func salvage(path: String, to destination: String) throws -> Int32 {
+    /// Salvages into `destination`; with `json`, `{"complete", "transactionsKept", "objectsKept", "segmentsUsed",
+    /// "skippedBytes", "skippedRecords"}`, each skipped part as `{"file", "offset", "length", "reason"}`.
+    static func salvage(path: String, to destination: String, json: Bool) throws -> Int32 {
         let report = try FileStore.salvage(from: storeURL(path), to: URL(fileURLWithPath: destination))
+        if json {
+            func parts(_ skipped: [FileStore.SalvageReport.Skipped]) -> [[String: Any]] {
+                skipped.map { ["file": $0.file, "offset": $0.offset, "length": $0.length, "reason": $0.reason] }
+            }
+            printJSON([
+                "complete": report.isComplete, "transactionsKept": report.transactionsKept,
+                "objectsKept": report.objectsKept, "segmentsUsed": report.segmentsUsed,
+                "skippedBytes": parts(report.skippedBytes), "skippedRecords": parts(report.skippedRecords),
+            ])
+            return report.isComplete ? ExitStatus.ok.rawValue : ExitStatus.damage.rawValue
+        }
         print("salvaged \(report.transactionsKept) transaction(s) and \(report.objectsKept) object(s) into \(destination)")
         print("from \(report.segmentsUsed.isEmpty ? "no segment" : report.segmentsUsed.joined(separator: ", "))")
         for skipped in report.skippedBytes { fail("left out \(skipped)") }
         for skipped in report.skippedRecords { fail("left out \(skipped)") }
-        return report.isComplete ? 0 : 1
+        return report.isComplete ? ExitStatus.ok.rawValue : ExitStatus.damage.rawValue
+    }
+
+    /// The line that ends every report of damage: the command that copies what is intact into a new store.
+    static func salvageHint(_ path: String) -> String {
+        let safe = path.allSatisfy { $0.isLetter || $0.isNumber || "/._-+:@".contains($0) }
+        let quoted = safe ? path : "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        return "to copy what is intact into a new store: notekit salvage \(quoted) --to NEWPATH"
     }
 }

@@ -1,5 +1,5 @@
 // notekit: look inside any NoteKit store, prove it healthy, shrink it, rescue what a damaged one holds, and run the
-// demo. Exit codes: 0 success, 1 damage found or the operation failed, 2 usage error.
+// demo. Its exit codes are ExitStatus's (ExitStatus.swift), listed by `notekit help`.
 import Foundation
 import NoteKit
 import NoteKitFileStore
@@ -11,14 +11,17 @@ let usage = """
       demo [PATH]                  create or reopen a notes store and print its folder tree (default ./NoteKitDemo.notekit)
       stats PATH [--json]          format version, schema, records per entity, segments, bytes, blobs, history range
       verify PATH [--json]         read everything, write nothing; exit 1 when anything is wrong
-      dump PATH [--entity NAME]    every live record as one JSON object per line
+      dump PATH [--entity NAME]    every live record as one JSON object per line (--json accepted)
       history PATH [--after N] [--limit N] [--json]
                                    the transactions the store's history keeps, oldest first
-      schema PATH                  the schemas the store was written with, version by version
-      compact PATH                 rewrite the store as one segment; prints bytes before and after
-      salvage PATH --to NEWPATH    copy every intact transaction into a new store; never touches PATH
+      schema PATH [--json]         the schemas the store was written with, version by version
+      compact PATH [--json]        rewrite the store as one segment; prints bytes before and after
+      salvage PATH --to NEWPATH [--json]
+                                   copy every intact transaction into a new store; never touches PATH
+      help [COMMAND]               this text, or what COMMAND does (as notekit COMMAND --help)
+      --version [--json]           notekit's version, the store format versions it reads, the notes schema
 
-    notekit <command> --help describes a command.
+    \(ExitStatus.table)
     """
 
 let help: [String: String] = [
@@ -41,11 +44,15 @@ let help: [String: String] = [
         each problem with its file, byte offset and kind: a torn tail, a checksum mismatch, an undecodable record,
         an unknown format version, a missing external blob, a relationship pointing at nothing. Takes no lock: run
         beside an app that writes or compacts the store, it reads again when the store changed under it, and reports
-        only what two reads in a row found. Exits 0 when the store is healthy, 1 otherwise. --json prints {"ok": …, "problems": [{"file", "offset", "kind", "message"}]}.
+        only what two reads in a row found. Exits 0 when the store is healthy, 1 otherwise, with the salvage command
+        that may help on standard error. --json prints {"ok": …, "problems": [{"file", "offset", "kind",
+        "message"}]}.
         """,
     "dump": """
-        usage: notekit dump PATH [--entity NAME]
-        Prints every live record as one JSON object per line: {"entity", "id", "attributes", "relationships"}.
+        usage: notekit dump PATH [--entity NAME] [--json]
+        Prints every live record (of entity NAME only, when given) as one JSON object per line: {"entity", "id",
+        "attributes", "relationships"}, dates as ISO 8601 text in UTC to the millisecond. It prints JSON lines
+        with or without --json. An entity the store does not have is a usage error (exit 2). Writes nothing.
         """,
     "history": """
         usage: notekit history PATH [--after N] [--limit N] [--json]
@@ -56,19 +63,24 @@ let help: [String: String] = [
         history. Writes nothing.
         """,
     "schema": """
-        usage: notekit schema PATH
+        usage: notekit schema PATH [--json]
         Prints every schema the store was written with, oldest first: entities, attributes, relationships,
-        constraints and indexes.
+        constraints and indexes. --json prints {"current": VERSION, "schemas": [...]}, each schema in the form
+        the store records it. Writes nothing.
         """,
     "compact": """
-        usage: notekit compact PATH
+        usage: notekit compact PATH [--json]
         Rewrites the store as one segment holding its current state and deletes what no longer counts. Prints the
-        bytes before and after. Needs the store's write lock.
+        bytes before and after; --json prints {"bytesBefore", "bytesAfter", "segmentsRemoved", "blobsRemoved",
+        "retiredBlobsDeleted"}. Needs the store's write lock: exits 4 when another open keeps it past 5 seconds.
+        When standard error is a terminal and it takes over a second, a line there counts the seconds.
         """,
     "salvage": """
-        usage: notekit salvage PATH --to NEWPATH
+        usage: notekit salvage PATH --to NEWPATH [--json]
         Copies every intact transaction of a damaged store into a new store at NEWPATH and reports what it left
-        out. PATH is only read. Exits 1 when something was left out.
+        out. PATH is only read. Exits 1 when something was left out. --json prints {"complete",
+        "transactionsKept", "objectsKept", "segmentsUsed", "skippedBytes", "skippedRecords"}, each skipped part
+        as {"file", "offset", "length", "reason"}.
         """,
 ]
 
@@ -83,37 +95,58 @@ func printJSON(_ object: Any) {
     print(String(decoding: data, as: UTF8.self))
 }
 
+/// Runs one command line and returns its exit status (``ExitStatus``).
 func run(_ words: [String]) -> Int32 {
     guard let command = words.first else {
-        print(usage)
-        return 2
-    }
-    if command == "--help" || command == "-h" || command == "help" {
-        print(usage)
-        return 0
+        FileHandle.standardError.write(Data((usage + "\n").utf8))
+        return ExitStatus.usage.rawValue
     }
     let rest = Array(words.dropFirst())
+    /// The store path the command was given, for the salvage hint that ends a report of damage.
+    var storePath: String?
     do {
+        func arguments(flags: Set<String> = [], options: Set<String> = []) throws -> Arguments? {
+            let arguments = try Arguments(rest, flags: flags, options: options)
+            if arguments.flags.contains("help") {
+                print(help[command]!)
+                return nil
+            }
+            storePath = arguments.positional.first
+            return arguments
+        }
         switch command {
-        case "demo":
+        case "--help", "-h", "help":
             let arguments = try Arguments(rest)
-            if arguments.flags.contains("help") { print(help["demo"]!); return 0 }
+            guard let topic = arguments.positional.first else {
+                print(usage)
+                return ExitStatus.ok.rawValue
+            }
+            guard arguments.positional.count == 1, let text = help[topic] else {
+                throw Arguments.UsageError(description: arguments.positional.count == 1
+                    ? "unknown command \(topic)" : "help takes one command, got \(arguments.positional.count)")
+            }
+            print(text)
+        case "--version":
+            let arguments = try Arguments(rest, flags: ["json"])
+            guard arguments.positional.isEmpty else {
+                throw Arguments.UsageError(description: "--version takes no arguments")
+            }
+            if arguments.flags.contains("json") { printJSON(NoteKitVersion.json) } else { print(NoteKitVersion.text) }
+        case "demo":
+            guard let arguments = try arguments() else { break }
             return try Demo.run(path: arguments.path(default: "./NoteKitDemo.notekit"))
         case "stats":
-            let arguments = try Arguments(rest, flags: ["json"])
-            if arguments.flags.contains("help") { print(help["stats"]!); return 0 }
+            guard let arguments = try arguments(flags: ["json"]) else { break }
             return try Commands.stats(path: arguments.path(), json: arguments.flags.contains("json"))
         case "verify":
-            let arguments = try Arguments(rest, flags: ["json"])
-            if arguments.flags.contains("help") { print(help["verify"]!); return 0 }
+            guard let arguments = try arguments(flags: ["json"]) else { break }
             return try Commands.verify(path: arguments.path(), json: arguments.flags.contains("json"))
         case "dump":
-            let arguments = try Arguments(rest, options: ["entity"])
-            if arguments.flags.contains("help") { print(help["dump"]!); return 0 }
+            // dump prints JSON lines either way: --json is accepted so that every data command takes it.
+            guard let arguments = try arguments(flags: ["json"], options: ["entity"]) else { break }
             return try Commands.dump(path: arguments.path(), entity: arguments.options["entity"])
         case "history":
-            let arguments = try Arguments(rest, flags: ["json"], options: ["after", "limit"])
-            if arguments.flags.contains("help") { print(help["history"]!); return 0 }
+            guard let arguments = try arguments(flags: ["json"], options: ["after", "limit"]) else { break }
             func number(_ name: String) throws -> Int? {
                 guard let text = arguments.options[name] else { return nil }
                 guard let value = Int(text), value >= 0 else {
@@ -124,31 +157,36 @@ func run(_ words: [String]) -> Int32 {
             return try Commands.history(path: arguments.path(), after: try number("after").map(UInt64.init),
                                         limit: try number("limit"), json: arguments.flags.contains("json"))
         case "schema":
-            let arguments = try Arguments(rest)
-            if arguments.flags.contains("help") { print(help["schema"]!); return 0 }
-            return try Commands.schema(path: arguments.path())
+            guard let arguments = try arguments(flags: ["json"]) else { break }
+            return try Commands.schema(path: arguments.path(), json: arguments.flags.contains("json"))
         case "compact":
-            let arguments = try Arguments(rest)
-            if arguments.flags.contains("help") { print(help["compact"]!); return 0 }
-            return try Commands.compact(path: arguments.path())
+            guard let arguments = try arguments(flags: ["json"]) else { break }
+            return try Commands.compact(path: arguments.path(), json: arguments.flags.contains("json"))
         case "salvage":
-            let arguments = try Arguments(rest, options: ["to"])
-            if arguments.flags.contains("help") { print(help["salvage"]!); return 0 }
+            guard let arguments = try arguments(flags: ["json"], options: ["to"]) else { break }
+            storePath = nil  // salvage is the command the hint would name
             guard let destination = arguments.options["to"] else {
                 throw Arguments.UsageError(description: "salvage needs --to NEWPATH")
             }
-            return try Commands.salvage(path: arguments.path(), to: destination)
+            return try Commands.salvage(path: arguments.path(), to: destination,
+                                        json: arguments.flags.contains("json"))
         default:
             fail("unknown command \(command)")
             FileHandle.standardError.write(Data((usage + "\n").utf8))
-            return 2
+            return ExitStatus.usage.rawValue
         }
+        return ExitStatus.ok.rawValue
     } catch let error as Arguments.UsageError {
-        fail("\(error) (see notekit \(command) --help)")
-        return 2
+        let topic = help[command] == nil ? "notekit help" : "notekit help \(command)"
+        fail("\(error) (see \(topic))")
+        return ExitStatus.usage.rawValue
     } catch {
+        let status = ExitStatus(error)
         fail("\(error)")
-        return 1
+        if status == .damage, let storePath {
+            FileHandle.standardError.write(Data((Commands.salvageHint(storePath) + "\n").utf8))
+        }
+        return status.rawValue
     }
 }
 

@@ -160,7 +160,7 @@ struct CommandLineTests {
         #expect(future.status == 1)
         #expect((future.json["problems"] as? [[String: Any]])?.first?["kind"] as? String == "unsupportedFormatVersion")
         let stats = try notekit("stats", url.path)
-        #expect(stats.status == 1 && stats.errors.contains("format version 7; this build reads version 1"))
+        #expect(stats.status == 5 && stats.errors.contains("format version 7; this build reads version 1"))
     }
 
     @Test("verify reports a relationship pointing at nothing")
@@ -193,7 +193,7 @@ struct CommandLineTests {
         #expect(run.output.contains("日本語のメモ"))
         #expect(try notekit("dump", url.path).output.split(separator: "\n").count > lines.count)
         let unknown = try notekit("dump", url.path, "--entity", "Nope")
-        #expect(unknown.status == 1 && unknown.errors.hasPrefix("error: "))
+        #expect(unknown.status == 2 && unknown.errors.hasPrefix("error: "))
     }
 
     @Test("schema prints the stored schema history, version by version")
@@ -281,6 +281,192 @@ struct CommandLineTests {
             #expect(run.status == 0 && run.output.hasPrefix("usage: notekit \(command)"))
         }
         let missing = try notekit("stats", "/nonexistent/store")
-        #expect(missing.status == 1 && missing.errors == "error: there is no NoteKit store at /nonexistent/store\n")
+        #expect(missing.status == 3 && missing.errors == "error: there is no NoteKit store at /nonexistent/store\n")
+    }
+}
+
+/// The command-line contract a script relies on, as with sqlite3: exit codes by kind of failure, `--version`,
+/// `help <command>`, and `--json` on every command that prints data.
+@Suite("The notekit command-line contract")
+struct CommandLineContractTests {
+    let cli = CommandLineTests()
+
+    /// A plain file where a store should be.
+    func plainFile() throws -> URL {
+        let url = TemporaryStores.newURL("plain")
+        try Data("not a store\n".utf8).write(to: url)
+        return url
+    }
+
+    /// A store whose first segment has a byte flipped in its third record.
+    func damagedStore() throws -> URL {
+        let url = try cli.store()
+        let segment = StoreFiles.segment(url)
+        let offsets = try StoreFiles.recordOffsets(segment)
+        var bytes = try Data(contentsOf: segment)
+        bytes[offsets[2] + 40] ^= 0x04
+        try bytes.write(to: segment)
+        return url
+    }
+
+    @Test("Exit 1: damage found, and the message ends with the salvage command that may help")
+    func damageExitsOne() throws {
+        let url = try damagedStore()
+        let hint = "notekit salvage \(url.path) --to NEWPATH"
+        for command in ["stats", "dump", "history", "verify"] {
+            let run = try cli.notekit(command, url.path)
+            #expect(run.status == 1, "\(command): \(run.errors)")
+            #expect(run.errors.hasSuffix(hint + "\n"), "\(command): \(run.errors)")
+        }
+        let json = try cli.notekit("verify", url.path, "--json")
+        #expect(json.status == 1 && json.json["ok"] as? Bool == false)
+    }
+
+    @Test("Exit 2: a bad flag, a missing argument, an unknown command or an entity the store does not have")
+    func usageExitsTwo() throws {
+        let url = try cli.store()
+        #expect(try cli.notekit("stats", url.path, "--frobnicate").status == 2)
+        #expect(try cli.notekit("compact").status == 2)
+        #expect(try cli.notekit("frobnicate").status == 2)
+        let unknown = try cli.notekit("dump", url.path, "--entity", "Nope")
+        #expect(unknown.status == 2 && unknown.errors.hasPrefix("error: "))
+    }
+
+    @Test("Exit 3: a missing path or a plain file, with one clear message from every command")
+    func notAStoreExitsThree() throws {
+        let file = try plainFile()
+        let missing = TemporaryStores.newURL("missing")
+        for command in ["stats", "verify", "dump", "history", "schema", "compact"] {
+            let plain = try cli.notekit(command, file.path)
+            #expect(plain.status == 3, "\(command): \(plain.errors)")
+            #expect(plain.errors == "error: \(file.path) is a file, not a NoteKit store (a store is a directory "
+                    + "holding a MANIFEST)\n", "\(command)")
+            let absent = try cli.notekit(command, missing.path)
+            #expect(absent.status == 3, "\(command): \(absent.errors)")
+            #expect(absent.errors == "error: there is no NoteKit store at \(missing.path)\n", "\(command)")
+        }
+        let salvage = try cli.notekit("salvage", file.path, "--to", TemporaryStores.newURL("rescued").path)
+        #expect(salvage.status == 3 && !salvage.errors.contains("errno"), "\(salvage.errors)")
+    }
+
+    @Test("Exit 4: a store another process holds open exclusively is locked")
+    func lockedExitsFour() throws {
+        let url = try cli.store()
+        let container = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = .exclusive }
+        defer { try? StoreFiles.close(container) }
+        let run = try cli.notekit("compact", url.path)
+        #expect(run.status == 4, "\(run.errors)")
+        #expect(run.errors.hasPrefix("error: ") && run.errors.contains("lock"))
+    }
+
+    @Test("Exit 5: a store written by a newer NoteKit (a format version this build does not read) is refused")
+    func newerFormatExitsFive() throws {
+        let url = try cli.store()
+        let segment = StoreFiles.segment(url)
+        var bytes = try Data(contentsOf: segment)
+        bytes.replaceSubrange(0..<9, with: Data("NOTEKIT/7".utf8))
+        try bytes.write(to: segment)
+        for command in ["stats", "dump", "compact"] {
+            let run = try cli.notekit(command, url.path)
+            #expect(run.status == 5, "\(command): \(run.errors)")
+            #expect(run.errors.contains("format version 7; this build reads version 1"), "\(command)")
+        }
+    }
+
+    @Test("--version names the library, the format versions it reads and the notes schema, as text and JSON")
+    func version() throws {
+        let text = try cli.notekit("--version")
+        #expect(text.status == 0)
+        #expect(text.output.hasPrefix("notekit 0.1.0-dev"), "\(text.output)")
+        #expect(text.output.contains("store format 1") && text.output.contains("notes schema 4.0.0"))
+        let json = try cli.notekit("--version", "--json")
+        #expect(json.status == 0)
+        #expect(json.json["version"] as? String == "0.1.0-dev")
+        #expect(json.json["formatVersions"] as? [Int] == [1])
+        #expect(json.json["notesSchemaVersion"] as? String == "4.0.0")
+    }
+
+    @Test("help <command> prints that command's help, and help of an unknown command is a usage error")
+    func helpCommand() throws {
+        for command in ["demo", "stats", "verify", "dump", "history", "schema", "compact", "salvage"] {
+            let help = try cli.notekit("help", command)
+            let flag = try cli.notekit(command, "--help")
+            #expect(help.status == 0 && help.output.hasPrefix("usage: notekit \(command)"), "\(command)")
+            #expect(help.output == flag.output)
+        }
+        let general = try cli.notekit("help")
+        #expect(general.status == 0 && general.output.contains("exit codes"))
+        #expect(try cli.notekit("help", "frobnicate").status == 2)
+    }
+
+    @Test("--json on every command that prints data gives one JSON document, or JSON lines for dump and history")
+    func jsonEverywhere() throws {
+        let url = try cli.store()
+        func document(_ arguments: String...) throws -> [String: Any] {
+            let run = try CommandLineTests.run(CommandLineTests.executable, arguments)
+            #expect(run.status == 0, "\(arguments): \(run.errors)")
+            let object = try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any]
+            return try #require(object, "\(arguments): \(run.output)")
+        }
+        func lines(_ arguments: String...) throws -> [[String: Any]] {
+            let run = try CommandLineTests.run(CommandLineTests.executable, arguments)
+            #expect(run.status == 0, "\(arguments): \(run.errors)")
+            return try run.output.split(separator: "\n").map {
+                try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+            }
+        }
+        #expect(try document("stats", url.path, "--json")["formatVersion"] as? Int == 1)
+        #expect(try document("verify", url.path, "--json")["ok"] as? Bool == true)
+        let schema = try document("schema", url.path, "--json")
+        let schemas = try #require(schema["schemas"] as? [[String: Any]])
+        #expect(schemas.count >= 2 && schema["current"] as? String == "4.0.0")
+        #expect(try lines("dump", url.path, "--entity", "Folder", "--json").allSatisfy { $0["entity"] as? String == "Folder" })
+        #expect(try !lines("history", url.path, "--json").isEmpty)
+        let compact = try document("compact", url.path, "--json")
+        #expect(compact["bytesBefore"] is Int && compact["bytesAfter"] is Int && compact["segmentsRemoved"] is [String])
+        let rescued = TemporaryStores.newURL("rescued")
+        let salvage = try document("salvage", url.path, "--to", rescued.path, "--json")
+        #expect(salvage["complete"] as? Bool == true && salvage["transactionsKept"] is Int)
+        #expect(salvage["skippedBytes"] as? [Any] != nil && salvage["skippedRecords"] as? [Any] != nil)
+        #expect(try document("--version", "--json")["version"] is String)
+    }
+
+    @Test(".gitignore covers everything `notekit demo` creates in the current directory")
+    func demoIsIgnored() throws {
+        let directory = TemporaryStores.newURL("demo")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        #expect(try cli.notekit("demo", in: directory).status == 0)
+        let created = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
+        try #require(created.count >= 2, "the store and its attachments folder")
+        let root = CommandLineTests.executable.deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        for url in created {
+            let isDirectory = (try? url.resourceValues(forKeys: [.isDirectoryKey]).isDirectory) == true
+            let name = url.lastPathComponent + (isDirectory ? "/" : "")
+            // `git check-ignore --no-index` matches the name against the repository's .gitignore as if the demo had
+            // run at its root (where `swift run notekit demo` puts it): status 0 ignored, 1 not ignored.
+            let git = try CommandLineTests.run(URL(fileURLWithPath: "/usr/bin/env"),
+                                               ["git", "-C", root.path, "check-ignore", "--no-index", "-q", name])
+            #expect(git.status == 0, "\(name) is not ignored: \(git.errors)")
+        }
+    }
+
+    @Test("dump and history print dates in ISO 8601, not seconds since 2001")
+    func readableDates() throws {
+        let url = try cli.store()
+        let iso = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/
+        let dump = try cli.notekit("dump", url.path, "--entity", "Note")
+        let notes = dump.output.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        try #require(!notes.isEmpty)
+        for note in notes {
+            let attributes = note["attributes"] as? [String: Any] ?? [:]
+            let created = try #require(attributes["createdAt"] as? String, "\(attributes)")
+            #expect(created.wholeMatch(of: iso) != nil, "\(created)")
+        }
+        let history = try cli.notekit("history", url.path)
+        let time = try #require(history.output.split(separator: "\n").first?.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first)
+        #expect(String(time).wholeMatch(of: iso) != nil, "\(time)")
     }
 }

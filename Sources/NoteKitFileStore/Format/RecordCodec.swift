@@ -94,6 +94,10 @@ struct Manifest: Equatable {
 /// the current version; the decoder registry (``RecordDecoding``) holds one decoder per version read. Each method
 /// returns the whole record (header, payload, newline), written in place so that a large payload is never copied.
 struct RecordEncoder {
+    /// Writes dates as ISO 8601 text with milliseconds (`notekit dump`, for people) instead of seconds since 2001
+    /// (the stored form, which keeps every bit). Only inspection output sets it; nothing reads that output back.
+    var datesAsISO8601 = false
+
     func segment(_ header: SegmentHeader) -> [UInt8] {
         var writer = RecordFrame.writer(reservingCapacity: 128)
         writer.beginObject()
@@ -423,7 +427,12 @@ struct RecordEncoder {
         case .uint(let v): writer.uint(v)
         case .double(let v): writer.double(v)
         case .string(let v): writer.string(v)
-        case .date(let v): writer.double(v.timeIntervalSinceReferenceDate)
+        case .date(let v):
+            if datesAsISO8601 {
+                writer.string(v.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
+            } else {
+                writer.double(v.timeIntervalSinceReferenceDate)
+            }
         case .data(let v): writer.string(v.base64EncodedString())
         case .uuid(let v): writer.uuid(v)
         case .decimal(let v): writer.string(v.description)

@@ -169,11 +169,11 @@ enum RecordFrame {
 }
 
 /// The first line of every store file (docs/FORMAT.md, *Files begin with a magic line*).
-enum MagicLine {
+package enum MagicLine {
     /// The format versions this build reads, each with its decoder.
-    static let supportedVersions: [Int] = [1]
+    package static let supportedVersions: [Int] = [1]
     /// The version this build writes.
-    static let currentVersion = 1
+    package static let currentVersion = 1
 
     enum Kind: String {
         case segment, manifest

@@ -144,7 +144,9 @@ extension SegmentScan {
 
 extension StoreInspector {
     /// Every live object of `store` (of `entity` only, when given) as one JSON object per line:
-    /// `{"entity":…,"id":…,"attributes":{…},"relationships":{…}}`, values in the store format's JSON forms.
+    /// `{"entity":…,"id":…,"attributes":{…},"relationships":{…}}`, values in the store format's JSON forms except
+    /// dates, which are ISO 8601 text in UTC to the millisecond (`2026-03-01T09:30:00.000Z`) rather than the stored
+    /// seconds since 2001.
     ///
     /// - Parameter body: receives each line, in entity order then insertion order.
     /// - Throws: ``FetchError/unknownEntity(_:)`` when `entity` is not in the schema.
@@ -153,7 +155,8 @@ extension StoreInspector {
             guard let entity = store.schema.entity(named: name) else { throw FetchError.unknownEntity(name) }
             return [entity]
         } ?? store.schema.entities
-        let encoder = RecordEncoder()
+        var encoder = RecordEncoder()
+        encoder.datesAsISO8601 = true
         for entity in entities {
             for row in try store.fetch(StoreFetchRequest(entity: entity.name)).snapshots {
                 var writer = JSONWriter(reservingCapacity: 512)
