@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import NoteKit
 
 /// NoteKit's store on disk: append-only JSON segments replayed into memory at open (docs/FORMAT.md).

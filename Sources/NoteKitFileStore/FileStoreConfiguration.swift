@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import NoteKit
 
 /// The configuration of a store kept on disk in NoteKit's append-only JSON format (docs/FORMAT.md).
@@ -131,7 +135,7 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     /// the end of the last segment while the store is open (and after a crash), and is cut off when the segment is
     /// closed (docs/FORMAT.md, *Reserved space*). At most 64 MiB is reserved (a larger value counts as 64 MiB):
     /// readers take more zeros than that for damage. Writers shared ``Sharing/perSave`` reserve nothing, since each
-    /// takes over the log's end from the others.
+    /// takes over the log's end from the others; nor do writers on Apple platforms, which have no `posix_fallocate`.
     public var segmentReservation: Int = 256 << 10
     /// How long a read keeps trying, in seconds, while other processes keep replacing the manifest under it (5 by
     /// default): an open, a refresh, a reload. A reader takes no lock; it reads the manifest and what it lists, and

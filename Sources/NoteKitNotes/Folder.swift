@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import NoteKit
 
 /// A folder of notes, possibly inside another folder. A folder with no parent is a root folder; the library

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import NoteKit
 
 /// A note: authored text with an optional event date, filed in at most one folder, with a drawing, a history of

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import NoteKit
 
 /// The record of a file attached to a note. The bytes live in the attachments directory the application owns, not

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import NoteKit
 
 /// A note's drawing. Its bytes use external storage: listing and fetching notes never reads them (R10).

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import NoteKit
 
 /// The editing rules of notes (T1–T7), in one place: creating a note, committing a draft of its text, setting its

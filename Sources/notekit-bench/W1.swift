@@ -159,10 +159,19 @@ enum W1 {
         return total
     }
 
-    /// The process's peak resident set (VmHWM), in megabytes.
-    static func peakResidentMegabytes() -> Double { statusMegabytes("VmHWM:") }
+    /// The process's peak resident set (VmHWM), in megabytes. Darwin has no `/proc`: there it is `getrusage`'s
+    /// `ru_maxrss`, which Darwin counts in bytes (Linux in kilobytes).
+    static func peakResidentMegabytes() -> Double {
+        #if canImport(Darwin)
+        var usage = rusage()
+        guard getrusage(RUSAGE_SELF, &usage) == 0 else { return 0 }
+        return Double(usage.ru_maxrss) / 1_048_576
+        #else
+        return statusMegabytes("VmHWM:")
+        #endif
+    }
 
-    /// The process's resident set now (VmRSS), in megabytes.
+    /// The process's resident set now (VmRSS), in megabytes; 0 where there is no `/proc` (Darwin).
     static func residentMegabytes() -> Double { statusMegabytes("VmRSS:") }
 
     private static func statusMegabytes(_ field: String) -> Double {

@@ -8,6 +8,8 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Sparse files and bounded reads (issue 14): a file extended by a hole uses no disk but claims any length; reads
@@ -30,9 +32,15 @@ extension BadInputTests {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
               let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") else {
+            // No /proc (Darwin): `ru_maxrss`, which Darwin counts in bytes and Linux in kilobytes.
             var usage = rusage()
+            #if canImport(Darwin)
+            _ = getrusage(RUSAGE_SELF, &usage)
+            return usage.ru_maxrss
+            #else
             _ = getrusage(RUSAGE_SELF.rawValue, &usage)
             return usage.ru_maxrss * 1024
+            #endif
         }
         return kilobytes * 1024
     }

@@ -109,7 +109,12 @@ struct EnvironmentTests {
         func visit(_ path: String, _ relative: String) {
             var status = stat()
             guard lstat(path, &status) == 0 else { return }
-            let time = "\(status.st_mtim.tv_sec).\(status.st_mtim.tv_nsec)"
+            #if canImport(Darwin)
+            let modified = status.st_mtimespec
+            #else
+            let modified = status.st_mtim
+            #endif
+            let time = "\(modified.tv_sec).\(modified.tv_nsec)"
             switch status.st_mode & S_IFMT {
             case S_IFDIR:
                 result[relative + "/"] = "directory \(time)"

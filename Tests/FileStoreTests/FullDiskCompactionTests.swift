@@ -7,6 +7,8 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 @Suite("Full disk: a compaction that fails for lack of space leaves nothing behind, and is not retried on every save")

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The schema and the store of an application's models (SwiftData's `ModelContainer`).
 ///

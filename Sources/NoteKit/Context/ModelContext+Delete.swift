@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A delete that a `.deny` rule refused; nothing was changed.
 public enum DeleteError: Error, Sendable, Hashable, CustomStringConvertible {

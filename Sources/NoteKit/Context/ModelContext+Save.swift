@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 extension ModelContext {
     /// Saves every pending insert, change and delete as one transaction of the store.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A unit of work over a ``ModelContainer``: it inserts, deletes and fetches model objects, tracks what changed,
 /// and saves it all in one transaction.

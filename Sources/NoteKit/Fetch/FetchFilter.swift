@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A predicate compiled to a form a store evaluates on snapshots and answers from indexes.
 ///

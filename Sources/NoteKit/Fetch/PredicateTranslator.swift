@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Compiles a Foundation `Predicate` into a ``FetchFilter`` by walking its expression tree.
 ///

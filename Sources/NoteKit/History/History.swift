@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A position in a store's history (SwiftData's `HistoryToken`): tokens of later transactions compare greater.
 public protocol HistoryToken: Comparable, Codable, Hashable, Sendable {}

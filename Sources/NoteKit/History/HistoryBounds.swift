@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The transaction numbers a history predicate can select, read from its expression so that a fetch examines only
 /// those: `#Predicate { $0.token > lastToken }` reads one record of a long history, not all of them.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import Synchronization
 
 /// One committed transaction as a store keeps it in its history: its number, when and by whom it was made, and

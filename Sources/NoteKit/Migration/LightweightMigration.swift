@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The migration NoteKit infers between a stored schema and today's, without any old model code: it compares the
 /// two descriptions and converts stored rows to the new layout.

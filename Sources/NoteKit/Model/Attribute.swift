@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Declares a persisted attribute of a ``PersistentModel``, with SwiftData's options.
 ///

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import Observation
 
 /// The storage every persistent model inherits: its identity, its context, its values and its observation

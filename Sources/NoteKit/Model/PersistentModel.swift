@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A persistent model: a `final class` that inherits NoteKit's storage and declares its persisted properties
 /// with ``Attribute`` and ``Relationship``.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Declares a relationship of a ``PersistentModel``: an optional model (to-one) or an array of models (to-many).
 ///

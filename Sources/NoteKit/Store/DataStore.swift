@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The seam between contexts and storage, shaped like SwiftData's `DataStore`: stores exchange plain `Sendable`
 /// snapshots, never model objects.

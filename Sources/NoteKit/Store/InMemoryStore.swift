@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import Synchronization
 
 /// A store that keeps its rows in memory only: for tests, previews and scratch data.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// One entry of an ``IndexTree``: the indexed attribute values of a row, and the row's identifier.
 ///

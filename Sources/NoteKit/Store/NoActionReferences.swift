@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The references a `.noAction` delete leaves behind, which every store drops when it applies the delete.
 ///

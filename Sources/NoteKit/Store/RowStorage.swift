@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The rows of a store in memory, with their indexes and unique constraints: the part every store shares.
 ///

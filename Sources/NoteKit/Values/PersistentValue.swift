@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A Swift type that converts to and from a ``StoredValue`` without going through `Codable`.
 ///

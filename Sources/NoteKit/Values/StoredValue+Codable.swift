@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// `StoredValue` encodes as a one-key object naming its kind (`{"string": "x"}`, `{"date": 7.5e8}`, `{"null": true}`),
 /// so a stored schema's default values read unambiguously: an optional attribute's `nil` default is `{"null": true}`,

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The clocks the file store reads: the wall clock, only to record when something happened (a transaction's time,
 /// a segment's creation), and a monotonic clock, to measure every wait and interval (lock deadlines and their

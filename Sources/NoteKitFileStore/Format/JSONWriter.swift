@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 /// Appends compact JSON (RFC 8259) to a byte buffer: the one encoder of record payloads.
 ///
 /// Values are written in order; the writer places commas and colons itself, keeping a small stack of the containers

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// UUIDs as the store writes them (`E621E1F8-C36C-495A-93FC-0C247A3E6E5F`), formatted and parsed directly on bytes:
 /// Foundation's `uuidString` and `UUID(uuidString:)` go through `printf` and `scanf`, which cost more than the rest

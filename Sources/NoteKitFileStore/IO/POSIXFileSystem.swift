@@ -1,9 +1,42 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+
+// `close`, `read` and `rename` under names that no method shadows: inside `POSIXFileSystem` and `POSIXFile`, those
+// names are their own methods, and a C library module's name (`Glibc.close`) differs from platform to platform.
+private func closeDescriptor(_ descriptor: Int32) -> Int32 { close(descriptor) }
+private func readDescriptor(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+    read(descriptor, buffer, count)
+}
+private func renamePath(_ source: String, _ destination: String) -> Int32 { rename(source, destination) }
+
+/// Flushes what was written to `descriptor` to stable storage; -1 with `errno` set when that fails.
+///
+/// Linux: `fdatasync` with `dataOnly` (the file's data, and its length when that changed), else `fsync`. Darwin has
+/// no `fdatasync`, and its `fsync` leaves the data in the drive's write cache: `F_FULLFSYNC` asks the drive to
+/// write it out, and a file system that does not support it gets `fsync`, as in SQLite. Any other failure is
+/// returned, not followed by an `fsync` that could succeed over data the failed flush dropped
+/// (docs/FORMAT.md, *A failed flush*).
+private func flush(_ descriptor: Int32, dataOnly: Bool) -> Int32 {
+    #if os(Linux)
+    return dataOnly ? fdatasync(descriptor) : fsync(descriptor)
+    #elseif canImport(Darwin)
+    if fcntl(descriptor, F_FULLFSYNC) == 0 { return 0 }
+    guard errno == ENOTSUP || errno == ENOTTY || errno == EINVAL else { return -1 }
+    return fsync(descriptor)
+    #else
+    return fsync(descriptor)
+    #endif
+}
 
 /// The real file system, through POSIX calls.
 ///
@@ -17,13 +50,13 @@ public struct POSIXFileSystem: StoreFileSystem {
 
     public func read(_ path: String) throws -> [UInt8] {
         let (descriptor, status) = try openRegularFile(path, O_RDONLY)
-        defer { _ = Glibc.close(descriptor) }
+        defer { _ = closeDescriptor(descriptor) }
         let expected = Int(status.st_size)
         var bytes = [UInt8](repeating: 0, count: expected)
         var filled = 0
         while filled < expected {
             let count = bytes.withUnsafeMutableBytes { buffer in
-                Glibc.read(descriptor, buffer.baseAddress! + filled, expected - filled)
+                readDescriptor(descriptor, buffer.baseAddress! + filled, expected - filled)
             }
             if count < 0 {
                 if errno == EINTR { continue }
@@ -47,7 +80,7 @@ public struct POSIXFileSystem: StoreFileSystem {
 
     private func read(_ path: String, from offset: Int, count limit: Int?) throws -> [UInt8] {
         let (descriptor, status) = try openRegularFile(path, O_RDONLY)
-        defer { _ = Glibc.close(descriptor) }
+        defer { _ = closeDescriptor(descriptor) }
         let expected = min(max(0, Int(status.st_size) - offset), limit ?? Int.max)
         var bytes = [UInt8](repeating: 0, count: expected)
         var filled = 0
@@ -87,18 +120,18 @@ public struct POSIXFileSystem: StoreFileSystem {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
             let code = errno
-            _ = Glibc.close(descriptor)
+            _ = closeDescriptor(descriptor)
             throw StoreIOError(operation: "stat", path: path, code: code)
         }
         let found = Self.kind(of: status.st_mode)
         guard found == .regularFile else {
-            _ = Glibc.close(descriptor)
+            _ = closeDescriptor(descriptor)
             throw FileStoreError.unexpectedFileType(path: path, found: found, expected: .regularFile)
         }
         let current = fcntl(descriptor, F_GETFL)
         guard current >= 0, fcntl(descriptor, F_SETFL, current & ~O_NONBLOCK) == 0 else {
             let code = errno
-            _ = Glibc.close(descriptor)
+            _ = closeDescriptor(descriptor)
             throw StoreIOError(operation: "fcntl", path: path, code: code)
         }
         return (descriptor, status)
@@ -140,9 +173,15 @@ public struct POSIXFileSystem: StoreFileSystem {
         guard found == .regularFile else {
             throw FileStoreError.unexpectedFileType(path: path, found: found, expected: .regularFile)
         }
+        #if canImport(Darwin)
+        let modified = status.st_mtimespec
+        #else
+        let modified = status.st_mtim
+        #endif
+        // `truncatingIfNeeded`: `dev_t` is unsigned on Linux and signed on Darwin; either way its bits are kept.
         return StoreFileStatus(size: Int(status.st_size), identity: [
-            Int64(bitPattern: UInt64(status.st_dev)), Int64(bitPattern: UInt64(status.st_ino)),
-            Int64(status.st_mtim.tv_sec), Int64(status.st_mtim.tv_nsec),
+            Int64(truncatingIfNeeded: status.st_dev), Int64(truncatingIfNeeded: status.st_ino),
+            Int64(modified.tv_sec), Int64(modified.tv_nsec),
         ])
     }
 
@@ -158,14 +197,14 @@ public struct POSIXFileSystem: StoreFileSystem {
         let end = lseek(descriptor, 0, SEEK_END)
         guard end >= 0 else {
             let code = errno
-            _ = Glibc.close(descriptor)
+            _ = closeDescriptor(descriptor)
             throw StoreIOError(operation: "seek", path: path, code: code)
         }
         return POSIXFile(descriptor: descriptor, path: path, size: Int(end))
     }
 
     public func rename(_ source: String, to destination: String) throws {
-        guard Glibc.rename(source, destination) == 0 else {
+        guard renamePath(source, destination) == 0 else {
             throw StoreIOError(operation: "rename", path: "\(source) -> \(destination)", code: errno)
         }
     }
@@ -181,7 +220,7 @@ public struct POSIXFileSystem: StoreFileSystem {
     public func syncDirectory(_ path: String) throws {
         let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw StoreIOError(operation: "open directory", path: path, code: errno) }
-        defer { _ = Glibc.close(descriptor) }
+        defer { _ = closeDescriptor(descriptor) }
         guard fsync(descriptor) == 0 else { throw StoreIOError(operation: "fsync directory", path: path, code: errno) }
     }
 
@@ -218,11 +257,13 @@ public struct POSIXFileSystem: StoreFileSystem {
 
     public func truncate(_ path: String, to length: Int) throws {
         let (descriptor, _) = try openRegularFile(path, O_WRONLY)
-        defer { _ = Glibc.close(descriptor) }
+        defer { _ = closeDescriptor(descriptor) }
         guard ftruncate(descriptor, off_t(length)) == 0 else {
             throw StoreIOError(operation: "truncate", path: path, code: errno)
         }
-        guard fsync(descriptor) == 0 else { throw StoreIOError(operation: "fsync", path: path, code: errno) }
+        guard flush(descriptor, dataOnly: false) == 0 else {
+            throw StoreIOError(operation: "fsync", path: path, code: errno)
+        }
     }
 
     /// Takes the lock on the regular file at `path`, creating it; a link there (dangling or not) is refused
@@ -236,7 +277,7 @@ public struct POSIXFileSystem: StoreFileSystem {
             return lock
         }
         let code = errno
-        _ = Glibc.close(descriptor)
+        _ = closeDescriptor(descriptor)
         if code == EWOULDBLOCK { return nil }
         throw StoreIOError(operation: "flock", path: path, code: code)
     }
@@ -269,13 +310,17 @@ final class POSIXFile: StoreFile {
     }
 
     func sync() throws {
-        guard fdatasync(descriptor) == 0 else { throw StoreIOError(operation: "fsync", path: path, code: errno) }
+        guard flush(descriptor, dataOnly: true) == 0 else {
+            throw StoreIOError(operation: "fsync", path: path, code: errno)
+        }
     }
 
     func reserve(upTo capacity: Int) throws {
         // posix_fallocate returns the error rather than setting errno; where the file system has no fallocate,
-        // glibc writes the zeros itself.
-        #if canImport(Glibc)
+        // glibc writes the zeros itself. Darwin has no posix_fallocate, and its F_PREALLOCATE allocates blocks
+        // without extending the file, so appends would still change its length, which is what reserving avoids:
+        // there nothing is reserved (as the protocol allows) and appends extend the file.
+        #if os(Linux)
         let result = posix_fallocate(descriptor, 0, off_t(capacity))
         guard result == 0 else { throw StoreIOError(operation: "fallocate", path: path, code: result) }
         #endif
@@ -283,12 +328,12 @@ final class POSIXFile: StoreFile {
 
     func close() throws {
         guard descriptor >= 0 else { return }
-        let result = Glibc.close(descriptor)
+        let result = closeDescriptor(descriptor)
         descriptor = -1
         guard result == 0 else { throw StoreIOError(operation: "close", path: path, code: errno) }
     }
 
-    deinit { if descriptor >= 0 { _ = Glibc.close(descriptor) } }
+    deinit { if descriptor >= 0 { _ = closeDescriptor(descriptor) } }
 }
 
 /// An exclusive `flock` on an open file description.
@@ -308,6 +353,6 @@ final class POSIXLock: StoreLockHandle, @unchecked Sendable {
     func unlock() {
         writeHolder(0)
         _ = flock(descriptor, LOCK_UN)
-        _ = Glibc.close(descriptor)
+        _ = closeDescriptor(descriptor)
     }
 }

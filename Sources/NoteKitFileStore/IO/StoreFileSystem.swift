@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -122,7 +126,7 @@ public protocol StoreFile: AnyObject {
     var size: Int { get }
     /// Writes all of `bytes` at the end of the file, or throws (having possibly written a prefix).
     func append(_ bytes: UnsafeRawBufferPointer) throws
-    /// Flushes the file's data to disk (`fdatasync`).
+    /// Flushes the file's data to disk (`fdatasync` on Linux, `F_FULLFSYNC` on Darwin).
     func sync() throws
     /// Closes the file.
     func close() throws

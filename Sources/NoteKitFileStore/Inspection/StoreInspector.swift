@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 import NoteKit
 
 /// Looking inside any NoteKit store without its model types: by the schema stored in it. What the `notekit` tool
