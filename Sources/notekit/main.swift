@@ -44,9 +44,10 @@ let help: [String: String] = [
         each problem with its file, byte offset and kind: a torn tail, a checksum mismatch, an undecodable record,
         an unknown format version, a missing external blob, a relationship pointing at nothing. Takes no lock: run
         beside an app that writes or compacts the store, it reads again when the store changed under it, and reports
-        only what two reads in a row found. Exits 0 when the store is healthy, 1 otherwise, with the salvage command
-        that may help on standard error. --json prints {"ok": …, "problems": [{"file", "offset", "kind",
-        "message"}]}.
+        only what two reads in a row found. A torn tail (an incomplete last record: a save in progress, or one a
+        crash cut short, which the next writable open sets aside) is listed but is not damage. Exits 0 when the
+        store is healthy, 1 otherwise, with the salvage command that may help on standard error. --json prints
+        {"ok": …, "problems": [{"file", "offset", "kind", "message"}]}.
         """,
     "dump": """
         usage: notekit dump PATH [--entity NAME] [--json]

@@ -66,7 +66,11 @@ public enum StoreVerifier {
     public static func verify(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) throws
         -> VerificationReport {
         let layout = StoreLayout(root: url.path)
-        return try PinnedRead(layout: layout, fileSystem: fileSystem).run(damage: { $0.ok ? nil : $0 }) { pin in
+        // A torn tail alone is what a save in progress looks like to a reader (or one a crash cut short): no reason
+        // to read again, and no damage; it stays in the report.
+        return try PinnedRead(layout: layout, fileSystem: fileSystem).run(damage: {
+            $0.problems.allSatisfy { $0.kind == .tornTail } ? nil : $0
+        }) { pin in
             verify(pin, layout: layout, fileSystem: fileSystem)
         }
     }
