@@ -85,7 +85,7 @@ struct StressReader {
             return (.ok, "-")
         case .verify:
             let report = try StoreVerifier.verify(at: url)
-            let damage = report.problems.filter { $0.kind != .tornTail }
+            let damage = report.damage
             guard damage.isEmpty else {
                 return (.damage, damage.prefix(3).map(\.description).joined(separator: "; "))
             }

@@ -64,10 +64,9 @@ enum Commands {
     static func verify(path: String, json: Bool) throws -> Int32 {
         let url = try storeURL(path, requiringManifest: false)
         let report = try StoreVerifier.verify(at: url)
-        // An incomplete last record is a save in progress in another process, or one a crash cut short (the next
-        // writable open sets it aside): reported, but not damage.
+        // An incomplete last record is reported, but is not damage (VerificationReport.damage).
         let tail = report.problems.first { $0.kind == .tornTail }
-        let damage = report.problems.filter { $0.kind != .tornTail }
+        let damage = report.damage
         if json {
             printJSON([
                 "ok": damage.isEmpty,

@@ -50,6 +50,9 @@ public struct VerificationReport: Sendable, Hashable {
     public var problems: [Problem] = []
     /// Whether the store is healthy.
     public var ok: Bool { problems.isEmpty }
+    /// The problems that are damage: all but a torn tail, which is what a save in progress in another process looks
+    /// like to a reader (or one a crash cut short, which the next writable open sets aside).
+    public var damage: [Problem] { problems.filter { $0.kind != .tornTail } }
 }
 
 /// Reads everything of a store, writes nothing, and reports every problem instead of stopping at the first.
@@ -66,10 +69,9 @@ public enum StoreVerifier {
     public static func verify(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) throws
         -> VerificationReport {
         let layout = StoreLayout(root: url.path)
-        // A torn tail alone is what a save in progress looks like to a reader (or one a crash cut short): no reason
-        // to read again, and no damage; it stays in the report.
+        // A torn tail alone is no damage (VerificationReport.damage) and no reason to read again; it stays in the report.
         return try PinnedRead(layout: layout, fileSystem: fileSystem).run(damage: {
-            $0.problems.allSatisfy { $0.kind == .tornTail } ? nil : $0
+            $0.damage.isEmpty ? nil : $0
         }) { pin in
             verify(pin, layout: layout, fileSystem: fileSystem)
         }

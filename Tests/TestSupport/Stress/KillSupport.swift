@@ -166,7 +166,7 @@ enum KillChecks {
         let verification: VerificationReport
         do { verification = try StoreVerifier.verify(at: url) } catch { throw Failed("verify could not read: \(error)") }
         let torn = verification.problems.filter { $0.kind == .tornTail }
-        let damage = verification.problems.filter { $0.kind != .tornTail }
+        let damage = verification.damage
         guard damage.isEmpty, torn.count <= 1 else {
             throw Failed("verify found damage after a kill: "
                          + verification.problems.map(\.description).joined(separator: "; "))
