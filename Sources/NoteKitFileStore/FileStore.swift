@@ -122,15 +122,21 @@ public final class FileStore: DataStore {
         var report = RecoveryReport()
         do {
             creation: if !fileSystem.exists(layout.manifest) {
+                // Segments without a manifest are what a creation writes before its first manifest, or damage.
+                // Another process may be creating the store, or may have finished (and saved) since the manifest
+                // was looked for: what it created then opens as any store does.
+                do {
+                    _ = try Self.interruptedCreation(layout: layout, fileSystem: fileSystem)
+                } catch FileStoreError.inconsistentSegments(_, _) where fileSystem.exists(layout.manifest) {
+                    break creation
+                }
                 guard case .readWrite(createIfMissing: true) = configuration.mode else {
-                    if fileSystem.exists(layout.segments) {
-                        throw FileStoreError.inconsistentSegments(file: layout.manifest, reason: "the manifest is missing")
-                    }
+                    // A creation not finished yet (or killed before its manifest) holds nothing to read.
+                    if fileSystem.exists(layout.manifest) { break creation }
                     throw FileStoreError.storeNotFound(path: layout.root)
                 }
-                // Checked before anything is written, so that a refused open writes nothing, and again under the
-                // lock, where it decides.
-                _ = try Self.interruptedCreation(layout: layout, fileSystem: fileSystem)
+                // Checked above before anything is written, so that a refused open writes nothing, and again here
+                // under the lock, where it decides.
                 try fileSystem.makeDirectory(layout.root)
                 if case .acquire = lockSource {
                     lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.busyTimeout,

@@ -60,6 +60,55 @@ struct SharedWritersTests {
         #expect(try StoreVerifier.verify(at: url).ok)
     }
 
+    /// Another process's creation, as an open that started before it finished sees it: the open found no
+    /// manifest, and another writer created the store and saved into it before the open read segment 1.
+    @Test("An open that races another process's creation of the store opens what that process created: no damage",
+          arguments: ["a writable open", "a read-only open"])
+    func openRacingCreation(open: String) throws {
+        let url = TemporaryStores.newURL()
+        do {
+            let writer = try ModelContainer(for: Schema(ModelContainer.fieldNotesModels),
+                                            configurations: [FileStoreConfiguration(url: url)])
+            let context = ModelContext(writer)
+            let note = NoteRecord()
+            note.title = "theirs"
+            context.insert(note)
+            try context.save()
+            try StoreFiles.close(writer)
+        }
+        // The manifest is put back just before the open reads segment 1: as if the creator wrote it and another
+        // writer saved after the open looked for it.
+        let manifest = url.appendingPathComponent("MANIFEST"), aside = url.appendingPathComponent("MANIFEST.aside")
+        try FileManager.default.moveItem(at: manifest, to: aside)
+        let racing = InterleavingFileSystem()
+        racing.interleave(beforeReadsOf: url.path + "/segments/") {
+            try FileManager.default.moveItem(at: aside, to: manifest)
+        }
+        let mode: FileStoreConfiguration.Mode = open == "a read-only open" ? .readOnly : .readWrite(createIfMissing: true)
+        let container = try ModelContainer(for: Schema(ModelContainer.fieldNotesModels),
+                                           configurations: [FileStoreConfiguration(url: url, mode: mode,
+                                                                                   fileSystem: racing)])
+        #expect(racing.interleavings == 1)
+        #expect(try Self.titles(ModelContext(container)) == ["theirs"])
+        try StoreFiles.close(container)
+        #expect(try StoreVerifier.verify(at: url).ok)
+    }
+
+    @Test("A read-only open of a store whose creation has not written its manifest yet finds no store, not damage")
+    func readOnlyOpenDuringCreation() throws {
+        let url = TemporaryStores.newURL()
+        try StoreFiles.close(try ModelContainer(for: Schema(ModelContainer.fieldNotesModels),
+                                                configurations: [FileStoreConfiguration(url: url)]))
+        // What a creation has written before its manifest: segment 1 with its segment and schema records.
+        try FileManager.default.removeItem(at: url.appendingPathComponent("MANIFEST"))
+        let before = StoreFiles.contents(of: url)
+        #expect(throws: FileStoreError.storeNotFound(path: url.path)) {
+            _ = try ModelContainer(for: Schema(ModelContainer.fieldNotesModels),
+                                   configurations: [FileStoreConfiguration(url: url, mode: .readOnly)])
+        }
+        #expect(StoreFiles.contents(of: url) == before, "a read-only open writes nothing")
+    }
+
     // MARK: Reads see other processes' commits
 
     @Test("A .perSave-style writer sees another process's insert and delete at its next fetch and in history",
