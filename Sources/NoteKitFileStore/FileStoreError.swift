@@ -28,10 +28,6 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case inconsistentSegments(file: String, reason: String)
     /// A record references an object or blob the store does not have.
     case danglingReference(file: String, offset: Int, reason: String)
-    /// The store was written with another schema, and no migration makes it fit this one.
-    case schemaMismatch(stored: String, current: String)
-    /// An I/O call failed; when it failed while committing, the store stops accepting writes until reopened.
-    case io(StoreIOError)
     /// The store stopped accepting writes after an I/O failure whose outcome on disk is unknown.
     case writesStopped(reason: String)
     /// A salvage found no whole state in the store at `path`: no segment with a readable schema, or only
@@ -71,9 +67,6 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(file) has a record at byte \(offset) that cannot be decoded: \(reason)"
         case let .inconsistentSegments(file, reason): "\(file): \(reason)"
         case let .danglingReference(file, offset, reason): "\(file) at byte \(offset): \(reason)"
-        case let .schemaMismatch(stored, current):
-            "the store was written with schema \(stored) and the container's schema is \(current)"
-        case .io(let error): error.description
         case .writesStopped(let reason):
             "the store accepts no more writes until it is reopened: \(reason)"
         case let .nothingToSalvage(path, reason): "nothing whole could be salvaged from \(path): \(reason)"

@@ -189,8 +189,7 @@ struct StressReader {
             case .storeNotFound, .notAStoreFile, .unsupportedFormatVersion, .damagedRecord, .undecodableRecord,
                  .inconsistentSegments, .danglingReference:
                 .damage
-            case .io(let io) where io.code == ENOENT: .damage
-            case .unexpectedFileType, .schemaMismatch, .io, .writesStopped, .nothingToSalvage, .blobRemoved: .other
+            case .unexpectedFileType, .writesStopped, .nothingToSalvage, .blobRemoved: .other
             }
         // A store file that vanished under the read, reported as such, unwrapped.
         case let error as StoreIOError where error.code == ENOENT: .damage

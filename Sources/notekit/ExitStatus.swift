@@ -49,12 +49,12 @@ enum ExitStatus: Int32 {
                 self = .locked
             case .storeNotFound, .notAStoreFile, .unexpectedFileType:
                 self = .notAStore
-            case .unsupportedFormatVersion, .schemaMismatch:
+            case .unsupportedFormatVersion:
                 self = .refused
             case .damagedRecord, .undecodableRecord, .inconsistentSegments, .danglingReference, .nothingToSalvage,
                  .blobRemoved:
                 self = .damage
-            case .io, .writesStopped, .storeKeptChanging:
+            case .writesStopped, .storeKeptChanging:
                 self = .failed
             }
         default:

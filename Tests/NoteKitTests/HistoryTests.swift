@@ -195,8 +195,8 @@ struct HistoryTests {
                 for predicate in predicates {
                     // The deleted transaction, as the expiry check sees it: its token and nothing else.
                     let deleted = DefaultHistoryTransaction(
-                        _$record: HistoryRecord(number: gap.transactionNumber, timestamp: .distantPast, author: nil,
-                                                inserted: [], updated: [], deleted: []),
+                        record: HistoryRecord(number: gap.transactionNumber, timestamp: .distantPast, author: nil,
+                                              inserted: [], updated: [], deleted: []),
                         container: context.container)
                     let selectsDeleted = try predicate.evaluate(deleted)
                     let expected = try kept.filter { try predicate.evaluate($0) }.map(\.token)

@@ -18,8 +18,8 @@ extension ModelContext {
     /// - Complexity: O(log transactions kept) to find where a predicate comparing `token` with a constant (and `&&` of
     ///   such comparisons) can match, then one predicate evaluation per transaction there; O(transactions kept)
     ///   evaluations for other predicates. A transaction's ``HistoryTransaction/changes`` are built only when read.
-    public func fetchHistory<Transaction: HistoryTransaction>(_ descriptor: HistoryDescriptor<Transaction>) throws
-        -> [Transaction] {
+    public func fetchHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws
+        -> [DefaultHistoryTransaction] {
         try core.checkOpen()
         let log = try store.history()
         if let predicate = descriptor.predicate {
@@ -27,9 +27,10 @@ extension ModelContext {
             // consumer whose token is older than the history kept is told so, instead of silently missing changes.
             for range in log.deleted {
                 for number in Set([range.lowerBound, range.upperBound]) {
-                    let probe = Transaction(_$record: HistoryRecord(number: number, timestamp: .distantPast, author: nil,
-                                                                    inserted: [], updated: [], deleted: []),
-                                            container: container)
+                    let probe = DefaultHistoryTransaction(
+                        record: HistoryRecord(number: number, timestamp: .distantPast, author: nil,
+                                              inserted: [], updated: [], deleted: []),
+                        container: container)
                     if try predicate.evaluate(probe) {
                         throw HistoryError.historyTokenExpired(
                             oldestRetained: log.oldestRetained.map(DefaultHistoryToken.init(transactionNumber:)))
@@ -38,9 +39,9 @@ extension ModelContext {
             }
         }
         let limit = descriptor.fetchLimit.flatMap { $0 > 0 ? $0 : nil } ?? .max
-        var transactions: [Transaction] = []
+        var transactions: [DefaultHistoryTransaction] = []
         for record in log.records[TransactionBounds.of(descriptor.predicate).positions(in: log.records)] {
-            let transaction = Transaction(_$record: record, container: container)
+            let transaction = DefaultHistoryTransaction(record: record, container: container)
             guard try descriptor.predicate?.evaluate(transaction) ?? true else { continue }
             transactions.append(transaction)
             if transactions.count == limit { break }
@@ -59,13 +60,15 @@ extension ModelContext {
     /// - Throws: ``HistoryError/unsupported(store:)``, what evaluating the predicate throws, or the store's I/O
     ///   errors (nothing is deleted then).
     /// - Complexity: O(transactions kept) for the deletion; predicate evaluations as for ``fetchHistory(_:)``.
-    public func deleteHistory<Transaction: HistoryTransaction>(_ descriptor: HistoryDescriptor<Transaction>) throws {
+    public func deleteHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws {
         try core.checkOpen()
         let log = try store.history()
         var numbers: [UInt64] = []
         for record in log.records[TransactionBounds.of(descriptor.predicate).positions(in: log.records)] {
             if let predicate = descriptor.predicate {
-                guard try predicate.evaluate(Transaction(_$record: record, container: container)) else { continue }
+                guard try predicate.evaluate(DefaultHistoryTransaction(record: record, container: container)) else {
+                    continue
+                }
             }
             numbers.append(record.number)
         }
@@ -95,7 +98,7 @@ extension ModelContainer {
     ///
     /// The stream buffers what its consumer has not read yet; stop iterating to unsubscribe.
     public func transactions() -> AsyncMapSequence<AsyncStream<HistoryRecord>, DefaultHistoryTransaction> {
-        store.transactions().map { [self] record in DefaultHistoryTransaction(_$record: record, container: self) }
+        store.transactions().map { [self] record in DefaultHistoryTransaction(record: record, container: self) }
     }
 }
 

@@ -37,11 +37,6 @@ public protocol HistoryTransaction: Hashable, Identifiable, Sendable {
     var timestamp: Date { get }
     /// What it changed: inserts, then updates, then deletes.
     var changes: [HistoryChange] { get }
-
-    /// The transaction a store recorded as `record`, with changes typed by `container`'s models.
-    init(_$record record: HistoryRecord, container: ModelContainer)
-    /// The transaction's number, for deleting it.
-    var _$transactionNumber: UInt64 { get }
 }
 
 /// One saved transaction: who made it, when, and which objects it inserted, updated and deleted.
@@ -57,7 +52,8 @@ public struct DefaultHistoryTransaction: HistoryTransaction, CustomStringConvert
     public let record: HistoryRecord
     private let container: ModelContainer
 
-    public init(_$record record: HistoryRecord, container: ModelContainer) {
+    /// The transaction a store recorded as `record`, with changes typed by `container`'s models.
+    package init(record: HistoryRecord, container: ModelContainer) {
         self.record = record
         self.container = container
     }
@@ -66,7 +62,6 @@ public struct DefaultHistoryTransaction: HistoryTransaction, CustomStringConvert
     public var id: DefaultHistoryToken { token }
     public var author: String? { record.author }
     public var timestamp: Date { record.timestamp }
-    public var _$transactionNumber: UInt64 { record.number }
     /// The store's name (its configuration's).
     public var storeIdentifier: String { container.configuration.name }
 

@@ -120,7 +120,7 @@ public struct HistoryLog: Sendable, Hashable {
 
     /// Deletes the transactions numbered in `ranges` that were committed: up to `last`, the last committed one.
     /// Numbers above it stay deletable later.
-    public mutating func delete(_ ranges: [ClosedRange<UInt64>], committedThrough last: UInt64) {
+    package mutating func delete(_ ranges: [ClosedRange<UInt64>], committedThrough last: UInt64) {
         delete(ranges.compactMap { range in
             guard last >= 1, range.lowerBound <= last else { return nil }
             return max(1, range.lowerBound)...min(range.upperBound, last)
@@ -129,7 +129,7 @@ public struct HistoryLog: Sendable, Hashable {
 
     /// Deletes all but the latest `count` records once more than `count + slack` are kept, so that keeping a
     /// bounded history costs O(1) per transaction, amortized.
-    public mutating func keepLatest(_ count: Int, slack: Int) {
+    package mutating func keepLatest(_ count: Int, slack: Int) {
         guard records.count > max(0, count) + max(0, slack) else { return }
         let newestDeleted = records[records.count - max(0, count) - 1].number
         delete([1...newestDeleted])
@@ -149,7 +149,7 @@ public struct HistoryLog: Sendable, Hashable {
     }
 
     /// `numbers` as sorted ranges of consecutive numbers.
-    public static func ranges(of numbers: [UInt64]) -> [ClosedRange<UInt64>] {
+    package static func ranges(of numbers: [UInt64]) -> [ClosedRange<UInt64>] {
         normalized(numbers.map { $0...$0 })
     }
 }

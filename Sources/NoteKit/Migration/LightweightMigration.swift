@@ -15,17 +15,17 @@ import Foundation
 /// no default where stored values are missing, a new unique constraint over stored duplicates, count bounds that
 /// stored objects break. Stored data (the objects of a removed entity, the values of a removed attribute, the links
 /// of a removed relationship) is dropped only when ``mayDropStoredData``.
-public struct LightweightMigration: Sendable {
+package struct LightweightMigration: Sendable {
     /// The schema the rows are stored in.
-    public let source: Schema
+    package let source: Schema
     /// The schema they are converted to.
-    public let destination: Schema
+    package let destination: Schema
     /// What changes, entity by entity.
-    public let diff: SchemaDiff
+    package let diff: SchemaDiff
     /// Whether the conversion may drop stored data: only when the destination declares a higher version than the
     /// source (``Schema/isVersioned``), which says the removal is meant. Otherwise ``convert(_:)`` refuses to drop
     /// any stored object, value or link; a removed property that holds nothing is still removed.
-    public let mayDropStoredData: Bool
+    package let mayDropStoredData: Bool
     private let plans: [String: EntityPlan]
 
     /// How one stored entity's rows become rows of a destination entity.
@@ -50,7 +50,7 @@ public struct LightweightMigration: Sendable {
     ///
     /// - Throws: ``MigrationError/refused(_:)`` when a change cannot be made without code.
     /// - Complexity: O(entities × properties); no rows are read.
-    public init(from source: Schema, to destination: Schema) throws {
+    package init(from source: Schema, to destination: Schema) throws {
         try self.init(from: source, to: destination,
                       mayDropStoredData: destination.isVersioned && destination.version > source.version)
     }
@@ -249,7 +249,7 @@ public struct LightweightMigration: Sendable {
     ///   attribute became required without a default, duplicates under a new unique constraint, relationships
     ///   outside new count bounds. The diff then names each problem with an example.
     /// - Complexity: O(rows × properties).
-    public func convert(_ rows: [ModelSnapshot]) throws -> [ModelSnapshot] {
+    package func convert(_ rows: [ModelSnapshot]) throws -> [ModelSnapshot] {
         var diff = self.diff
         var renamed: [String: String] = [:]
         for (storedName, plan) in plans { renamed[storedName] = plan.destination.name }
@@ -333,7 +333,7 @@ public struct LightweightMigration: Sendable {
 
     /// Updates that give each cell of a generated-default attribute a value, made by `generate` (which creates a
     /// fresh object of the entity, as inserting one would).
-    public func fillUpdates(for rows: [ModelSnapshot],
+    package func fillUpdates(for rows: [ModelSnapshot],
                             generate: (_ entity: String, _ attribute: Int) -> StoredValue) -> [ModelUpdate] {
         var generatedSlots: [String: [Int]] = [:]
         for plan in plans.values {
@@ -434,7 +434,7 @@ public struct SchemaDiff: Sendable, Hashable, CustomStringConvertible {
         /// Why the change cannot be made without code; nil when a lightweight migration makes it.
         public var refusal: String?
 
-        public init(entity: String, change: String, refusal: String? = nil) {
+        package init(entity: String, change: String, refusal: String? = nil) {
             self.entity = entity
             self.change = change
             self.refusal = refusal
@@ -449,7 +449,7 @@ public struct SchemaDiff: Sendable, Hashable, CustomStringConvertible {
     public var to: Schema.Version
     public var changes: [Change] = []
 
-    public init(from: Schema.Version, to: Schema.Version) {
+    package init(from: Schema.Version, to: Schema.Version) {
         self.from = from
         self.to = to
     }

@@ -65,13 +65,13 @@ public enum MigrationStage: Sendable {
 /// A store configuration that can run a migration plan: it holds the store's write lock across every step, so
 /// that a custom stage runs once even when several processes open the store together (the others wait, then find
 /// the store migrated).
-public protocol MigratableStoreConfiguration: DataStoreConfiguration {
+package protocol MigratableStoreConfiguration: DataStoreConfiguration {
     /// Takes the store's write lock (waiting as the configuration allows) and reads which schema it was written with.
     func beginMigration() throws -> any StoreMigrationSession
 }
 
 /// A store held for migration.
-public protocol StoreMigrationSession: AnyObject {
+package protocol StoreMigrationSession: AnyObject {
     /// The schema the store was last written with; nil for a store that does not exist yet.
     var storedSchema: Schema? { get }
     /// Every schema the store was written with, oldest first (empty for a store that does not exist yet): what
@@ -95,12 +95,12 @@ public protocol StoreMigrationSession: AnyObject {
 
 extension StoreMigrationSession {
     /// The latest stored schema alone, for a session that cannot read the history.
-    public var storedSchemaHistory: [Schema] { storedSchema.map { [$0] } ?? [] }
+    package var storedSchemaHistory: [Schema] { storedSchema.map { [$0] } ?? [] }
 
     /// A session that cannot hold a migration back writes it at open, and `didMigrate`'s changes after it.
-    public func openStoreForStage(schema: Schema) throws -> any DataStore {
+    package func openStoreForStage(schema: Schema) throws -> any DataStore {
         try openStore(schema: schema, keepingLock: false)
     }
 
-    public func commitStage(_ store: any DataStore) throws {}
+    package func commitStage(_ store: any DataStore) throws {}
 }

@@ -58,11 +58,11 @@ extension Schema {
 
         /// The deepest nesting of optionals, arrays, dictionaries and raw values that ``init(parsing:)`` reads, as deep
         /// as the store's JSON nests.
-        public static let maximumNesting = 256
+        package static let maximumNesting = 256
 
         /// Parses the form `description` produces; nil for anything else, or for nesting deeper than
         /// ``maximumNesting``.
-        public init?(parsing text: some StringProtocol) {
+        package init?(parsing text: some StringProtocol) {
             self.init(parsing: Substring(text), depth: 0)
         }
 

@@ -87,7 +87,7 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
     /// A fresh default value for attribute `attribute` of `entity`, made as inserting a new object would make it
     /// (so `UUID()` gives a new identifier each time). Nil for a schema decoded from a store, which has no model
     /// types to run.
-    public func generatedDefault(entity: String, attribute: Int) -> StoredValue? {
+    package func generatedDefault(entity: String, attribute: Int) -> StoredValue? {
         guard let metadata = runtime?.metadataByName[entity] else { return nil }
         let object = metadata.type.init()
         return object._$attributes[attribute]

@@ -11,20 +11,20 @@ import Foundation
 ///
 /// Saves are split in two so a store can persist between them: ``validate(_:)`` throws and changes nothing;
 /// ``apply(_:)`` cannot fail.
-public final class RowStorage {
+package final class RowStorage {
     /// The schema the rows follow.
-    public let schema: Schema
+    package let schema: Schema
     private var tables: [String: EntityTable]
     /// Increases by one with each applied change set.
-    public private(set) var generation: UInt64 = 0
+    package private(set) var generation: UInt64 = 0
     /// A record of every change set applied, less what was deleted from history.
-    public var history = HistoryLog()
+    package var history = HistoryLog()
 
     /// What a `.noAction` delete leaves behind, dropped when the delete is applied.
     private let noActionReferences: NoActionReferences
 
     /// Empty storage for `schema`.
-    public init(schema: Schema) {
+    package init(schema: Schema) {
         self.schema = schema
         tables = Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, EntityTable(entity: $0)) })
         noActionReferences = NoActionReferences(schema: schema)
@@ -33,26 +33,26 @@ public final class RowStorage {
     // MARK: Reading
 
     /// The row of `id`, if stored.
-    public func snapshot(for id: PersistentIdentifier) -> ModelSnapshot? {
+    package func snapshot(for id: PersistentIdentifier) -> ModelSnapshot? {
         tables[id.entityName]?.row(id)
     }
 
     /// How many rows `entity` has.
-    public func count(of entity: String) -> Int { tables[entity]?.count ?? 0 }
+    package func count(of entity: String) -> Int { tables[entity]?.count ?? 0 }
 
     /// Every row of `entity`, in insertion order.
-    public func snapshots(of entity: String) -> [ModelSnapshot] {
+    package func snapshots(of entity: String) -> [ModelSnapshot] {
         tables[entity]?.rows.compactMap { $0 } ?? []
     }
 
     /// The holder of a unique key, if any.
-    public func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) -> PersistentIdentifier? {
+    package func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) -> PersistentIdentifier? {
         guard let table = tables[entity], constraint < table.uniques.count else { return nil }
         return table.uniques[constraint][key]
     }
 
     /// Rows of `entity` whose relationship `relationship` targets `target`.
-    public func identifiers(entity: String, relationship: Int, referencing target: PersistentIdentifier)
+    package func identifiers(entity: String, relationship: Int, referencing target: PersistentIdentifier)
         -> [PersistentIdentifier] {
         guard let table = tables[entity] else { return [] }
         return table.rows.compactMap { row in
@@ -67,7 +67,7 @@ public final class RowStorage {
     /// unique constraint would hold two objects with the same key.
     ///
     /// - Throws: ``SaveError``; nothing is changed either way.
-    public func validate(_ changes: ChangeSet) throws {
+    package func validate(_ changes: ChangeSet) throws {
         var touched = Set<String>()
         for row in changes.inserted {
             guard let table = tables[row.id.entityName] else { throw SaveError.objectNotFound(row.id) }
@@ -94,7 +94,7 @@ public final class RowStorage {
     /// - Precondition: ``validate(_:)`` accepted `changes` and nothing changed since.
     /// - Returns: the history record of the transaction.
     @discardableResult
-    public func apply(_ changes: ChangeSet, timestamp: Date = Date()) -> HistoryRecord {
+    package func apply(_ changes: ChangeSet, timestamp: Date = Date()) -> HistoryRecord {
         applyRows(changes)
         let record = HistoryRecord(number: generation, timestamp: timestamp, changes: changes, schema: schema)
         history.append(record)
@@ -106,7 +106,7 @@ public final class RowStorage {
     /// A deleted object's `.noAction` relationships change nothing in the context, but their targets' inverse
     /// would still name the deleted object here: those references are dropped, so that a predicate on the
     /// inverse (`$0.folder == nil`) agrees with reading it (nil), now and after a reopen replays the delete.
-    public func applyRows(_ changes: ChangeSet) {
+    package func applyRows(_ changes: ChangeSet) {
         generation += 1
         for update in noActionReferences.updates(deleting: changes.deleted, row: snapshot(for:)) {
             tables[update.id.entityName]?.update(update, version: generation)
@@ -124,7 +124,7 @@ public final class RowStorage {
     /// Replaces every row at once (a store's initial load): indexes are built once, not row by row.
     ///
     /// - Parameter rows: the rows of every entity, each entity's in insertion order.
-    public func load(_ rows: [ModelSnapshot], generation: UInt64) {
+    package func load(_ rows: [ModelSnapshot], generation: UInt64) {
         var byEntity: [String: [ModelSnapshot]] = [:]
         for row in rows { byEntity[row.id.entityName, default: []].append(row) }
         for (name, entityRows) in byEntity { tables[name]?.load(entityRows) }
@@ -136,7 +136,7 @@ public final class RowStorage {
     /// Runs a fetch over the rows.
     ///
     /// - Throws: ``FetchError/unknownEntity(_:)``, ``FetchError/unwrappedNil(entity:model:)``.
-    public func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult {
+    package func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult {
         guard let table = tables[request.entity] else { throw FetchError.unknownEntity(request.entity) }
         return try table.fetch(request)
     }

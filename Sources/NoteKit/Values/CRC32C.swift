@@ -19,9 +19,9 @@ import Foundation
 /// let running = CRC32C.checksum(b, seed: CRC32C.checksum(a))
 /// assert(whole == running)
 /// ```
-public enum CRC32C {
+package enum CRC32C {
     /// The reflected Castagnoli polynomial.
-    public static let polynomial: UInt32 = 0x82F6_3B78
+    package static let polynomial: UInt32 = 0x82F6_3B78
 
     /// The CRC-32C of the bytes in `buffer`, continuing from `seed`.
     ///
@@ -30,7 +30,7 @@ public enum CRC32C {
     ///   - seed: the checksum of the bytes that came before `buffer`, or `0` (the default) to start afresh.
     ///     `checksum(b, seed: checksum(a))` equals the checksum of `a` followed by `b`.
     /// - Returns: the checksum of everything so far.
-    public static func checksum(_ buffer: UnsafeRawBufferPointer, seed: UInt32 = 0) -> UInt32 {
+    package static func checksum(_ buffer: UnsafeRawBufferPointer, seed: UInt32 = 0) -> UInt32 {
         guard let base = buffer.baseAddress, !buffer.isEmpty else { return seed }
         var crc = ~seed
         var offset = 0
@@ -70,7 +70,7 @@ public enum CRC32C {
     ///   - data: the bytes to checksum.
     ///   - seed: the checksum of the bytes that came before, or `0` (the default) to start afresh.
     /// - Returns: the checksum of everything so far.
-    public static func checksum(_ data: Data, seed: UInt32 = 0) -> UInt32 {
+    package static func checksum(_ data: Data, seed: UInt32 = 0) -> UInt32 {
         data.withUnsafeBytes { checksum($0, seed: seed) }
     }
 
@@ -80,7 +80,7 @@ public enum CRC32C {
     ///   - bytes: the bytes to checksum.
     ///   - seed: the checksum of the bytes that came before, or `0` (the default) to start afresh.
     /// - Returns: the checksum of everything so far.
-    public static func checksum(_ bytes: [UInt8], seed: UInt32 = 0) -> UInt32 {
+    package static func checksum(_ bytes: [UInt8], seed: UInt32 = 0) -> UInt32 {
         bytes.withUnsafeBytes { checksum($0, seed: seed) }
     }
 
@@ -90,7 +90,7 @@ public enum CRC32C {
     ///   - bytes: the bytes to checksum.
     ///   - seed: the checksum of the bytes that came before, or `0` (the default) to start afresh.
     /// - Returns: the checksum of everything so far.
-    public static func checksum(_ bytes: some ContiguousBytes, seed: UInt32 = 0) -> UInt32 {
+    package static func checksum(_ bytes: some ContiguousBytes, seed: UInt32 = 0) -> UInt32 {
         bytes.withUnsafeBytes { checksum($0, seed: seed) }
     }
 
@@ -102,7 +102,7 @@ public enum CRC32C {
     ///
     /// - Parameter crc: a plain CRC-32C.
     /// - Returns: `((crc >> 15) | (crc << 17)) &+ 0xa282ead8`.
-    public static func masked(_ crc: UInt32) -> UInt32 {
+    package static func masked(_ crc: UInt32) -> UInt32 {
         ((crc >> 15) | (crc << 17)) &+ maskDelta
     }
 
@@ -113,7 +113,7 @@ public enum CRC32C {
     ///
     /// - Parameter maskedCRC: a value returned by ``masked(_:)``.
     /// - Returns: the CRC that was masked.
-    public static func unmasked(_ maskedCRC: UInt32) -> UInt32 {
+    package static func unmasked(_ maskedCRC: UInt32) -> UInt32 {
         let rotated = maskedCRC &- maskDelta
         return (rotated >> 17) | (rotated << 15)
     }

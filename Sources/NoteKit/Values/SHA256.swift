@@ -13,9 +13,9 @@ import Foundation
 /// let digest = SHA256Digest.hash(Array("abc".utf8))       // 32 bytes
 /// let hex = SHA256Digest.hexString(Data("abc".utf8))       // "ba7816bf…f20015ad"
 /// ```
-public enum SHA256Digest {
+package enum SHA256Digest {
     /// The length of a digest in bytes.
-    public static let byteCount = 32
+    package static let byteCount = 32
 
     /// The SHA-256 digest of a sequence of bytes.
     ///
@@ -24,7 +24,7 @@ public enum SHA256Digest {
     ///
     /// - Parameter bytes: the message.
     /// - Returns: the 32-byte digest.
-    public static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+    package static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
         if let digest = bytes.withContiguousStorageIfAvailable({ hash(UnsafeRawBufferPointer($0)) }) {
             return digest
         }
@@ -35,7 +35,7 @@ public enum SHA256Digest {
     ///
     /// - Parameter data: the message.
     /// - Returns: the 32-byte digest.
-    public static func hash(_ data: Data) -> [UInt8] {
+    package static func hash(_ data: Data) -> [UInt8] {
         data.withUnsafeBytes { hash($0) }
     }
 
@@ -43,7 +43,7 @@ public enum SHA256Digest {
     ///
     /// - Parameter buffer: the message.
     /// - Returns: the 32-byte digest.
-    public static func hash(_ buffer: UnsafeRawBufferPointer) -> [UInt8] {
+    package static func hash(_ buffer: UnsafeRawBufferPointer) -> [UInt8] {
         var state = State()
         let count = buffer.count
         let fullBlocks = count / 64
@@ -79,7 +79,7 @@ public enum SHA256Digest {
     /// - Parameter data: the message.
     /// - Returns: the digest in lowercase hex, for example
     ///   `"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"` for empty data.
-    public static func hexString(_ data: Data) -> String {
+    package static func hexString(_ data: Data) -> String {
         hexEncoded(hash(data))
     }
 
@@ -87,7 +87,7 @@ public enum SHA256Digest {
     ///
     /// - Parameter bytes: the message.
     /// - Returns: the digest in lowercase hex.
-    public static func hexString(_ bytes: some Sequence<UInt8>) -> String {
+    package static func hexString(_ bytes: some Sequence<UInt8>) -> String {
         hexEncoded(hash(bytes))
     }
 

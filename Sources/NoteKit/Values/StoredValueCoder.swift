@@ -22,12 +22,12 @@ import Foundation
 /// A key encoded with `encodeIfPresent` and a `nil` value is left out of its dictionary, as in JSON; an explicit
 /// `encodeNil` stores `.null`. Dictionaries keyed by `String` or `Int` encode as `.dictionary` with string keys
 /// (`Int` keys as their decimal text), like `JSONEncoder`. ``StoredValueDecoder`` reverses the conversion.
-public struct StoredValueEncoder: Sendable {
+package struct StoredValueEncoder: Sendable {
     /// Contextual information handed to the values being encoded, as `Encoder.userInfo`.
-    public var userInfo: [CodingUserInfoKey: any Sendable] = [:]
+    package var userInfo: [CodingUserInfoKey: any Sendable] = [:]
 
     /// Creates an encoder with an empty `userInfo`.
-    public init() {}
+    package init() {}
 
     /// Encodes a value into a stored value tree.
     ///
@@ -37,7 +37,7 @@ public struct StoredValueEncoder: Sendable {
     /// - Throws: `EncodingError.invalidValue` when `value` encodes nothing at all (its `encode(to:)` asks for no
     ///   container) or contains an `Int128`/`UInt128` that does not fit 64 bits; otherwise whatever the value's own
     ///   `encode(to:)` throws.
-    public func encode<T: Encodable>(_ value: T) throws -> StoredValue {
+    package func encode<T: Encodable>(_ value: T) throws -> StoredValue {
         guard let result = try encodeStoredValue(value, codingPath: [], userInfo: userInfo) else {
             throw EncodingError.invalidValue(value, EncodingError.Context(
                 codingPath: [], debugDescription: "Top-level \(T.self) did not encode any values."))
@@ -57,12 +57,12 @@ public struct StoredValueEncoder: Sendable {
 ///
 /// `decodeNil(forKey:)` is `true` both for a key holding `.null` and for a missing key, so `decodeIfPresent` reads
 /// either as `nil`.
-public struct StoredValueDecoder: Sendable {
+package struct StoredValueDecoder: Sendable {
     /// Contextual information handed to the values being decoded, as `Decoder.userInfo`.
-    public var userInfo: [CodingUserInfoKey: any Sendable] = [:]
+    package var userInfo: [CodingUserInfoKey: any Sendable] = [:]
 
     /// Creates a decoder with an empty `userInfo`.
-    public init() {}
+    package init() {}
 
     /// Decodes a value of the given type from a stored value tree.
     ///
@@ -76,7 +76,7 @@ public struct StoredValueDecoder: Sendable {
     ///   `dataCorrupted` when an integer does not fit its type, a `Float` would overflow, a string is not a valid
     ///   URL or external data cannot be loaded (the loader's error is the `underlyingError`). Errors thrown by the
     ///   type's own `init(from:)` pass through unchanged.
-    public func decode<T: Decodable>(_ type: T.Type, from value: StoredValue) throws -> T {
+    package func decode<T: Decodable>(_ type: T.Type, from value: StoredValue) throws -> T {
         try decodeStoredValue(type, from: value, codingPath: [], userInfo: userInfo)
     }
 }

@@ -280,7 +280,6 @@ public enum StoreVerifier {
     /// as such, never as a file that is missing.
     private static func classify(_ error: any Error) -> (VerificationReport.Kind, Int) {
         let fileStoreError = error as? FileStoreError
-        if case .io(let error)? = fileStoreError { return classify(error) }
         if let error = error as? StoreIOError {
             return (error.code == EACCES || error.code == EPERM ? .permissionDenied : .unreadableFile, 0)
         }

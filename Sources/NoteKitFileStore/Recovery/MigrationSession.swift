@@ -15,7 +15,7 @@ extension FileStoreConfiguration: MigratableStoreConfiguration {
     /// - Throws: ``FileStoreError/locked(path:)`` after the wait; ``FileStoreError/lockedInThisProcess(path:)`` at
     ///   once when an exclusive open of this process has the store (it keeps the lock until it closes); errors
     ///   reading the store's schema history.
-    public func beginMigration() throws -> any StoreMigrationSession {
+    package func beginMigration() throws -> any StoreMigrationSession {
         try FileStoreMigrationSession(configuration: self)
     }
 }

@@ -145,7 +145,6 @@ struct PinnedRead {
     private static func isFault(_ error: any Error) -> Bool {
         switch error {
         case let error as StoreIOError: error.code != ENOENT
-        case FileStoreError.io(let error): error.code != ENOENT
         case FileStoreError.storeKeptChanging: true
         default: false
         }
