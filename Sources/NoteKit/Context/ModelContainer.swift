@@ -44,10 +44,10 @@ public final class ModelContainer: Sendable {
     /// A container for `types` (and every type they reach).
     ///
     /// A store written with an older schema is migrated when it opens: lightweight changes by themselves (see
-    /// ``LightweightMigration``), other changes through `migrationPlan`'s custom stages. With a plan, the schema
-    /// takes the version of the plan's ``VersionedSchema`` whose models `types` are (by content hash); without
-    /// one, `types` are an unversioned model list, which the store orders by content hash against the schemas it
-    /// was written with (docs/MIGRATIONS.md, *Versioning*).
+    /// ``MigrationStage/lightweight(fromVersion:toVersion:)``), other changes through `migrationPlan`'s custom
+    /// stages. With a plan, the schema takes the version of the plan's ``VersionedSchema`` whose models `types`
+    /// are (by content hash); without one, `types` are an unversioned model list, which the store orders by
+    /// content hash against the schemas it was written with (docs/MIGRATIONS.md, *Versioning*).
     ///
     /// - Parameters:
     ///   - types: the model types.

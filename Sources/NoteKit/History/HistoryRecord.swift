@@ -73,7 +73,8 @@ public struct HistoryRecord: Sendable, Hashable {
 
 /// A store's retained history: the records kept, oldest first, and the transactions deleted from it.
 ///
-/// Every store that keeps history holds one; ``RowStorage`` appends to it as it applies change sets.
+/// Every store that keeps history holds one, appends to it as it commits change sets, and returns it from
+/// ``DataStore/history()``.
 public struct HistoryLog: Sendable, Hashable {
     /// The records kept, in transaction order.
     public private(set) var records: [HistoryRecord] = []

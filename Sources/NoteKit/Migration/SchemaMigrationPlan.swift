@@ -15,8 +15,9 @@
 /// ```
 ///
 /// A plan is needed only for changes a lightweight migration cannot infer; without one, NoteKit compares the stored
-/// schema with today's and migrates by itself (see ``LightweightMigration``). A store whose schema matches none of
-/// the plan's versions is migrated lightweight to the current schema rather than refused.
+/// schema with today's and migrates by itself (see ``MigrationStage/lightweight(fromVersion:toVersion:)``). A
+/// store whose schema matches none of the plan's versions is migrated lightweight to the current schema rather
+/// than refused.
 ///
 /// A container given a plan and plain model types (`ModelContainer(for: SchemaV2.Note.self, migrationPlan: …)`)
 /// takes the version of the plan's schema whose content hash its models have (the newest, if several have), so a
