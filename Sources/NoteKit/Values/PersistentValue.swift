@@ -143,14 +143,18 @@ extension Decimal: PersistentValue {
     }
 }
 
-/// Signed integers up to 64 bits are stored as `.int`.
-public protocol _StoredSignedInteger: FixedWidthInteger, SignedInteger, PersistentValue {}
-/// Unsigned integers narrower than 64 bits are stored as `.int`; `UInt` and `UInt64` as `.uint`.
-public protocol _StoredUnsignedInteger: FixedWidthInteger, UnsignedInteger, PersistentValue {}
+extension FixedWidthInteger {
+    /// Integers up to 64 bits wide are stored as `.int`, but `UInt` and `UInt64` as `.uint` (their values above
+    /// `Int64.max` do not fit in `.int`).
+    var integerStoredValue: StoredValue {
+        Self.isSigned || Self.bitWidth < 64 ? .int(Int64(self)) : .uint(UInt64(self))
+    }
 
-extension _StoredSignedInteger {
-    public var storedValue: StoredValue { .int(Int64(self)) }
-    public init(storedValue: StoredValue) throws {
+    /// The integer `storedValue` holds, from either `.int` or `.uint`.
+    ///
+    /// - Throws: ``StoredValueError/integerOverflow(value:type:)`` when it does not fit in `Self`;
+    ///   ``StoredValueError/typeMismatch(expected:found:)`` when it holds no integer.
+    init(integerStoredValue storedValue: StoredValue) throws {
         switch storedValue {
         case .int(let v):
             guard let x = Self(exactly: v) else {
@@ -167,37 +171,56 @@ extension _StoredSignedInteger {
     }
 }
 
-extension _StoredUnsignedInteger {
-    public var storedValue: StoredValue {
-        Self.bitWidth < 64 ? .int(Int64(self)) : .uint(UInt64(self))
-    }
-    public init(storedValue: StoredValue) throws {
-        switch storedValue {
-        case .int(let v):
-            guard let x = Self(exactly: v) else {
-                throw StoredValueError.integerOverflow(value: String(v), type: String(describing: Self.self))
-            }
-            self = x
-        case .uint(let v):
-            guard let x = Self(exactly: v) else {
-                throw StoredValueError.integerOverflow(value: String(v), type: String(describing: Self.self))
-            }
-            self = x
-        default: throw storedValue.mismatch("int")
-        }
-    }
+extension Int: PersistentValue {
+    public static var attributeType: Schema.AttributeType { .int }
+    public var storedValue: StoredValue { integerStoredValue }
+    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
 }
-
-extension Int: _StoredSignedInteger { public static var attributeType: Schema.AttributeType { .int } }
-extension Int8: _StoredSignedInteger { public static var attributeType: Schema.AttributeType { .int8 } }
-extension Int16: _StoredSignedInteger { public static var attributeType: Schema.AttributeType { .int16 } }
-extension Int32: _StoredSignedInteger { public static var attributeType: Schema.AttributeType { .int32 } }
-extension Int64: _StoredSignedInteger { public static var attributeType: Schema.AttributeType { .int64 } }
-extension UInt: _StoredUnsignedInteger { public static var attributeType: Schema.AttributeType { .uint } }
-extension UInt8: _StoredUnsignedInteger { public static var attributeType: Schema.AttributeType { .uint8 } }
-extension UInt16: _StoredUnsignedInteger { public static var attributeType: Schema.AttributeType { .uint16 } }
-extension UInt32: _StoredUnsignedInteger { public static var attributeType: Schema.AttributeType { .uint32 } }
-extension UInt64: _StoredUnsignedInteger { public static var attributeType: Schema.AttributeType { .uint64 } }
+extension Int8: PersistentValue {
+    public static var attributeType: Schema.AttributeType { .int8 }
+    public var storedValue: StoredValue { integerStoredValue }
+    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+}
+extension Int16: PersistentValue {
+    public static var attributeType: Schema.AttributeType { .int16 }
+    public var storedValue: StoredValue { integerStoredValue }
+    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+}
+extension Int32: PersistentValue {
+    public static var attributeType: Schema.AttributeType { .int32 }
+    public var storedValue: StoredValue { integerStoredValue }
+    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+}
+extension Int64: PersistentValue {
+    public static var attributeType: Schema.AttributeType { .int64 }
+    public var storedValue: StoredValue { integerStoredValue }
+    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+}
+extension UInt: PersistentValue {
+    public static var attributeType: Schema.AttributeType { .uint }
+    public var storedValue: StoredValue { integerStoredValue }
+    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+}
+extension UInt8: PersistentValue {
+    public static var attributeType: Schema.AttributeType { .uint8 }
+    public var storedValue: StoredValue { integerStoredValue }
+    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+}
+extension UInt16: PersistentValue {
+    public static var attributeType: Schema.AttributeType { .uint16 }
+    public var storedValue: StoredValue { integerStoredValue }
+    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+}
+extension UInt32: PersistentValue {
+    public static var attributeType: Schema.AttributeType { .uint32 }
+    public var storedValue: StoredValue { integerStoredValue }
+    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+}
+extension UInt64: PersistentValue {
+    public static var attributeType: Schema.AttributeType { .uint64 }
+    public var storedValue: StoredValue { integerStoredValue }
+    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+}
 
 extension Optional: PersistentValue where Wrapped: PersistentValue {
     public static var attributeType: Schema.AttributeType { .optional(Wrapped.attributeType) }
