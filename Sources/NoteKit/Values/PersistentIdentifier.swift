@@ -27,7 +27,7 @@ public struct PersistentIdentifier: Sendable, Hashable, Comparable, Codable, Cus
     }
 
     /// A fresh identifier for a new object of `entityName`.
-    public static func make(entityName: String) -> PersistentIdentifier {
+    package static func make(entityName: String) -> PersistentIdentifier {
         PersistentIdentifier(entityName: entityName, primaryKey: KeyGenerator.next())
     }
 
