@@ -3,13 +3,14 @@
 //
 //     swift .ci/api-listing.swift <symbol-graph-dir> <sources-dir> <Module> > api/<Module>.txt
 //
-// A line is `kind | path | declaration`, the declaration's fragments joined, and `[where …]` for a member of a
-// constrained extension. Conformances are lines too (`conformance | Type | : Protocol`): one that is dropped breaks
-// dependents as surely as a method. Only the module's own symbols count: those declared under <sources-dir>/<Module>/
-// (NoteKit re-exports Foundation, whose symbols are not NoteKit's API), in the module's graph and in the graphs of its
-// extensions to other modules' types (`NoteKit@Swift.symbols.json`). Members a type gets from a protocol's default
-// implementation in another module (`!=`, `localizedDescription`) carry no location and are left out, as the
-// compiler synthesizes them. Lines are sorted, so the listing is the same on every run.
+// A line is `kind | path | declaration`, the declaration's fragments joined, then `[where …]` for a member of a
+// constrained extension and `[protocol extension]` for a member of a protocol's extension (a default implementation
+// reads like the requirement it implements). Conformances are lines too (`conformance | Type | : Protocol`): one that
+// is dropped breaks dependents as surely as a method. Only the module's own symbols count: those declared under
+// <sources-dir>/<Module>/ (NoteKit re-exports Foundation, whose symbols are not NoteKit's API), in the module's graph
+// and in the graphs of its extensions to other modules' types (`NoteKit@Swift.symbols.json`). Members a type gets
+// from another module's default implementations (`!=`, `localizedDescription`) are the compiler's, not the module's:
+// `.ci/api` asks for graphs without them. Lines are sorted, so the listing is the same on every run.
 import Foundation
 
 struct Graph: Decodable {
@@ -25,6 +26,7 @@ struct Graph: Decodable {
         }
         struct Extension: Decodable {
             let extendedModule: String
+            let typeKind: String?
             let constraints: [Constraint]?
         }
         let kind: Kind
@@ -74,7 +76,10 @@ let implied: Set<String> = ["Swift.Copyable", "Swift.Escapable", "Swift.Sendable
 let graphs = try files.map { file in
     try JSONDecoder().decode(Graph.self, from: Data(contentsOf: URL(fileURLWithPath: graphDirectory + "/" + file)))
 }
-var lines: Set<String> = []
+// Symbols stay a list, so that two overloads that read the same both count; a conformance shows in each graph
+// that names it, and counts once.
+var lines: [String] = []
+var conformances: Set<String> = []
 var names: [String: String] = [:]
 var own: Set<String> = []
 for graph in graphs {
@@ -86,7 +91,9 @@ for graph in graphs {
         own.insert(symbol.identifier.precise)
         let kind = symbol.kind.identifier.replacingOccurrences(of: "swift.", with: "")
         let declaration = (symbol.declarationFragments ?? []).map(\.spelling).joined()
-        lines.insert("\(kind) | \(path) | \(declaration)\(clause(symbol.swiftExtension?.constraints))")
+        // A protocol's extension member (a default implementation) reads like the requirement it implements.
+        let inExtension = symbol.swiftExtension?.typeKind == "swift.protocol" ? " [protocol extension]" : ""
+        lines.append("\(kind) | \(path) | \(declaration)\(clause(symbol.swiftExtension?.constraints))\(inExtension)")
     }
     // A relationship names a type of another module only by its identifier; its members' `memberOf` gives the name.
     for relationship in graph.relationships where relationship.kind == "memberOf" {
@@ -100,7 +107,7 @@ for graph in graphs {
         let target = names[relationship.target] ?? relationship.targetFallback ?? relationship.target
         guard !implied.contains(target), own.contains(relationship.source) || own.contains(relationship.target),
               let source = names[relationship.source] else { continue }
-        lines.insert("conformance | \(source) | : \(target)\(clause(relationship.swiftConstraints))")
+        conformances.insert("conformance | \(source) | : \(target)\(clause(relationship.swiftConstraints))")
     }
 }
-print(lines.sorted().joined(separator: "\n"))
+print((lines + conformances).sorted().joined(separator: "\n"))
