@@ -228,7 +228,8 @@ public struct StoreFetchRequest: Sendable {
     public var entity: String
     /// Which rows to return; nil for every row.
     public var filter: FetchFilter?
-    /// The order of the rows, key by key; rows equal on every key keep the store's order (insertion order).
+    /// The order of the rows, key by key; rows equal on every key follow their identifiers, in the direction of
+    /// the last key (the order a scan of an index gives), so that a window never depends on the store.
     public var sort: [FetchSortKey]
     /// How many matching rows to skip, after sorting.
     public var offset: Int

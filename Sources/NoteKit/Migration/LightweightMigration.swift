@@ -444,7 +444,8 @@ public struct SchemaDiff: Sendable, Hashable, CustomStringConvertible {
             self.refusal = refusal
         }
 
-        /// One line of the diff: `✗ ` before a refused change, its entity and change, then the refusal in parentheses.
+        /// One line of the diff: `✗ ` before a refused change, its entity and change, then the refusal in
+        /// parentheses.
         public var description: String {
             "\(refusal == nil ? "  " : "✗ ")\(entity): \(change)" + (refusal.map { " (refused: \($0))" } ?? "")
         }
@@ -454,7 +455,7 @@ public struct SchemaDiff: Sendable, Hashable, CustomStringConvertible {
     public var from: Schema.Version
     /// The version of the schema migrated to (the code's).
     public var to: Schema.Version
-    /// Every change, allowed or refused, in the order the diff found them: entity by entity.
+    /// Every change, allowed or refused.
     public var changes: [Change] = []
 
     /// An empty diff between two versions; the migration appends the changes it finds.

@@ -54,8 +54,8 @@ extension Schema {
             (.data, "Data"), (.uuid, "UUID"), (.url, "URL"), (.decimal, "Decimal"),
         ]
 
-        /// The readable form the schema is encoded in, such as `"String"`, `"Date?"` or `"[String: Int]"`; ``init(parsing:)``
-        /// reads it back.
+        /// The readable form the schema is encoded in, such as `"String"`, `"Date?"` or `"[String: Int]"`;
+        /// ``init(parsing:)`` reads it back.
         public var description: String {
             switch self {
             case .optional(let wrapped): return wrapped.description + "?"

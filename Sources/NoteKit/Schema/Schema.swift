@@ -167,11 +167,11 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
 extension Schema {
     /// A schema version: major, minor and patch numbers, ordered numerically.
     public struct Version: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
-        /// The major number: the part a change that removes stored data increments, by convention.
+        /// The major number, compared first.
         public var major: Int
-        /// The minor number.
+        /// The minor number, compared when the major numbers are equal.
         public var minor: Int
-        /// The patch number.
+        /// The patch number, compared last.
         public var patch: Int
 
         /// A version from its three numbers, as in `Schema.Version(2, 0, 0)`.
@@ -275,8 +275,8 @@ extension Schema {
             public var description: String { name }
             /// Reads an option from its name.
             ///
-            /// - Throws: a `DecodingError` when the value is not a string. An unknown name is kept, so a store written by a
-            ///   newer version with an option this one does not know still decodes.
+            /// - Throws: a `DecodingError` when the value is not a string. An unknown name is kept, so a store
+            ///   written by a newer version with an option this one does not know still decodes.
             public init(from decoder: any Decoder) throws {
                 name = try decoder.singleValueContainer().decode(String.self)
             }
@@ -377,8 +377,8 @@ extension Schema {
             self.maximumModelCount = maximumModelCount
         }
 
-        /// The relationship as a declaration would read it: its name, destination (`[Folder]` or `Folder?`), delete rule,
-        /// inverse, count bounds and former name.
+        /// The relationship as a declaration would read it: its name, destination (`[Folder]` or `Folder?`), delete
+        /// rule, inverse, count bounds and former name.
         public var description: String {
             var text = "\(name): " + (isToMany ? "[\(destination)]" : "\(destination)?") + " \(deleteRule)"
             if let inverse { text += " inverse \(destination).\(inverse)" }

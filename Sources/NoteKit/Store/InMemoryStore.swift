@@ -40,7 +40,7 @@ public final class InMemoryStore: DataStore {
 
     /// The saved object of `entity` whose unique constraint at position `constraint` has `key`, if any.
     ///
-    /// - Complexity: O(log n).
+    /// - Complexity: one hash look-up.
     public func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) -> PersistentIdentifier? {
         storage.withLock { $0.identifier(entity: entity, uniqueConstraint: constraint, key: key) }
     }

@@ -34,7 +34,7 @@ public enum StoredValue: Sendable, Hashable {
     case double(Double)
     /// A `String`, or a `URL`'s `absoluteString`.
     case string(String)
-    /// A `Date`, as its seconds since the reference date (1 January 2001).
+    /// A `Date` (encoded as its seconds since 1 January 2001).
     case date(Date)
     /// Bytes stored inline with the row.
     case data(Data)
