@@ -6,12 +6,12 @@ import Foundation
 
 /// The shape of a store: its entities, their attributes and relationships, and a version.
 ///
-/// A schema is derived from model types and closed over relationships: naming `Note` alone registers every
+/// A schema is derived from model types and closed over relationships: naming `Project` alone registers every
 /// entity reachable from it, so naming fewer models never produces an older schema.
 ///
 /// ```swift
-/// let schema = try Schema([Note.self], version: Schema.Version(4, 0, 0))
-/// schema.entities.map(\.name)   // ["Note", "Folder", "NoteDrawing", "NoteRevision", "NoteAttachment"]
+/// let schema = try Schema([Project.self], version: Schema.Version(2, 0, 0))
+/// schema.entities.map(\.name)   // ["Project", "Todo"]: Project.todos reaches Todo
 /// ```
 ///
 /// Building a schema validates it; every error names the entity and property concerned (``SchemaError``).
