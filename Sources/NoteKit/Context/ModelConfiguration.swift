@@ -22,6 +22,7 @@ public protocol DataStoreConfiguration: Sendable {
 /// Persistent storage is `NoteKitFileStore`'s `FileStoreConfiguration`; the core library has no file format
 /// of its own, so `isStoredInMemoryOnly: false` is refused with ``ModelContainerError/noPersistentStore(name:)``.
 public struct ModelConfiguration: DataStoreConfiguration {
+    /// The configuration's name, used in error messages (`default` unless one is given).
     public var name: String
     /// Whether the store lives in memory only.
     public var isStoredInMemoryOnly: Bool
@@ -32,6 +33,10 @@ public struct ModelConfiguration: DataStoreConfiguration {
         self.isStoredInMemoryOnly = isStoredInMemoryOnly
     }
 
+    /// Creates an empty in-memory store for `schema`; each call makes a new, independent store.
+    ///
+    /// - Throws: ``ModelContainerError/noPersistentStore(name:)`` when ``isStoredInMemoryOnly`` is false: the core
+    ///   library has no persistent store (use `NoteKitFileStore`'s `FileStoreConfiguration`).
     public func makeStore(schema: Schema) throws -> any DataStore {
         guard isStoredInMemoryOnly else { throw ModelContainerError.noPersistentStore(name: name) }
         return InMemoryStore(schema: schema)

@@ -166,6 +166,7 @@ public enum ModelContainerError: Error, Sendable, Hashable, CustomStringConverti
     /// its contexts neither fetch nor save.
     case closed(store: String)
 
+    /// A sentence saying what was wrong with the container asked for and what to pass instead.
     public var description: String {
         switch self {
         case .noConfiguration:

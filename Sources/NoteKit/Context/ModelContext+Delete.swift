@@ -9,6 +9,7 @@ public enum DeleteError: Error, Sendable, Hashable, CustomStringConvertible {
     /// `model`'s relationship `relationship` (on `entity`) still has `targetCount` targets and its rule is `.deny`.
     case denied(entity: String, relationship: String, model: PersistentIdentifier, targetCount: Int)
 
+    /// A sentence naming the object, the relationship with the `.deny` rule and how many targets it still has.
     public var description: String {
         switch self {
         case let .denied(entity, relationship, model, count):

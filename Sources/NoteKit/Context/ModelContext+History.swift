@@ -86,7 +86,7 @@ extension ModelContext {
 
 extension ModelContainer {
     /// Every transaction committed to the store from now on, by any context of any container on the store (and,
-    /// for a file store, by other processes once ``FileStore/refresh()`` or automatic refresh picked them up),
+    /// for a file store, by other processes once the file store's `refresh()` or automatic refresh picked them up),
     /// until the consumer stops iterating or the store closes.
     ///
     /// ```swift

@@ -420,5 +420,6 @@ public struct ReadFailure: Sendable, Hashable, CustomStringConvertible {
     /// Why the value could not be decoded.
     public let reason: String
 
+    /// `Entity/KEY.property could not be read: reason`.
     public var description: String { "\(model).\(property) could not be read: \(reason)" }
 }

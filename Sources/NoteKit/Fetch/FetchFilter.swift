@@ -11,11 +11,18 @@ import Foundation
 /// model objects instead. Semantics follow Swift's: `==` on strings is Unicode canonical equivalence, `contains`
 /// and `starts(with:)` compare characters, comparisons of numbers of different widths compare values.
 public indirect enum FetchFilter: Sendable, Hashable {
+    /// Always true or always false: what a predicate whose value depends only on captured values reduces to.
     case constant(Bool)
+    /// Every filter matches (`&&`); an empty list matches every row. Evaluation stops at the first that does not.
     case and([FetchFilter])
+    /// At least one filter matches (`||`); an empty list matches no row. Evaluation stops at the first that does.
     case or([FetchFilter])
+    /// The filter does not match (`!`).
     case not(FetchFilter)
+    /// Compares two operands by ``StoredValue/compare(_:_:)``, Swift's value order (`.null` first, numbers across
+    /// widths by value, strings by canonical equivalence).
     case compare(FetchOperand, ComparisonOperator, FetchOperand)
+    /// A string operator applied to two operands; a row whose operand is not a string does not match.
     case text(FetchOperand, TextOperator, FetchOperand)
     /// The operand's value is one of the listed values (`[a, b].contains($0.x)`).
     case isIn(FetchOperand, [StoredValue])
@@ -24,6 +31,7 @@ public indirect enum FetchFilter: Sendable, Hashable {
 
     /// A comparison operator.
     public enum ComparisonOperator: String, Sendable, Hashable {
+        /// `==`, `!=`, `<`, `<=`, `>`, `>=`, in ``StoredValue/compare(_:_:)``'s order.
         case equal, notEqual, less, lessOrEqual, greater, greaterOrEqual
     }
 
@@ -69,6 +77,7 @@ public enum FetchError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Evaluating the predicate threw (for predicates evaluated on model objects).
     case predicateFailed(entity: String, reason: String)
 
+    /// A sentence naming the entity (and the object, for a forced unwrap) concerned.
     public var description: String {
         switch self {
         case let .unwrappedNil(entity, model):
@@ -195,8 +204,11 @@ extension FetchOperand {
 
 /// A sort key a store can apply: an operand and a direction.
 public struct FetchSortKey: Sendable, Hashable {
+    /// What is sorted by.
     public var operand: FetchOperand
+    /// Whether smaller values come first.
     public var ascending: Bool
+    /// A sort key on `operand`, ascending or descending.
     public init(_ operand: FetchOperand, ascending: Bool) {
         self.operand = operand
         self.ascending = ascending
@@ -207,18 +219,28 @@ public struct FetchSortKey: Sendable, Hashable {
 public struct StoreFetchRequest: Sendable {
     /// What the caller needs back.
     public enum ResultType: Sendable {
+        /// The rows' snapshots (``StoreFetchResult/snapshots``), their identifiers only
+        /// (``StoreFetchResult/identifiers``), or their number only (``StoreFetchResult/count``).
         case snapshots, identifiers, count
     }
 
+    /// The entity's name.
     public var entity: String
+    /// Which rows to return; nil for every row.
     public var filter: FetchFilter?
+    /// The order of the rows, key by key; rows equal on every key follow their identifiers, in the direction of
+    /// the last key (the order a scan of an index gives), so that a window never depends on the store.
     public var sort: [FetchSortKey]
+    /// How many matching rows to skip, after sorting.
     public var offset: Int
+    /// The most rows to return, after the offset; nil for no limit.
     public var limit: Int?
+    /// What to return for the matching rows.
     public var resultType: ResultType
     /// Rows to leave out (the caller has newer values for them).
     public var excluding: Set<PersistentIdentifier>
 
+    /// A request for the rows of `entity` that match `filter`, sorted by `sort`, from `offset`, at most `limit`.
     public init(entity: String, filter: FetchFilter? = nil, sort: [FetchSortKey] = [], offset: Int = 0,
                 limit: Int? = nil, resultType: ResultType = .snapshots, excluding: Set<PersistentIdentifier> = []) {
         self.entity = entity
@@ -233,11 +255,17 @@ public struct StoreFetchRequest: Sendable {
 
 /// What a store fetch returned, and how it found it.
 public struct StoreFetchResult: Sendable {
+    /// The matching rows, for a request of ``StoreFetchRequest/ResultType/snapshots``; empty otherwise.
     public var snapshots: [ModelSnapshot] = []
+    /// The matching rows' identifiers, for a request of ``StoreFetchRequest/ResultType/identifiers``; empty
+    /// otherwise.
     public var identifiers: [PersistentIdentifier] = []
+    /// The number of matching rows (after offset and limit), for a request of ``StoreFetchRequest/ResultType/count``.
     public var count = 0
+    /// How the store found the rows (see ``ModelContext/explain(_:)``).
     public var plan: FetchPlan
 
+    /// An empty result with its plan; the store fills in the field its request's result type asks for.
     public init(plan: FetchPlan) { self.plan = plan }
 }
 
@@ -266,6 +294,7 @@ public struct FetchPlan: Sendable, Hashable, CustomStringConvertible {
     /// Whether the predicate or sort could not be compiled and was evaluated on model objects instead.
     public var evaluatedInMemory: Bool
 
+    /// A plan, as a store reports how it answered a request; every count starts at 0.
     public init(entity: String, index: [String]? = nil, indexEqualityPrefix: Int = 0, indexRange: Bool = false,
                 sortedByIndex: Bool = false, recordsExamined: Int = 0, recordsReturned: Int = 0,
                 evaluatedInMemory: Bool = false) {
@@ -279,6 +308,8 @@ public struct FetchPlan: Sendable, Hashable, CustomStringConvertible {
         self.evaluatedInMemory = evaluatedInMemory
     }
 
+    /// One line: the entity, the index used (and whether in order), a full scan or objects in memory, and the counts,
+    /// as in `Note: index (isPinned, createdAt) in order, examined 20, returned 20`.
     public var description: String {
         let access = index.map { "index (\($0.joined(separator: ", ")))" + (sortedByIndex ? " in order" : "") }
             ?? (evaluatedInMemory ? "objects in memory" : "full scan")

@@ -22,15 +22,23 @@ extension PredicateExpressions {
     /// The expression `#Predicate` builds for `localizedStandardContains(_:)` (see ``TextSearch``).
     public struct SearchContains<Base: PredicateExpression, Other: PredicateExpression>: PredicateExpression
     where Base.Output: StringProtocol, Other.Output: StringProtocol {
+        /// A containment test is a `Bool`.
         public typealias Output = Bool
+        /// The expression of the string searched in (the receiver of `localizedStandardContains`).
         public let base: Base
+        /// The expression of the string searched for.
         public let other: Other
 
+        /// An expression that tests whether `base` contains `other`, ignoring case and diacritics.
         public init(base: Base, other: Other) {
             self.base = base
             self.other = other
         }
 
+        /// Whether the searched string contains the query, by ``TextSearch/contains(_:_:)``.
+        ///
+        /// - Throws: whatever evaluating `base` or `other` throws.
+        /// - Complexity: O(text length × query length) in the worst case.
         public func evaluate(_ bindings: PredicateBindings) throws -> Bool {
             TextSearch.contains(try base.evaluate(bindings), try other.evaluate(bindings))
         }

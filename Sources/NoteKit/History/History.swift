@@ -18,16 +18,19 @@ public struct DefaultHistoryToken: HistoryToken, CustomStringConvertible {
     /// The token of transaction `transactionNumber`.
     public init(transactionNumber: UInt64) { self.transactionNumber = transactionNumber }
 
+    /// A token is earlier than another when its transaction was committed earlier (a smaller number).
     public static func < (lhs: DefaultHistoryToken, rhs: DefaultHistoryToken) -> Bool {
         lhs.transactionNumber < rhs.transactionNumber
     }
 
+    /// The transaction number as `#42`.
     public var description: String { "#\(transactionNumber)" }
 }
 
 /// A transaction of a store's history, as ``ModelContext/fetchHistory(_:)`` returns it (SwiftData's
 /// `HistoryTransaction`). NoteKit's transactions are ``DefaultHistoryTransaction``s.
 public protocol HistoryTransaction: Hashable, Identifiable, Sendable {
+    /// The kind of token that orders the transactions (``DefaultHistoryToken`` for NoteKit's stores).
     associatedtype TokenType: HistoryToken
     /// Where the transaction stands in the history.
     var token: TokenType { get }
@@ -58,9 +61,13 @@ public struct DefaultHistoryTransaction: HistoryTransaction, CustomStringConvert
         self.container = container
     }
 
+    /// The transaction's position in the history, to keep and pass back in a ``HistoryDescriptor``'s predicate.
     public var token: DefaultHistoryToken { DefaultHistoryToken(transactionNumber: record.number) }
+    /// The transaction's identity: its token, since each number is committed once.
     public var id: DefaultHistoryToken { token }
+    /// The ``ModelContext/author`` of the context that saved, or nil when it had none.
     public var author: String? { record.author }
+    /// When the store committed the transaction.
     public var timestamp: Date { record.timestamp }
     /// The store's name (its configuration's).
     public var storeIdentifier: String { container.configuration.name }
@@ -106,12 +113,15 @@ public struct DefaultHistoryTransaction: HistoryTransaction, CustomStringConvert
                                     tombstone: HistoryTombstone(deletion.tombstone))
     }
 
+    /// Two transactions are equal when they are the same stored record: same number, time, author and changes.
     public static func == (lhs: DefaultHistoryTransaction, rhs: DefaultHistoryTransaction) -> Bool {
         lhs.record == rhs.record
     }
 
+    /// Hashes the stored record, consistently with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(record) }
 
+    /// One line: the token, the author and the numbers of inserts, updates and deletes.
     public var description: String {
         "transaction \(token) by \(author ?? "nobody"): \(record.inserted.count) inserted, "
             + "\(record.updated.count) updated, \(record.deleted.count) deleted"
@@ -139,6 +149,7 @@ public enum HistoryChange: Sendable {
 
 /// An insert in a transaction.
 public protocol HistoryInsert<Model>: Hashable, Sendable {
+    /// The model type of the inserted object.
     associatedtype Model: PersistentModel
     /// The inserted object.
     var changedPersistentIdentifier: PersistentIdentifier { get }
@@ -148,6 +159,7 @@ public protocol HistoryInsert<Model>: Hashable, Sendable {
 
 /// An update in a transaction.
 public protocol HistoryUpdate<Model>: Hashable, Sendable {
+    /// The model type of the updated object.
     associatedtype Model: PersistentModel
     /// The updated object.
     var changedPersistentIdentifier: PersistentIdentifier { get }
@@ -159,6 +171,7 @@ public protocol HistoryUpdate<Model>: Hashable, Sendable {
 
 /// A delete in a transaction.
 public protocol HistoryDelete<Model>: Hashable, Sendable {
+    /// The model type of the deleted object.
     associatedtype Model: PersistentModel
     /// The deleted object.
     var changedPersistentIdentifier: PersistentIdentifier { get }
@@ -170,14 +183,20 @@ public protocol HistoryDelete<Model>: Hashable, Sendable {
 
 /// An object of type `Model` was inserted.
 public struct DefaultHistoryInsert<Model: PersistentModel>: HistoryInsert {
+    /// The inserted object's identifier.
     public let changedPersistentIdentifier: PersistentIdentifier
+    /// The token of the transaction that inserted it.
     public let token: DefaultHistoryToken
 }
 
 /// Properties of an object of type `Model` changed.
 public struct DefaultHistoryUpdate<Model: PersistentModel>: HistoryUpdate {
+    /// The updated object's identifier.
     public let changedPersistentIdentifier: PersistentIdentifier
+    /// The token of the transaction that updated it.
     public let token: DefaultHistoryToken
+    /// The names of the attributes, then of the relationships, that the save changed, in declaration order. Use
+    /// ``updated(_:)`` to ask about one property by key path.
     public let updatedPropertyNames: [String]
 
     /// Whether the persisted property `keyPath` reads is among the changed ones.
@@ -196,8 +215,11 @@ public struct DefaultHistoryUpdate<Model: PersistentModel>: HistoryUpdate {
 
 /// An object of type `Model` was deleted.
 public struct DefaultHistoryDelete<Model: PersistentModel>: HistoryDelete {
+    /// The deleted object's identifier (no object of the context has it any longer).
     public let changedPersistentIdentifier: PersistentIdentifier
+    /// The token of the transaction that deleted it.
     public let token: DefaultHistoryToken
+    /// The values of its attributes marked `.preserveValueOnDeletion`, as last saved.
     public let tombstone: HistoryTombstone<Model>
 }
 
@@ -207,6 +229,7 @@ public struct HistoryTombstone<Model: PersistentModel>: Sendable, Hashable {
     /// The preserved values, by attribute name, as stored.
     public let storedValues: [String: StoredValue]
 
+    /// A tombstone of the given stored values, by attribute name (as a store reads them back).
     public init(_ storedValues: [String: StoredValue]) { self.storedValues = storedValues }
 
     /// The preserved value of the attribute `keyPath` reads, as SwiftData returns it (`Any`, to cast); nil when
@@ -253,6 +276,8 @@ public enum HistoryError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The store keeps no history (a custom ``DataStore`` that does not implement it).
     case unsupported(store: String)
 
+    /// A sentence saying what was asked for and what the store has: the oldest transaction kept, or that the store
+    /// keeps no history.
     public var description: String {
         switch self {
         case .historyTokenExpired(let oldest):

@@ -26,10 +26,12 @@ public struct HistoryRecord: Sendable, Hashable {
 
     /// One updated object.
     public struct Update: Sendable, Hashable {
+        /// The updated object's identifier.
         public var id: PersistentIdentifier
         /// The names of the changed attributes, then of the changed relationships, in declaration order.
         public var properties: [String]
 
+        /// An update of object `id` that changed the properties named `properties`.
         public init(id: PersistentIdentifier, properties: [String]) {
             self.id = id
             self.properties = properties
@@ -39,6 +41,7 @@ public struct HistoryRecord: Sendable, Hashable {
     /// The author NoteKit records for the transaction of a lightweight migration.
     public static let migrationAuthor = "NoteKit.migration"
 
+    /// A record from its parts, as a store reads one back from disk.
     public init(number: UInt64, timestamp: Date, author: String?, inserted: [PersistentIdentifier],
                 updated: [Update], deleted: [ModelDeletion]) {
         self.number = number
@@ -81,6 +84,7 @@ public struct HistoryLog: Sendable, Hashable {
     /// The numbers of the deleted transactions, as sorted, disjoint, non-adjacent ranges.
     public private(set) var deleted: [ClosedRange<UInt64>] = []
 
+    /// An empty log: no transaction recorded, none deleted.
     public init() {}
 
     /// A log holding `records` (in transaction order) with the transactions in `deleted` gone.

@@ -428,27 +428,37 @@ package struct LightweightMigration: Sendable {
 
 /// What changes between two schemas, one line per change, each allowed or refused with its reason.
 public struct SchemaDiff: Sendable, Hashable, CustomStringConvertible {
+    /// One change between the schemas, and its refusal when a lightweight migration cannot make it.
     public struct Change: Sendable, Hashable, CustomStringConvertible {
+        /// The entity the change concerns.
         public var entity: String
+        /// What changes, in words (`attribute serial added (UUID, a generated default for each object)`).
         public var change: String
         /// Why the change cannot be made without code; nil when a lightweight migration makes it.
         public var refusal: String?
 
+        /// A change of `entity`, refused for `refusal` when one is given.
         package init(entity: String, change: String, refusal: String? = nil) {
             self.entity = entity
             self.change = change
             self.refusal = refusal
         }
 
+        /// One line of the diff: `✗ ` before a refused change, its entity and change, then the refusal in
+        /// parentheses.
         public var description: String {
             "\(refusal == nil ? "  " : "✗ ")\(entity): \(change)" + (refusal.map { " (refused: \($0))" } ?? "")
         }
     }
 
+    /// The version of the schema migrated from (the store's).
     public var from: Schema.Version
+    /// The version of the schema migrated to (the code's).
     public var to: Schema.Version
+    /// Every change, allowed or refused.
     public var changes: [Change] = []
 
+    /// An empty diff between two versions; the migration appends the changes it finds.
     package init(from: Schema.Version, to: Schema.Version) {
         self.from = from
         self.to = to
@@ -459,6 +469,8 @@ public struct SchemaDiff: Sendable, Hashable, CustomStringConvertible {
     /// The refused changes.
     public var refusals: [Change] { changes.filter { $0.refusal != nil } }
 
+    /// The diff as the error messages print it: a `schema FROM → TO:` line, then one line per change, refused ones
+    /// marked `✗`.
     public var description: String {
         (["schema \(from) → \(to):"] + changes.map(\.description)).joined(separator: "\n")
     }
@@ -473,6 +485,7 @@ public enum MigrationError: Error, Sendable, Hashable, CustomStringConvertible {
         /// A stage completed: the store moved to its new schema.
         case stageCompleted(from: Schema.Version, to: Schema.Version)
 
+        /// A sentence naming the stage (`the willMigrate of stage 1.0.0 → 2.0.0 saved its changes`).
         public var description: String {
             switch self {
             case let .willMigrateSaved(from, to): "the willMigrate of stage \(from) → \(to) saved its changes"
@@ -497,6 +510,8 @@ public enum MigrationError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A custom stage threw.
     case stageFailed(from: Schema.Version, to: Schema.Version, reason: String)
 
+    /// A sentence saying what was refused and why, whether the store was left untouched or what it now holds, and
+    /// what to do (the diff follows on the next lines for a refusal).
     public var description: String {
         switch self {
         case .refused(let diff):

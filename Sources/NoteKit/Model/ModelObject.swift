@@ -180,9 +180,13 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Two model objects are equal when they are the same instance (as in SwiftData): compare
+    /// ``persistentModelID`` to ask whether two objects stand for the same stored object.
     public static func == (lhs: ModelObject, rhs: ModelObject) -> Bool { lhs === rhs }
+    /// Hashes the instance's identity, consistently with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 
+    /// The type's name and the object's identifier, as in `Folder(Folder/3F2504E0-…)`; a model may override it.
     open var description: String { "\(Swift.type(of: self))(\(_$id))" }
 
     // MARK: Attribute storage

@@ -68,15 +68,21 @@ public protocol PersistentModelProtocol: AnyObject {
 }
 
 extension PersistentModelProtocol {
+    /// The type's name, as `String(describing:)` prints it: `"Folder"` for `SchemaV2.Folder` too.
     public static var entityName: String { String(describing: Self.self) }
+    /// No earlier name: the type was not renamed.
     public static var originalEntityName: String? { nil }
+    /// No compound unique constraint (single `.unique` attributes are declared on the attribute).
     public static var uniqueConstraints: [[PartialKeyPath<Self>]] { [] }
+    /// No compound index.
     public static var indexes: [[PartialKeyPath<Self>]] { [] }
 }
 
 /// The targets of one relationship of one object, as identifiers.
 public enum RelationshipTargets: Sendable, Hashable {
+    /// A to-one relationship's target, or nil.
     case toOne(PersistentIdentifier?)
+    /// A to-many relationship's targets, in order, each at most once.
     case toMany([PersistentIdentifier])
 
     /// The identifiers, in order.
@@ -119,17 +125,27 @@ public protocol RelationshipValue {
 }
 
 extension Optional: RelationshipValue where Wrapped: PersistentModel {
+    /// A to-one relationship points at the wrapped model type.
     public typealias Destination = Wrapped
+    /// An optional is a to-one relationship.
     public static var isToMany: Bool { false }
+    /// No target: `nil`.
     public static var empty: Wrapped? { nil }
+    /// The target as a one-element array, or an empty one.
     public var models: [Wrapped] { self.map { [$0] } ?? [] }
+    /// The first of `models`, or nil when there is none.
     public init(models: [Wrapped]) { self = models.first }
 }
 
 extension Array: RelationshipValue where Element: PersistentModel {
+    /// A to-many relationship points at the element model type.
     public typealias Destination = Element
+    /// An array is a to-many relationship.
     public static var isToMany: Bool { true }
+    /// No targets: `[]`.
     public static var empty: [Element] { [] }
+    /// The targets, in order.
     public var models: [Element] { self }
+    /// The array of `models`.
     public init(models: [Element]) { self = models }
 }

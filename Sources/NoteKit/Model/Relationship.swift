@@ -32,6 +32,7 @@ public struct Relationship<Value> {
     /// Declares a relationship whose initial targets are `wrappedValue` (usually `[]`).
     ///
     /// - Parameters:
+    ///   - wrappedValue: the initial targets, a default like an attribute's (`[]` or `nil`).
     ///   - deleteRule: what deleting this object does to its targets (default `.nullify`).
     ///   - minimumModelCount: the fewest targets a saved object may have.
     ///   - maximumModelCount: the most targets a saved object may have.

@@ -4,13 +4,22 @@ extension Schema {
     /// Encoded as a short readable string (`"String"`, `"Date?"`, `"[String]"`, `"[String: Int]"`,
     /// `"Priority(Int)"`, `"codable NoteLocation"`), so a stored schema reads like the declaration it came from.
     public indirect enum AttributeType: Sendable, Hashable, Codable, CustomStringConvertible {
+        /// A `Bool`.
         case bool
+        /// A signed integer of the width its name says (`Int` is 64 bits); a stored value out of range throws
+        /// ``StoredValueError/integerOverflow(value:type:)`` when read.
         case int, int8, int16, int32, int64
+        /// An unsigned integer of the width its name says (`UInt` is 64 bits).
         case uint, uint8, uint16, uint32, uint64
+        /// A `Double` or a `Float` (a `Float` is stored as a `Double` and widened without loss).
         case double, float
+        /// A `String`, `Date`, `Data`, `UUID`, `URL` (stored as its absolute string) or `Decimal`.
         case string, date, data, uuid, url, decimal
+        /// An optional of the wrapped type: `nil` is stored as null.
         case optional(AttributeType)
+        /// An array whose elements have the given type.
         case array(AttributeType)
+        /// A dictionary with `String` keys whose values have the given type.
         case dictionary(AttributeType)
         /// An enum (or other `RawRepresentable` type) stored as its raw value.
         case rawRepresentable(typeName: String, rawType: AttributeType)
@@ -45,6 +54,8 @@ extension Schema {
             (.data, "Data"), (.uuid, "UUID"), (.url, "URL"), (.decimal, "Decimal"),
         ]
 
+        /// The readable form the schema is encoded in, such as `"String"`, `"Date?"` or `"[String: Int]"`;
+        /// ``init(parsing:)`` reads it back.
         public var description: String {
             switch self {
             case .optional(let wrapped): return wrapped.description + "?"
@@ -91,6 +102,9 @@ extension Schema {
             }
         }
 
+        /// Reads the readable form (``description``) from a single string value.
+        ///
+        /// - Throws: `DecodingError.dataCorrupted` when the string is not a type ``init(parsing:)`` accepts.
         public init(from decoder: any Decoder) throws {
             let text = try decoder.singleValueContainer().decode(String.self)
             guard let type = AttributeType(parsing: text) else {
@@ -100,6 +114,7 @@ extension Schema {
             self = type
         }
 
+        /// Writes the readable form (``description``) as a single string value.
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.singleValueContainer()
             try container.encode(description)

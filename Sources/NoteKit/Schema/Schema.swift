@@ -6,12 +6,12 @@ import Foundation
 
 /// The shape of a store: its entities, their attributes and relationships, and a version.
 ///
-/// A schema is derived from model types and closed over relationships: naming `Note` alone registers every
+/// A schema is derived from model types and closed over relationships: naming `Project` alone registers every
 /// entity reachable from it, so naming fewer models never produces an older schema.
 ///
 /// ```swift
-/// let schema = try Schema([Note.self], version: Schema.Version(4, 0, 0))
-/// schema.entities.map(\.name)   // ["Note", "Folder", "NoteDrawing", "NoteRevision", "NoteAttachment"]
+/// let schema = try Schema([Project.self], version: Schema.Version(2, 0, 0))
+/// schema.entities.map(\.name)   // ["Project", "Todo"]: Project.todos reaches Todo
 /// ```
 ///
 /// Building a schema validates it; every error names the entity and property concerned (``SchemaError``).
@@ -117,6 +117,8 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
         return SHA256Digest.hexString(data)
     }
 
+    /// A readable listing: the version, the first 12 digits of ``contentHash``, then each entity with its attributes,
+    /// relationships, unique constraints and indexes, one per line.
     public var description: String {
         var lines = ["Schema \(version) (\(contentHash.prefix(12)))"]
         for entity in entities { lines.append(entity.description) }
@@ -125,6 +127,11 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
 
     private enum CodingKeys: String, CodingKey { case version, entities }
 
+    /// Decodes a stored schema and validates it, so that a decoded schema is as consistent as a built one. A decoded
+    /// schema is versioned and has no model types (``generatedDefault(entity:attribute:)`` returns nil).
+    ///
+    /// - Throws: `DecodingError.dataCorrupted` when the entities are inconsistent (the underlying ``SchemaError`` says
+    ///   which entity and property), or any decoding error of a malformed value.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         version = try container.decode(Version.self, forKey: .version)
@@ -138,16 +145,19 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
         }
     }
 
+    /// Encodes the version and the entities, the form a store records.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(version, forKey: .version)
         try container.encode(entities, forKey: .entities)
     }
 
+    /// Two schemas are equal when they have the same version and the same entities; ``isVersioned`` is not compared.
     public static func == (lhs: Schema, rhs: Schema) -> Bool {
         lhs.version == rhs.version && lhs.entities == rhs.entities
     }
 
+    /// Hashes the version and the entities, consistently with `==`.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(version)
         hasher.combine(entities)
@@ -157,22 +167,31 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
 extension Schema {
     /// A schema version: major, minor and patch numbers, ordered numerically.
     public struct Version: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
+        /// The major number, compared first.
         public var major: Int
+        /// The minor number, compared when the major numbers are equal.
         public var minor: Int
+        /// The patch number, compared last.
         public var patch: Int
 
+        /// A version from its three numbers, as in `Schema.Version(2, 0, 0)`.
         public init(_ major: Int, _ minor: Int, _ patch: Int) {
             self.major = major
             self.minor = minor
             self.patch = patch
         }
 
+        /// Versions are ordered by major, then minor, then patch number.
         public static func < (lhs: Version, rhs: Version) -> Bool {
             (lhs.major, lhs.minor, lhs.patch) < (rhs.major, rhs.minor, rhs.patch)
         }
 
+        /// The version as `major.minor.patch`, the form it is stored in.
         public var description: String { "\(major).\(minor).\(patch)" }
 
+        /// Reads a version from its `major.minor.patch` string.
+        ///
+        /// - Throws: `DecodingError.dataCorrupted` when the string is not three integers separated by dots.
         public init(from decoder: any Decoder) throws {
             let text = try decoder.singleValueContainer().decode(String.self)
             let parts = text.split(separator: ".").compactMap { Int($0) }
@@ -183,6 +202,7 @@ extension Schema {
             self.init(parts[0], parts[1], parts[2])
         }
 
+        /// Writes the version as its `major.minor.patch` string.
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.singleValueContainer()
             try container.encode(description)
@@ -205,6 +225,8 @@ extension Schema {
         /// Compound indexes, each a list of attribute names.
         public var indexes: [[String]]
 
+        /// An entity from its parts, as a store decodes one or a test builds one. Nothing is validated here:
+        /// ``Schema/init(version:entities:)`` validates the entities together.
         public init(name: String, originalName: String? = nil, attributes: [Attribute],
                     relationships: [Relationship], uniqueConstraints: [[String]] = [], indexes: [[String]] = []) {
             self.name = name
@@ -224,6 +246,8 @@ extension Schema {
         /// The position of relationship `name` in a stored row.
         public func relationshipIndex(named name: String) -> Int? { relationships.firstIndex { $0.name == name } }
 
+        /// A readable listing of the entity: its name (and former name), then one line per attribute, relationship,
+        /// unique constraint and index.
         public var description: String {
             var lines = ["  entity \(name)" + (originalName.map { " (was \($0))" } ?? "")]
             for attribute in attributes { lines.append("    " + attribute.description) }
@@ -247,10 +271,16 @@ extension Schema {
             /// The value is kept in the history tombstone when the object is deleted.
             public static let preserveValueOnDeletion = Option(name: "preserveValueOnDeletion")
 
+            /// The option's name, as SwiftData spells it (`unique`, `externalStorage`, `preserveValueOnDeletion`).
             public var description: String { name }
+            /// Reads an option from its name.
+            ///
+            /// - Throws: a `DecodingError` when the value is not a string. An unknown name is kept, so a store
+            ///   written by a newer version with an option this one does not know still decodes.
             public init(from decoder: any Decoder) throws {
                 name = try decoder.singleValueContainer().decode(String.self)
             }
+            /// Writes the option's name.
             public func encode(to encoder: any Encoder) throws {
                 var container = encoder.singleValueContainer()
                 try container.encode(name)
@@ -272,6 +302,7 @@ extension Schema {
         /// The options, sorted by name.
         public var options: [Option]
 
+        /// An attribute from its parts, as a store decodes one or a test builds one; `options` are sorted by name.
         public init(name: String, originalName: String? = nil, type: AttributeType, defaultValue: StoredValue?,
                     hasGeneratedDefault: Bool = false, options: [Option] = []) {
             self.name = name
@@ -287,6 +318,7 @@ extension Schema {
         /// Whether `nil` is a valid value.
         public var isOptional: Bool { type.isOptional }
 
+        /// The attribute as a declaration would read it: `name: Type = default [options] (was oldName)`.
         public var description: String {
             var text = "\(name): \(type)"
             if let defaultValue { text += " = \(defaultValue)" } else if hasGeneratedDefault { text += " = <generated>" }
@@ -330,6 +362,8 @@ extension Schema {
         /// The most targets a saved object may have (nil when unbounded).
         public var maximumModelCount: Int?
 
+        /// A relationship from its parts, as a store decodes one or a test builds one. Nothing is validated here:
+        /// ``Schema/init(version:entities:)`` checks the destination, the inverse and the bounds.
         public init(name: String, originalName: String? = nil, destination: String, isToMany: Bool,
                     inverse: String?, deleteRule: DeleteRule = .nullify, minimumModelCount: Int = 0,
                     maximumModelCount: Int? = nil) {
@@ -343,6 +377,8 @@ extension Schema {
             self.maximumModelCount = maximumModelCount
         }
 
+        /// The relationship as a declaration would read it: its name, destination (`[Folder]` or `Folder?`), delete
+        /// rule, inverse, count bounds and former name.
         public var description: String {
             var text = "\(name): " + (isToMany ? "[\(destination)]" : "\(destination)?") + " \(deleteRule)"
             if let inverse { text += " inverse \(destination).\(inverse)" }

@@ -2,6 +2,8 @@
 public enum SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Which kind of constraint an error is about.
     public enum ConstraintKind: String, Sendable, Hashable {
+        /// `unique`: a unique constraint (``PersistentModelProtocol/uniqueConstraints`` or `.unique`); `index`: an
+        /// index (``PersistentModelProtocol/indexes``).
         case unique, index
     }
 
@@ -45,6 +47,7 @@ public enum SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
     /// An ``Attribute`` whose type is a model, an optional model or an array of models: that is a relationship.
     case attributeHoldsModels(entity: String, property: String, type: String)
 
+    /// A sentence that names the entity and property concerned and, where there is one, the declaration that fixes it.
     public var description: String {
         switch self {
         case let .duplicateEntityName(name, types):

@@ -37,7 +37,7 @@ public protocol DataStore: AnyObject, Sendable {
     /// - Throws: ``SaveError`` (a unique constraint violated by another context's save, an object that no
     ///   longer exists), or the store's own I/O errors. A store never reports success for changes it did not
     ///   make durable by its own standard.
-    /// - Returns: the transaction's token.
+    /// - Returns: the store generation the save produced (its transaction's number in both NoteKit stores).
     func save(_ changes: ChangeSet) throws -> SaveResult
 
     /// A number that changes whenever a save changes the store; contexts use it to skip work. Both NoteKit
@@ -70,11 +70,19 @@ public protocol DataStore: AnyObject, Sendable {
 }
 
 extension DataStore {
+    /// The default for a store that keeps no history.
+    ///
+    /// - Throws: ``HistoryError/unsupported(store:)``, always.
     public func history() throws -> HistoryLog { throw HistoryError.unsupported(store: "\(Self.self)") }
+    /// The default for a store that keeps no history.
+    ///
+    /// - Throws: ``HistoryError/unsupported(store:)``, always.
     public func deleteHistory(_ ranges: [ClosedRange<UInt64>]) throws {
         throw HistoryError.unsupported(store: "\(Self.self)")
     }
+    /// The default for a store that keeps no history: a stream that ends at once.
     public func transactions() -> AsyncStream<HistoryRecord> { AsyncStream { $0.finish() } }
+    /// The default for a store that holds nothing to release: does nothing and never throws.
     public func close() throws {}
 }
 
@@ -89,6 +97,8 @@ public struct ModelSnapshot: Sendable, Hashable {
     /// The store generation that last wrote this row (0 for a row not yet saved).
     public var version: UInt64
 
+    /// A row of object `id` with its attribute values and relationship targets in the entity's declaration order;
+    /// `version` is the generation that wrote it (0 for a row not yet saved).
     public init(id: PersistentIdentifier, attributes: [StoredValue], relationships: [RelationshipTargets],
                 version: UInt64 = 0) {
         self.id = id
@@ -130,12 +140,16 @@ extension ModelSnapshot {
 
 /// The changes of one save: whole new rows, per-property updates, and deletions with their tombstones.
 public struct ChangeSet: Sendable, Hashable {
+    /// Whole new rows, in the order the objects were inserted.
     public var inserted: [ModelSnapshot]
+    /// Changed properties of saved objects, one entry per object.
     public var updated: [ModelUpdate]
+    /// Deleted objects, each with its tombstone.
     public var deleted: [ModelDeletion]
     /// Who made the change (``ModelContext/author``), recorded in history.
     public var author: String?
 
+    /// A change set of the given parts; an empty one changes nothing.
     public init(inserted: [ModelSnapshot] = [], updated: [ModelUpdate] = [], deleted: [ModelDeletion] = [],
                 author: String? = nil) {
         self.inserted = inserted
@@ -154,12 +168,14 @@ public struct ChangeSet: Sendable, Hashable {
 /// The changed properties of one saved object. Only what changed is sent, so two contexts editing different
 /// properties of the same object both keep their edit.
 public struct ModelUpdate: Sendable, Hashable {
+    /// The changed object's identifier.
     public var id: PersistentIdentifier
     /// New values of changed attributes, by attribute position.
     public var attributes: [AttributeChange]
     /// Changed relationships, by relationship position.
     public var relationships: [RelationshipChange]
 
+    /// An update of object `id`: its changed attributes and relationships, by position.
     public init(id: PersistentIdentifier, attributes: [AttributeChange], relationships: [RelationshipChange]) {
         self.id = id
         self.attributes = attributes
@@ -169,8 +185,11 @@ public struct ModelUpdate: Sendable, Hashable {
 
 /// A changed attribute's position and new value.
 public struct AttributeChange: Sendable, Hashable {
+    /// The attribute's position in the entity (and in a stored row).
     public var index: Int
+    /// The attribute's new value.
     public var value: StoredValue
+    /// A change of the attribute at position `index` to `value`.
     public init(index: Int, value: StoredValue) {
         self.index = index
         self.value = value
@@ -182,14 +201,19 @@ public struct AttributeChange: Sendable, Hashable {
 /// A to-many change is a delta rather than the whole list, so a note added to a folder by one context and
 /// another note added by a second context both stay.
 public struct RelationshipChange: Sendable, Hashable {
+    /// How the relationship's targets change: a to-one is replaced, a to-many gets a delta.
     public enum Kind: Sendable, Hashable {
+        /// The to-one relationship now points at this object, or at nothing.
         case toOne(PersistentIdentifier?)
         /// Targets removed, then targets appended (in order).
         case toMany(added: [PersistentIdentifier], removed: [PersistentIdentifier])
     }
 
+    /// The relationship's position in the entity (and in a stored row).
     public var index: Int
+    /// How its targets change.
     public var kind: Kind
+    /// A change of the relationship at position `index`.
     public init(index: Int, kind: Kind) {
         self.index = index
         self.kind = kind
@@ -198,9 +222,11 @@ public struct RelationshipChange: Sendable, Hashable {
 
 /// A deleted object and the values of its attributes marked ``Schema/Attribute/Option/preserveValueOnDeletion``.
 public struct ModelDeletion: Sendable, Hashable {
+    /// The deleted object's identifier.
     public var id: PersistentIdentifier
     /// Preserved attribute values, by attribute name.
     public var tombstone: [String: StoredValue]
+    /// A deletion of object `id`, with the preserved values of its attributes marked `.preserveValueOnDeletion`.
     public init(id: PersistentIdentifier, tombstone: [String: StoredValue] = [:]) {
         self.id = id
         self.tombstone = tombstone
@@ -211,6 +237,7 @@ public struct ModelDeletion: Sendable, Hashable {
 public struct SaveResult: Sendable, Hashable {
     /// The store generation the save produced (the rows it wrote carry it as their version).
     public var generation: UInt64
+    /// The result of a save that produced store generation `generation`.
     public init(generation: UInt64) { self.generation = generation }
 }
 
@@ -233,6 +260,7 @@ public enum SaveError: Error, Sendable, Hashable, CustomStringConvertible {
     /// An inserted object's type is not in the container's schema (or another type has its entity name there).
     case modelNotInSchema(model: PersistentIdentifier, type: String)
 
+    /// A sentence naming the object, the property and the values concerned and, where there is one, the fix.
     public var description: String {
         switch self {
         case let .uniqueConstraintViolation(entity, properties, values, existing):

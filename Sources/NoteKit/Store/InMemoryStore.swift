@@ -10,6 +10,7 @@ import Synchronization
 /// Created by ``ModelConfiguration`` with `isStoredInMemoryOnly: true`. Everything a context does (delete rules,
 /// uniqueness, indexes, fetches) behaves exactly as on the file store; only durability differs.
 public final class InMemoryStore: DataStore {
+    /// The schema the store was created for.
     public let schema: Schema
     private let storage: Locked<RowStorage>
     private let broadcaster = HistoryBroadcaster()
@@ -22,23 +23,41 @@ public final class InMemoryStore: DataStore {
 
     deinit { broadcaster.finish() }
 
+    /// The saved rows of `ids`, in order; nil for an identifier never saved or deleted.
+    ///
+    /// - Complexity: O(`ids.count`).
     public func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
         storage.withLock { storage in ids.map { storage.snapshot(for: $0) } }
     }
 
+    /// Runs `request` over the saved rows, through the best declared index when one matches the filter or the sort.
+    ///
+    /// - Throws: ``FetchError/unwrappedNil(entity:model:)`` when a forced unwrap in the filter meets nil.
+    /// - Complexity: O(log n + rows examined) through an index, O(n) for a scan; ``StoreFetchResult/plan`` says which.
     public func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult {
         try storage.withLock { try $0.fetch(request) }
     }
 
+    /// The saved object of `entity` whose unique constraint at position `constraint` has `key`, if any.
+    ///
+    /// - Complexity: one hash look-up.
     public func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) -> PersistentIdentifier? {
         storage.withLock { $0.identifier(entity: entity, uniqueConstraint: constraint, key: key) }
     }
 
+    /// The saved objects of `entity` whose relationship at position `relationship` points at `target`.
+    ///
+    /// - Complexity: O(objects of `entity`).
     public func identifiers(entity: String, relationship: Int, referencing target: PersistentIdentifier)
         -> [PersistentIdentifier] {
         storage.withLock { $0.identifiers(entity: entity, relationship: relationship, referencing: target) }
     }
 
+    /// Validates `changes` against the saved rows, then applies them all and publishes their history record; nothing
+    /// is applied when it throws.
+    ///
+    /// - Throws: ``SaveError`` (a unique key another object has, an object that no longer exists, an insert of an
+    ///   identifier already saved, a relationship out of its bounds or to a missing object).
     public func save(_ changes: ChangeSet) throws -> SaveResult {
         try storage.withLock { storage in
             try storage.validate(changes)
@@ -48,15 +67,18 @@ public final class InMemoryStore: DataStore {
         }
     }
 
+    /// The number of the last committed transaction (0 before the first save).
     public var generation: UInt64 { storage.withLock { $0.generation } }
 
     /// The history of every save, less what was deleted.
     public func history() throws -> HistoryLog { storage.withLock { $0.history } }
 
+    /// Deletes the transactions numbered in `ranges` from the history; never throws.
     public func deleteHistory(_ ranges: [ClosedRange<UInt64>]) throws {
         storage.withLock { $0.history.delete(ranges, committedThrough: $0.generation) }
     }
 
+    /// Every transaction saved from now on, until the store closes.
     public func transactions() -> AsyncStream<HistoryRecord> { broadcaster.subscribe() }
 
     /// Ends the ``transactions()`` streams; the rows stay readable.

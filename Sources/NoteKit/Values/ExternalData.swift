@@ -54,6 +54,9 @@ public final class ExternalData: Sendable, Hashable {
         return data
     }
 
+    /// Two external values are equal when they have the same name: the name identifies the bytes in the store, so
+    /// comparing them never loads them.
     public static func == (lhs: ExternalData, rhs: ExternalData) -> Bool { lhs.name == rhs.name }
+    /// Hashes the name, consistently with `==`; the bytes are not read.
     public func hash(into hasher: inout Hasher) { hasher.combine(name) }
 }

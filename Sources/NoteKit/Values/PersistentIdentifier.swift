@@ -31,10 +31,12 @@ public struct PersistentIdentifier: Sendable, Hashable, Comparable, Codable, Cus
         PersistentIdentifier(entityName: entityName, primaryKey: KeyGenerator.next())
     }
 
+    /// Two identifiers are equal when they name the same entity and the same primary key.
     public static func == (lhs: PersistentIdentifier, rhs: PersistentIdentifier) -> Bool {
         lhs.primaryKey == rhs.primaryKey && lhs.entityName == rhs.entityName
     }
 
+    /// Hashes the primary key, which is unique on its own.
     public func hash(into hasher: inout Hasher) {
         // The key alone is unique; hashing the entity name too would only cost time. Two words, not 16 bytes.
         let (high, low) = withUnsafeBytes(of: primaryKey.uuid) { ($0.load(as: UInt64.self), $0.load(fromByteOffset: 8, as: UInt64.self)) }
@@ -42,11 +44,13 @@ public struct PersistentIdentifier: Sendable, Hashable, Comparable, Codable, Cus
         hasher.combine(low)
     }
 
+    /// Orders identifiers by entity name, then by primary key: a stable order for sorting, not an insertion order.
     public static func < (lhs: PersistentIdentifier, rhs: PersistentIdentifier) -> Bool {
         if lhs.entityName != rhs.entityName { return lhs.entityName < rhs.entityName }
         return StoredValue.compare(.uuid(lhs.primaryKey), .uuid(rhs.primaryKey)) < 0
     }
 
+    /// The identifier as `Entity/PRIMARY-KEY-UUID`, the form messages and the command-line tool print.
     public var description: String { "\(entityName)/\(primaryKey.uuidString)" }
 }
 

@@ -13,6 +13,10 @@ extension StoredValue: Codable {
         case null, bool, int, uint, double, string, date, data, uuid, decimal, array, dictionary, external
     }
 
+    /// Decodes the one-key form (`{"string": "x"}`); a JSON `null` decodes as ``StoredValue/null`` too.
+    ///
+    /// - Throws: `DecodingError.dataCorrupted` when the object has no kind key or several, a double, base64 or decimal
+    ///   string is malformed, or the kind is `external` (external data has no inline form).
     public init(from decoder: any Decoder) throws {
         if let single = try? decoder.singleValueContainer(), single.decodeNil() {
             self = .null
@@ -65,6 +69,10 @@ extension StoredValue: Codable {
         }
     }
 
+    /// Encodes the one-key form (`{"int": 3}`); NaN and infinities as `"nan"`, `"inf"`, `"-inf"`, data as base64, a
+    /// decimal as its string, so that no value loses precision.
+    ///
+    /// - Throws: `EncodingError.invalidValue` for ``StoredValue/external(_:)``, which has no inline form.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Kind.self)
         switch self {

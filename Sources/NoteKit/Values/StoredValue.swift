@@ -21,17 +21,30 @@ import Foundation
 ///   sorts first, numbers compare numerically across `.int`, `.uint` and `.double`, strings compare as Swift's
 ///   `<` and `==` do (canonical equivalence), and values of unrelated kinds order by kind.
 public enum StoredValue: Sendable, Hashable {
+    /// No value: an optional attribute's `nil`, or a to-one relationship with no target. It sorts before every other
+    /// value.
     case null
+    /// A `Bool`.
     case bool(Bool)
+    /// A signed integer of any width up to 64 bits, and an unsigned one narrower than 64 bits.
     case int(Int64)
+    /// A `UInt` or `UInt64`, kept unsigned so that values above `Int64.max` are not lost.
     case uint(UInt64)
+    /// A `Double`, or a `Float` widened exactly. Compared by value in ``compare(_:_:)``, by bit pattern in `==`.
     case double(Double)
+    /// A `String`, or a `URL`'s `absoluteString`.
     case string(String)
+    /// A `Date` (encoded as its seconds since 1 January 2001).
     case date(Date)
+    /// Bytes stored inline with the row.
     case data(Data)
+    /// A `UUID`.
     case uuid(UUID)
+    /// A `Decimal`, kept exactly.
     case decimal(Decimal)
+    /// An array attribute's elements, in order.
     case array([StoredValue])
+    /// A dictionary attribute's values, by `String` key.
     case dictionary([String: StoredValue])
     /// Bytes kept outside the store's main files and loaded only when read (``Schema/Attribute/Option/externalStorage``).
     case external(ExternalData)
@@ -65,6 +78,9 @@ public enum StoredValue: Sendable, Hashable {
 // MARK: - Identity
 
 extension StoredValue {
+    /// Two stored values are equal when they are of the same kind with the same bits: `-0.0` differs from `0.0`, a NaN
+    /// equals the same NaN, strings must have the same Unicode scalars, and `.int(1)` differs from `.uint(1)`. Use
+    /// ``compare(_:_:)`` for the order predicates and sorts use.
     public static func == (lhs: StoredValue, rhs: StoredValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): true
@@ -85,6 +101,7 @@ extension StoredValue {
         }
     }
 
+    /// Hashes the kind and the bits, consistently with `==`.
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)
@@ -216,6 +233,8 @@ extension StoredValue {
 }
 
 extension StoredValue: CustomStringConvertible {
+    /// A short readable form for messages and schema listings: numbers and booleans as Swift prints them, a string
+    /// quoted, a date as `date(seconds since 2001)`, data and external data by their size.
     public var description: String {
         switch self {
         case .null: "null"
