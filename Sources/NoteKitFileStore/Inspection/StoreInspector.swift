@@ -58,6 +58,7 @@ public enum StoreInspector {
         public var formatVersion: Int
         /// The current schema's version and content hash.
         public var schemaVersion: Schema.Version
+        /// The current schema's content hash: the SHA-256 of its entities' canonical JSON, in lowercase hex.
         public var schemaHash: String
         /// Live objects per entity.
         public var entities: [String: Int]
@@ -69,12 +70,15 @@ public enum StoreInspector {
         public var segmentBytes: Int
         /// Blob files and their bytes (not counting retired blobs, which no object names).
         public var blobs: Int
+        /// The bytes of those blob files, from the file system's metadata (no blob is read).
         public var blobBytes: Int
         /// The numbers of the first and last transactions still in the log (nil when there are none).
         public var firstTransaction: UInt64?
+        /// The number of the last committed transaction (0 for a store that has committed none).
         public var lastTransaction: UInt64
         /// How many transactions the store's history keeps, and the numbers of the oldest and newest.
         public var historyTransactions: Int
+        /// The numbers of the oldest and newest transaction the history keeps; nil when it keeps none.
         public var historyKept: ClosedRange<UInt64>?
     }
 

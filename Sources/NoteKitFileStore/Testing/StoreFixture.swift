@@ -126,6 +126,7 @@ public enum FixtureError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The fixture has no checksum list.
     case noChecksums(String)
 
+    /// The fixture's path and what to do about it.
     public var description: String {
         switch self {
         case .exists(let path): "\(path) exists; a committed fixture is never rewritten: add a new version instead"
