@@ -607,7 +607,7 @@ public final class FileStore: DataStore {
     /// Deletes the transactions in `ranges` from the history by appending a `trim` record (flushed as a save is);
     /// the space is reclaimed at the next compaction.
     ///
-    /// - Throws: ``SaveError/readOnly(reason:)``, ``FileStoreError/writesStopped(reason:)`` or an I/O error; the
+    /// - Throws: `SaveError.readOnly(reason:)`, ``FileStoreError/writesStopped(reason:)`` or an I/O error; the
     ///   history is then unchanged.
     public func deleteHistory(_ ranges: [ClosedRange<UInt64>]) throws {
         try state.withLock { state in try withWriteAccess(&state) { log, state in
@@ -624,7 +624,7 @@ public final class FileStore: DataStore {
     }
 
     /// Every transaction committed from now on: this open's saves, and other processes' commits as reads pick
-    /// them up, and, while the stream is listened to, a background check every ``followingInterval`` seconds (for
+    /// them up, and, while the stream is listened to, a background check every 0.2 seconds (for
     /// an open that can fall behind), so that a listener learns of them without reading. The stream ends when the
     /// store closes.
     public func transactions() -> AsyncStream<HistoryRecord> {
@@ -638,7 +638,7 @@ public final class FileStore: DataStore {
     ///
     /// External-storage bytes are written to blob files (and flushed) before the record that names them.
     ///
-    /// - Throws: ``SaveError`` (nothing written), ``FileStoreError/writesStopped(reason:)``, or an I/O error. After
+    /// - Throws: `SaveError` (nothing written), ``FileStoreError/writesStopped(reason:)``, or an I/O error. After
     ///   a failed flush the record is cut off again and the store accepts no more writes until reopened: retrying
     ///   the flush could report success for data the kernel already dropped.
     public func save(_ changes: ChangeSet) throws -> SaveResult {
@@ -862,7 +862,7 @@ public final class FileStore: DataStore {
     /// blobs no object references, and deletes the retired blobs past their grace period (docs/FORMAT.md, *Writing,
     /// rotation and compaction* and *External storage*). A crash at any step leaves the old or the new state whole.
     ///
-    /// - Throws: ``SaveError/readOnly(reason:)``, ``FileStoreError/writesStopped(reason:)``, or an I/O error (the
+    /// - Throws: `SaveError.readOnly(reason:)`, ``FileStoreError/writesStopped(reason:)``, or an I/O error (the
     ///   store is then unchanged).
     /// - Complexity: O(objects); writes the whole state once.
     @discardableResult

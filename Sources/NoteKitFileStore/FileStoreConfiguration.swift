@@ -62,11 +62,11 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
 
     /// How much history (``FileStore/history()``) the store keeps.
     public enum HistoryRetention: Sendable, Hashable {
-        /// Every transaction, until ``NoteKit/ModelContext/deleteHistory(_:)`` deletes it (SwiftData's behaviour).
+        /// Every transaction, until `ModelContext.deleteHistory(_:)` deletes it (SwiftData's behaviour).
         /// Compaction cannot reclaim history that is kept: delete what every consumer has processed.
         case untilDeleted
         /// At least the latest `count` transactions; older ones are deleted as new ones are committed (a consumer
-        /// whose token is older gets ``NoteKit/HistoryError/historyTokenExpired(oldestRetained:)``). `latest(0)`
+        /// whose token is older gets `HistoryError.historyTokenExpired(oldestRetained:)`). `latest(0)`
         /// keeps no history past the next compaction.
         case latest(Int)
     }
