@@ -9,7 +9,8 @@ public enum NotesSchema: VersionedSchema {
     /// 4.0.0: the version a store written by this build records.
     public static var versionIdentifier: Schema.Version { Schema.Version(4, 0, 0) }
     /// The five models, in the order the schema lists them: ``Note``, ``Folder``, ``NoteDrawing``,
-    /// ``NoteRevision``, ``NoteAttachment``. Pass them to `ModelContainer(for:configurations:)`.
+    /// ``NoteRevision``, ``NoteAttachment``. A container takes them as `Schema(versionedSchema: NotesSchema.self)`,
+    /// which records version 4.0.0, or as `Schema(NotesSchema.models)`.
     public static var models: [any PersistentModel.Type] {
         [Note.self, Folder.self, NoteDrawing.self, NoteRevision.self, NoteAttachment.self]
     }
