@@ -82,8 +82,8 @@ public struct AttachmentDirectory: Sendable {
     /// How files are written, read and removed.
     public let fileSystem: any AttachmentFileSystem
 
-    /// The attachments directory at `url`, created when the first file is written. Keep it beside the store (the
-    /// demo uses `PATH.attachments`) and out of the store's own directory, which is the store's alone.
+    /// The attachments directory at `url`, created when the first file is written (the demo keeps it beside the
+    /// store, as `PATH.attachments`).
     public init(url: URL, fileSystem: any AttachmentFileSystem = LocalAttachmentFileSystem()) {
         self.url = url
         self.fileSystem = fileSystem

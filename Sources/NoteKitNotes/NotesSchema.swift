@@ -6,7 +6,7 @@ import NoteKit
 /// version 1 had notes, folders and drawings; version 2 added revisions; version 3 nested folders; version 4
 /// attachments. Registering any one of the models registers all five (M2).
 public enum NotesSchema: VersionedSchema {
-    /// 4.0.0: the version a store written by this build records.
+    /// 4.0.0, the notes schema's current version (`notekit --version` prints it).
     public static var versionIdentifier: Schema.Version { Schema.Version(4, 0, 0) }
     /// The five models, in the order the schema lists them: ``Note``, ``Folder``, ``NoteDrawing``,
     /// ``NoteRevision``, ``NoteAttachment``. A container takes them as `Schema(versionedSchema: NotesSchema.self)`,

@@ -137,7 +137,7 @@ extension StoreFileSystem {
 }
 
 /// An open file the store writes to, returned by ``StoreFileSystem/create(_:)`` and
-/// ``StoreFileSystem/openForAppending(_:)``. The store uses one from one thread at a time.
+/// ``StoreFileSystem/openForAppending(_:)``.
 public protocol StoreFile: AnyObject {
     /// How many bytes the file has.
     var size: Int { get }
@@ -161,8 +161,8 @@ extension StoreFile {
 
 /// A held advisory lock; released by `unlock()` or when the process ends.
 public protocol StoreLockHandle: AnyObject, Sendable {
-    /// Releases the lock. Calling it again does nothing; it cannot fail (the kernel releases a `flock` when its
-    /// file is closed).
+    /// Releases the lock. The store calls it once per handle; it cannot fail (the kernel releases a `flock` when
+    /// its file is closed in any case).
     func unlock()
 }
 

@@ -58,7 +58,8 @@ public struct VerificationReport: Sendable, Hashable {
         case danglingReference
         /// A relationship whose target does not exist.
         case danglingRelationship
-        /// A blob a live object names is not in `blobs/` (or found only retired, past saving).
+        /// A blob a live object names is not in `blobs/`, or is there only as a retired copy (which a writable
+        /// open deletes once its grace period has passed).
         case missingBlob
         /// A blob's size differs from the size its record gives.
         case blobSizeMismatch
@@ -78,8 +79,7 @@ public struct VerificationReport: Sendable, Hashable {
         case incompleteSnapshot
     }
 
-    /// Every problem found, in the order met: the manifest, then each segment in order, then the blobs and the
-    /// stray entries.
+    /// Every problem found, in the order it was met; empty for a healthy store.
     public var problems: [Problem] = []
     /// Whether the store is healthy.
     public var ok: Bool { problems.isEmpty }
