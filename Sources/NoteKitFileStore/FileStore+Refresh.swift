@@ -26,7 +26,7 @@ extension FileStore {
     /// - Throws: ``FileStoreError`` when what was appended is damaged or inconsistent (seen twice over an unchanged
     ///   manifest), ``FileStoreError/storeKeptChanging(path:attempts:seconds:)`` after
     ///   ``FileStoreConfiguration/readRetryTimeout`` of other processes replacing the manifest, an I/O error, or
-    ///   (for a reload) the ``MigrationError`` an open would throw, when another process moved the store to a schema
+    ///   (for a reload) the `MigrationError` an open would throw, when another process moved the store to a schema
     ///   this open's is older than; the store then keeps the state it had.
     /// - Complexity: O(bytes appended) when only appends happened; O(store) after a compaction.
     @discardableResult

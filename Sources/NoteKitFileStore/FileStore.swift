@@ -11,15 +11,50 @@ import NoteKit
 /// saves survive. Reads are answered from memory; each save appends one record and, by default, flushes it before
 /// returning.
 ///
+/// You rarely hold a `FileStore` yourself: `ModelContainer` creates it from a ``FileStoreConfiguration`` and
+/// contexts use it through NoteKit's `DataStore` protocol. Reach it (as `container.store as? FileStore`) for what
+/// only a store on disk has: ``compact()``, ``sync()``, ``refresh()``, ``recovery`` and ``statistics``.
+///
 /// ## Topics
+///
+/// ### Maintenance
 /// - ``compact()``
+/// - ``CompactionReport``
 /// - ``sync()``
 /// - ``close()``
+///
+/// ### What the open found
 /// - ``recovery``
+/// - ``RecoveryReport``
 /// - ``statistics``
-/// - ``salvage(from:to:schema:)``
+/// - ``Statistics``
+///
+/// ### Several processes
+/// - ``refresh()``
+/// - ``transactions()``
+///
+/// ### Salvage
+/// - ``salvage(from:to:fileSystem:)``
+/// - ``SalvageReport``
+///
+/// ### History
+/// - ``history()``
+/// - ``deleteHistory(_:)``
+///
+/// ### The store protocol
+/// - ``schema``
+/// - ``configuration``
+/// - ``snapshots(for:)``
+/// - ``fetch(_:)``
+/// - ``identifier(entity:uniqueConstraint:key:)``
+/// - ``identifiers(entity:relationship:referencing:)``
+/// - ``save(_:)``
+/// - ``generation``
 public final class FileStore: DataStore {
+    /// The schema the store's rows follow: the container's schema, at the version the store records (after a
+    /// lightweight migration, the version migrated to).
     public let schema: Schema
+    /// The configuration the store was opened with.
     public let configuration: FileStoreConfiguration
     /// What the open did to recover: a torn tail excluded, leftovers removed, damage reported in `.pointInTime`.
     public let recovery: RecoveryReport
@@ -81,10 +116,16 @@ public final class FileStore: DataStore {
         /// In `.pointInTime` mode, the damage where loading stopped.
         public var damage: FileStoreError?
 
+        /// An incomplete or damaged last record of the last segment, which the open excluded: a save cut short by
+        /// a crash, never one that was acknowledged (docs/FORMAT.md, *Recovery*).
         public struct TornTail: Sendable, Hashable {
+            /// The segment's path.
             public var segment: String
+            /// The byte offset in the segment where the excluded bytes begin (the end of the last intact record).
             public var offset: Int
+            /// How many bytes were excluded.
             public var length: Int
+            /// Why the bytes are not a record: cut short, a checksum mismatch, a header that does not parse.
             public var reason: String
             /// The quarantine file holding the bytes (nil when opened read-only: nothing was moved).
             public var quarantinedAt: String?
@@ -492,6 +533,12 @@ public final class FileStore: DataStore {
 
     // MARK: DataStore
 
+    /// The saved snapshots of `ids`, in order; nil for an identifier the store does not have.
+    ///
+    /// An open that can fall behind (read-only, or shared per save) first picks up what other processes committed,
+    /// as ``FileStoreConfiguration/automaticRefreshInterval`` says.
+    ///
+    /// - Complexity: O(`ids.count`), from memory; no file is read (external-storage bytes load on first use).
     public func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
         state.withLock { state in
             refreshAutomatically(&state)
@@ -499,6 +546,14 @@ public final class FileStore: DataStore {
         }
     }
 
+    /// Runs a fetch over the saved rows, in memory, with the same planner as the in-memory store (declared indexes,
+    /// filters run in the store).
+    ///
+    /// An open that can fall behind first picks up other processes' commits
+    /// (``FileStoreConfiguration/automaticRefreshInterval``); a failed refresh is recorded in
+    /// ``Statistics/lastRefreshError`` and the fetch runs on the state the store had.
+    ///
+    /// - Throws: NoteKit's `FetchError` when the filter cannot be evaluated.
     public func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult {
         try state.withLock { state in
             refreshAutomatically(&state)
@@ -506,6 +561,10 @@ public final class FileStore: DataStore {
         }
     }
 
+    /// The identifier of the saved object of `entity` whose unique constraint number `constraint` has the values
+    /// `key`, if there is one; used by a context to upsert on save.
+    ///
+    /// - Complexity: O(1) on average: every unique constraint is indexed in memory.
     public func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) -> PersistentIdentifier? {
         state.withLock { state in
             refreshAutomatically(&state)
@@ -513,6 +572,10 @@ public final class FileStore: DataStore {
         }
     }
 
+    /// The identifiers of saved objects of `entity` whose relationship number `relationship` points at `target`;
+    /// used by delete rules for relationships without an inverse.
+    ///
+    /// - Complexity: O(objects of `entity`).
     public func identifiers(entity: String, relationship: Int, referencing target: PersistentIdentifier)
         -> [PersistentIdentifier] {
         state.withLock { state in
@@ -521,6 +584,8 @@ public final class FileStore: DataStore {
         }
     }
 
+    /// The number of the last committed transaction, which every save (of any process, once picked up) increases;
+    /// contexts compare it to skip work.
     public var generation: UInt64 {
         state.withLock { state in
             refreshAutomatically(&state)
@@ -542,7 +607,7 @@ public final class FileStore: DataStore {
     /// Deletes the transactions in `ranges` from the history by appending a `trim` record (flushed as a save is);
     /// the space is reclaimed at the next compaction.
     ///
-    /// - Throws: ``SaveError/readOnly(reason:)``, ``FileStoreError/writesStopped(reason:)`` or an I/O error; the
+    /// - Throws: `SaveError.readOnly(reason:)`, ``FileStoreError/writesStopped(reason:)`` or an I/O error; the
     ///   history is then unchanged.
     public func deleteHistory(_ ranges: [ClosedRange<UInt64>]) throws {
         try state.withLock { state in try withWriteAccess(&state) { log, state in
@@ -559,7 +624,7 @@ public final class FileStore: DataStore {
     }
 
     /// Every transaction committed from now on: this open's saves, and other processes' commits as reads pick
-    /// them up, and, while the stream is listened to, a background check every ``followingInterval`` seconds (for
+    /// them up, and, while the stream is listened to, a background check every 0.2 seconds (for
     /// an open that can fall behind), so that a listener learns of them without reading. The stream ends when the
     /// store closes.
     public func transactions() -> AsyncStream<HistoryRecord> {
@@ -573,7 +638,7 @@ public final class FileStore: DataStore {
     ///
     /// External-storage bytes are written to blob files (and flushed) before the record that names them.
     ///
-    /// - Throws: ``SaveError`` (nothing written), ``FileStoreError/writesStopped(reason:)``, or an I/O error. After
+    /// - Throws: `SaveError` (nothing written), ``FileStoreError/writesStopped(reason:)``, or an I/O error. After
     ///   a failed flush the record is cut off again and the store accepts no more writes until reopened: retrying
     ///   the flush could report success for data the kernel already dropped.
     public func save(_ changes: ChangeSet) throws -> SaveResult {
@@ -780,8 +845,11 @@ public final class FileStore: DataStore {
 
     /// What a compaction did.
     public struct CompactionReport: Sendable, Hashable {
+        /// The bytes of the segments before the compaction.
         public var bytesBefore: Int
+        /// The bytes of the one segment written, holding the state and the history kept.
         public var bytesAfter: Int
+        /// The paths of the segments deleted because the new manifest no longer lists them.
         public var segmentsRemoved: [String]
         /// The blobs no object names any more, taken out of the store: retired (kept for readers for
         /// ``FileStoreConfiguration/retiredBlobGracePeriod``), or deleted at once when that is 0.
@@ -794,7 +862,7 @@ public final class FileStore: DataStore {
     /// blobs no object references, and deletes the retired blobs past their grace period (docs/FORMAT.md, *Writing,
     /// rotation and compaction* and *External storage*). A crash at any step leaves the old or the new state whole.
     ///
-    /// - Throws: ``SaveError/readOnly(reason:)``, ``FileStoreError/writesStopped(reason:)``, or an I/O error (the
+    /// - Throws: `SaveError.readOnly(reason:)`, ``FileStoreError/writesStopped(reason:)``, or an I/O error (the
     ///   store is then unchanged).
     /// - Complexity: O(objects); writes the whole state once.
     @discardableResult

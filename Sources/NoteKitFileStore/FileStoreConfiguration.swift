@@ -52,6 +52,8 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
         /// And more than this fraction of what it holds must be superseded (0…1).
         public var garbageRatio: Double
 
+        /// A policy that compacts once the log is at least `minimumLogSize` bytes (16 MiB by default) and more than
+        /// `garbageRatio` of it (half, by default) is superseded.
         public init(minimumLogSize: Int = 16 << 20, garbageRatio: Double = 0.5) {
             self.minimumLogSize = minimumLogSize
             self.garbageRatio = garbageRatio
@@ -60,11 +62,11 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
 
     /// How much history (``FileStore/history()``) the store keeps.
     public enum HistoryRetention: Sendable, Hashable {
-        /// Every transaction, until ``NoteKit/ModelContext/deleteHistory(_:)`` deletes it (SwiftData's behaviour).
+        /// Every transaction, until `ModelContext.deleteHistory(_:)` deletes it (SwiftData's behaviour).
         /// Compaction cannot reclaim history that is kept: delete what every consumer has processed.
         case untilDeleted
         /// At least the latest `count` transactions; older ones are deleted as new ones are committed (a consumer
-        /// whose token is older gets ``NoteKit/HistoryError/historyTokenExpired(oldestRetained:)``). `latest(0)`
+        /// whose token is older gets `HistoryError.historyTokenExpired(oldestRetained:)`). `latest(0)`
         /// keeps no history past the next compaction.
         case latest(Int)
     }
@@ -100,11 +102,17 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     /// SQLite busy timeout an application sets.
     public static let defaultLockTimeout: Double = 5
 
+    /// A name for the store, used in error messages and as the history's store identifier; the directory's last
+    /// path component unless given.
     public var name: String
     /// The store's directory.
     public var url: URL
+    /// Whether the store may be written, and whether a writable open creates a missing store;
+    /// ``Mode/readWrite(createIfMissing:)`` with `true` by default.
     public var mode: Mode
+    /// What an open does with damage; ``RecoveryMode/tolerateTornTail`` by default.
     public var recovery: RecoveryMode
+    /// When a committed save reaches the disk; ``Durability/everySave`` by default.
     public var durability: Durability
     /// A segment past this size is closed and a new one started at the next save.
     public var maximumSegmentSize: Int
@@ -158,6 +166,9 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     var clocks: StoreClocks = .system
 
     /// A store at `url`, created when missing, durable on every save, shared with other writers per save.
+    ///
+    /// Nothing is opened or checked here: the container's `ModelContainer(for:configurations:)` opens the store
+    /// (``makeStore(schema:)``) and throws what the open finds. Each parameter sets the property of the same name.
     public init(url: URL, name: String? = nil, mode: Mode = .readWrite(createIfMissing: true),
                 recovery: RecoveryMode = .tolerateTornTail, durability: Durability = .everySave,
                 maximumSegmentSize: Int = 64 << 20, automaticCompaction: AutomaticCompaction? = AutomaticCompaction(),

@@ -44,6 +44,8 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// a fresh fetch still names the blob, the store is damaged; ``StoreVerifier`` reports it as a missing blob.)
     case blobRemoved(name: String, path: String)
 
+    /// A sentence a person can act on: what is wrong, the file and byte offset concerned, and, where one helps,
+    /// what to do next.
     public var description: String {
         switch self {
         case let .locked(path, holder, timeout):

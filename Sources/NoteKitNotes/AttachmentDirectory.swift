@@ -21,6 +21,7 @@ public protocol AttachmentFileSystem: Sendable {
 
 /// The local file system.
 public struct LocalAttachmentFileSystem: AttachmentFileSystem {
+    /// The local file system, through `FileManager` and POSIX calls; it holds no state.
     public init() {}
 
     /// Writes to a temporary file beside `url`, flushes it, renames it into place and flushes the directory, so a
@@ -54,10 +55,20 @@ public struct LocalAttachmentFileSystem: AttachmentFileSystem {
         }
     }
 
+    /// The whole content of the file at `url`.
+    ///
+    /// - Throws: Foundation's error when the file is missing or unreadable.
     public func read(_ url: URL) throws -> Data { try Data(contentsOf: url) }
 
+    /// Removes the file at `url`.
+    ///
+    /// - Throws: Foundation's error when nothing is there or it cannot be removed.
     public func remove(_ url: URL) throws { try FileManager.default.removeItem(at: url) }
 
+    /// The names of the entries of the directory at `url`, in no particular order; empty when the directory does
+    /// not exist yet (no file was ever attached).
+    ///
+    /// - Throws: Foundation's error when the directory exists but cannot be listed.
     public func fileNames(in url: URL) throws -> [String] {
         guard FileManager.default.fileExists(atPath: url.path) else { return [] }
         return try FileManager.default.contentsOfDirectory(atPath: url.path)
@@ -71,6 +82,8 @@ public struct AttachmentDirectory: Sendable {
     /// How files are written, read and removed.
     public let fileSystem: any AttachmentFileSystem
 
+    /// The attachments directory at `url`, created when the first file is written (the demo keeps it beside the
+    /// store, as `PATH.attachments`).
     public init(url: URL, fileSystem: any AttachmentFileSystem = LocalAttachmentFileSystem()) {
         self.url = url
         self.fileSystem = fileSystem

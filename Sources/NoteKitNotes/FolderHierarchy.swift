@@ -9,6 +9,7 @@ public enum FolderHierarchyError: Error, Sendable, Hashable, CustomStringConvert
     /// A folder cannot be moved into a folder inside it.
     case moveIntoDescendant(folder: String, destination: String)
 
+    /// A sentence naming the folder (and the destination) by name.
     public var description: String {
         switch self {
         case .moveIntoItself(let folder): "cannot move folder \(String(reflecting: folder)) into itself"
@@ -30,6 +31,7 @@ public struct FolderHierarchy {
     /// The context the folders belong to.
     public let context: ModelContext
 
+    /// The hierarchy of the folders in `context`. It holds no state of its own: make one wherever needed.
     public init(context: ModelContext) {
         self.context = context
     }

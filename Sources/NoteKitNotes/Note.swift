@@ -14,7 +14,10 @@ import NoteKit
 public final class Note: PersistentModel {
     /// A stable identifier of the note's own.
     @Attribute(.unique) public var id = UUID()
+    /// The note's title; set it through ``NoteEditor/commit(_:to:)`` so that the change is dated and the version
+    /// it replaces kept (T2, T4).
     @Attribute public var title = ""
+    /// The note's text; set it through ``NoteEditor`` as the title.
     @Attribute public var body = ""
     /// The date of the event the note is about, if any.
     @Attribute public var eventDate: Date?
@@ -33,5 +36,7 @@ public final class Note: PersistentModel {
     /// ``NoteAttachments/delete(_:in:using:)`` (R8).
     @Relationship(deleteRule: .cascade, inverse: \NoteAttachment.note) public var attachments: [NoteAttachment] = []
 
+    /// An empty, unfiled note created now, in no context yet; required by `PersistentModel`. Create notes with
+    /// ``NoteEditor/createNote(_:in:)`` instead, which dates them by the editor's clock.
     public required init() {}
 }

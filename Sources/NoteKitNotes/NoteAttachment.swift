@@ -9,6 +9,7 @@ import NoteKit
 /// in the store (R9): the record holds only the stored file's name, the original name, the content type and the
 /// size.
 public final class NoteAttachment: PersistentModel {
+    /// A stable identifier of the record's own.
     @Attribute(.unique) public var id = UUID()
     /// The file's name inside the attachments directory.
     @Attribute(.unique) public var fileName = ""
@@ -18,7 +19,10 @@ public final class NoteAttachment: PersistentModel {
     @Attribute public var contentType = ""
     /// The file's length in bytes.
     @Attribute public var size: Int64 = 0
+    /// The note the file is attached to (inverse of `Note.attachments`).
     @Relationship public var note: Note?
 
+    /// An empty record, in no context yet; required by `PersistentModel`. Attach files with
+    /// ``NoteAttachments/add(_:originalName:contentType:to:)``, which writes the file before the record (R8).
     public required init() {}
 }

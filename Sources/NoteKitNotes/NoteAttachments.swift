@@ -20,6 +20,8 @@ public struct NoteAttachments {
     /// Where the helper gets the time.
     public let clock: any NoteClock
 
+    /// The attachments of the notes in `context`, their files in `directory`, dated by `clock`. It holds no state
+    /// of its own: make one wherever needed.
     public init(context: ModelContext, directory: AttachmentDirectory, clock: any NoteClock = SystemNoteClock()) {
         self.context = context
         self.directory = directory

@@ -14,7 +14,9 @@ public protocol NoteClock: Sendable {
 
 /// The system's clock.
 public struct SystemNoteClock: NoteClock {
+    /// The system's clock; it holds no state.
     public init() {}
+    /// The system's current time (`Date()`).
     public func now() -> Date { Date() }
 }
 
@@ -25,6 +27,7 @@ public final class ManualNoteClock: NoteClock {
     /// A clock stopped at `date`.
     public init(_ date: Date) { current = Mutex(date) }
 
+    /// The time the clock was last set to (or stopped at, or advanced to). Safe to call from any thread.
     public func now() -> Date { current.withLock { $0 } }
 
     /// Sets the time.

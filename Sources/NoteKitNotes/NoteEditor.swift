@@ -20,6 +20,8 @@ public struct NoteEditor {
     /// Where the editor gets the time.
     public let clock: any NoteClock
 
+    /// An editor of the notes in `context`, dated by `clock` (the system's by default; a ``ManualNoteClock`` in
+    /// tests). It holds no state of its own: make one wherever needed.
     public init(context: ModelContext, clock: any NoteClock = SystemNoteClock()) {
         self.context = context
         self.clock = clock
@@ -27,10 +29,14 @@ public struct NoteEditor {
 
     /// The authored content of a note: what a revision keeps and what an edit changes.
     public struct Draft: Sendable, Hashable {
+        /// The note's title.
         public var title: String
+        /// The note's text.
         public var body: String
+        /// The date of the event the note is about, if any.
         public var eventDate: Date?
 
+        /// A draft with the given content; empty by default.
         public init(title: String = "", body: String = "", eventDate: Date? = nil) {
             self.title = title
             self.body = body

@@ -46,8 +46,14 @@ private func flush(_ descriptor: Int32, dataOnly: Bool) -> Int32 {
 /// ``FileStoreError/unexpectedFileType(path:found:expected:)`` before a byte is read or written. Directories are
 /// followed: a store's `blobs/` or `segments/` may be a link to a directory elsewhere (docs/FORMAT.md, *File types*).
 public struct POSIXFileSystem: StoreFileSystem {
+    /// The real file system. It holds no state: every instance behaves the same.
     public init() {}
 
+    /// The whole content of the regular file at `path`, read in a loop until its length at open.
+    ///
+    /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` for anything but a regular file, or a
+    ///   ``StoreIOError`` naming the failed call.
+    /// - Complexity: allocates the file's length; the store reads segments in bounded pieces instead.
     public func read(_ path: String) throws -> [UInt8] {
         let (descriptor, status) = try openRegularFile(path, O_RDONLY)
         defer { _ = closeDescriptor(descriptor) }
@@ -74,6 +80,11 @@ public struct POSIXFileSystem: StoreFileSystem {
         try read(path, from: offset, count: nil)
     }
 
+    /// At most `count` bytes from `offset`, read with `pread` (fewer at the end of the file).
+    ///
+    /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` for anything but a regular file, or a
+    ///   ``StoreIOError``.
+    /// - Complexity: allocates at most `count` bytes, whatever the file's length.
     public func read(_ path: String, from offset: Int, count limit: Int) throws -> [UInt8] {
         try read(path, from: offset, count: Optional(limit))
     }
@@ -185,6 +196,10 @@ public struct POSIXFileSystem: StoreFileSystem {
         ])
     }
 
+    /// Creates a new, empty file with `O_EXCL` (no link is followed; an existing entry of any kind refuses it) and
+    /// opens it for writing.
+    ///
+    /// - Throws: a ``StoreIOError`` (`EEXIST` when something is at `path`).
     public func create(_ path: String) throws -> any StoreFile {
         // O_EXCL fails on any existing entry, a link (dangling or not) included: nothing is created through one.
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
@@ -192,6 +207,10 @@ public struct POSIXFileSystem: StoreFileSystem {
         return POSIXFile(descriptor: descriptor, path: path, size: 0)
     }
 
+    /// Opens the existing regular file at `path` for writing at its end.
+    ///
+    /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` for anything but a regular file, or a
+    ///   ``StoreIOError``.
     public func openForAppending(_ path: String) throws -> any StoreFile {
         let (descriptor, _) = try openRegularFile(path, O_WRONLY)
         let end = lseek(descriptor, 0, SEEK_END)
@@ -203,6 +222,10 @@ public struct POSIXFileSystem: StoreFileSystem {
         return POSIXFile(descriptor: descriptor, path: path, size: Int(end))
     }
 
+    /// Renames `source` to `destination` with `rename(2)`, replacing `destination` atomically. Not durable until
+    /// the directory is flushed (``syncDirectory(_:)``).
+    ///
+    /// - Throws: a ``StoreIOError`` naming both paths.
     public func rename(_ source: String, to destination: String) throws {
         guard renamePath(source, destination) == 0 else {
             throw StoreIOError(operation: "rename", path: "\(source) -> \(destination)", code: errno)
@@ -217,6 +240,10 @@ public struct POSIXFileSystem: StoreFileSystem {
         guard unlink(path) == 0 else { throw StoreIOError(operation: "unlink", path: path, code: errno) }
     }
 
+    /// Flushes the directory at `path` (`fsync` of the directory), making its creations, renames and deletions
+    /// durable.
+    ///
+    /// - Throws: a ``StoreIOError``.
     public func syncDirectory(_ path: String) throws {
         let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw StoreIOError(operation: "open directory", path: path, code: errno) }
@@ -224,6 +251,10 @@ public struct POSIXFileSystem: StoreFileSystem {
         guard fsync(descriptor) == 0 else { throw StoreIOError(operation: "fsync directory", path: path, code: errno) }
     }
 
+    /// Creates the directory at `path` and any missing parent, each with mode 0755; an existing one is left as it
+    /// is.
+    ///
+    /// - Throws: a ``StoreIOError`` naming the component that could not be created.
     public func makeDirectory(_ path: String) throws {
         var prefix = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
@@ -234,6 +265,9 @@ public struct POSIXFileSystem: StoreFileSystem {
         }
     }
 
+    /// The names of the entries of the directory at `path`, sorted, without `.` and `..`.
+    ///
+    /// - Throws: a ``StoreIOError``.
     public func contentsOfDirectory(_ path: String) throws -> [String] {
         guard let directory = opendir(path) else {
             throw StoreIOError(operation: "opendir", path: path, code: errno)
@@ -255,6 +289,10 @@ public struct POSIXFileSystem: StoreFileSystem {
         return lstat(path, &status) == 0
     }
 
+    /// Cuts the regular file at `path` to `length` bytes and flushes it (`fsync`, data and length).
+    ///
+    /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` for anything but a regular file, or a
+    ///   ``StoreIOError``.
     public func truncate(_ path: String, to length: Int) throws {
         let (descriptor, _) = try openRegularFile(path, O_WRONLY)
         defer { _ = closeDescriptor(descriptor) }

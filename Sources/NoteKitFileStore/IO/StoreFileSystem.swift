@@ -58,7 +58,20 @@ public protocol StoreFileSystem: Sendable {
 
 /// What a directory entry is: the store keeps its files only in regular files and directories.
 public enum StoreFileKind: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-    case regularFile, directory, symbolicLink, fifo, socket, characterDevice, blockDevice
+    /// A regular file: what every store file must be.
+    case regularFile
+    /// A directory: what the store's directory, `segments/`, `blobs/` and `quarantine/` must be.
+    case directory
+    /// A symbolic link (`lstat` does not follow it).
+    case symbolicLink
+    /// A FIFO (named pipe), which would block an open that waited for a writer.
+    case fifo
+    /// A Unix-domain socket.
+    case socket
+    /// A character device, such as `/dev/null`.
+    case characterDevice
+    /// A block device, such as a disk.
+    case blockDevice
     /// A kind this build has no name for: treated like any other kind that is not a regular file or a directory.
     case unknown
 
@@ -77,14 +90,16 @@ public enum StoreFileKind: String, Sendable, Hashable, CaseIterable, CustomStrin
     }
 }
 
-/// An open file the store writes to.
 /// What a refresh needs to know to tell whether a file changed: its size and an identity that changes when the
 /// file is replaced (a new inode) or modified.
 public struct StoreFileStatus: Sendable, Hashable {
+    /// The file's length in bytes.
     public var size: Int
     /// Changes when the file is replaced or written (for POSIX: device, inode and modification time).
     public var identity: [Int64]
 
+    /// A status of `size` bytes and the given identity; a file system implementation returns it from
+    /// ``StoreFileSystem/status(_:)``.
     public init(size: Int, identity: [Int64]) {
         self.size = size
         self.identity = identity
@@ -121,6 +136,8 @@ extension StoreFileSystem {
     }
 }
 
+/// An open file the store writes to, returned by ``StoreFileSystem/create(_:)`` and
+/// ``StoreFileSystem/openForAppending(_:)``.
 public protocol StoreFile: AnyObject {
     /// How many bytes the file has.
     var size: Int { get }
@@ -144,6 +161,8 @@ extension StoreFile {
 
 /// A held advisory lock; released by `unlock()` or when the process ends.
 public protocol StoreLockHandle: AnyObject, Sendable {
+    /// Releases the lock. The store calls it once per handle; it cannot fail (the kernel releases a `flock` when
+    /// its file is closed in any case).
     func unlock()
 }
 
@@ -156,12 +175,16 @@ public struct StoreIOError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The `errno` value.
     public let code: Int32
 
+    /// The error of `operation` on `path`, failed with the `errno` value `code`; a file system implementation
+    /// throws it.
     public init(operation: String, path: String, code: Int32) {
         self.operation = operation
         self.path = path
         self.code = code
     }
 
+    /// The operation, the path, and the system's meaning of the error with its number: `read failed for
+    /// …/segments/000002.seg: Permission denied (errno 13)`.
     public var description: String {
         "\(operation) failed for \(path): \(String(cString: strerror(code))) (errno \(code))"
     }

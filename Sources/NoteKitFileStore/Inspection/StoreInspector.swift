@@ -42,7 +42,7 @@ public enum StoreInspector {
 
     /// Opens the store at `url` for writing, in the schema stored in it (for compaction by a tool). The schema is
     /// read before the lock is taken, pinned as every read is: another process compacting meanwhile makes the open
-    /// wait for the lock, or refuse with ``FileStoreError/locked(path:)``, never report damage.
+    /// wait for the lock, or refuse with ``FileStoreError/locked(path:holder:timeout:)``, never report damage.
     public static func openForWriting(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> FileStore {
         guard let schema = try schemaHistory(at: url, fileSystem: fileSystem).last else {
             throw FileStoreError.undecodableRecord(file: url.path, offset: 0, reason: "the store records no schema")
@@ -58,6 +58,7 @@ public enum StoreInspector {
         public var formatVersion: Int
         /// The current schema's version and content hash.
         public var schemaVersion: Schema.Version
+        /// The current schema's content hash: the SHA-256 of its entities' canonical JSON, in lowercase hex.
         public var schemaHash: String
         /// Live objects per entity.
         public var entities: [String: Int]
@@ -69,12 +70,15 @@ public enum StoreInspector {
         public var segmentBytes: Int
         /// Blob files and their bytes (not counting retired blobs, which no object names).
         public var blobs: Int
+        /// The bytes of those blob files, from the file system's metadata (no blob is read).
         public var blobBytes: Int
         /// The numbers of the first and last transactions still in the log (nil when there are none).
         public var firstTransaction: UInt64?
+        /// The number of the last committed transaction (0 for a store that has committed none).
         public var lastTransaction: UInt64
         /// How many transactions the store's history keeps, and the numbers of the oldest and newest.
         public var historyTransactions: Int
+        /// The numbers of the oldest and newest transaction the history keeps; nil when it keeps none.
         public var historyKept: ClosedRange<UInt64>?
     }
 
@@ -147,13 +151,17 @@ extension SegmentScan {
 }
 
 extension StoreInspector {
-    /// Every live object of `store` (of `entity` only, when given) as one JSON object per line:
+    /// Every live object of `store` (of `name` only, when given) as one JSON object per line:
     /// `{"entity":…,"id":…,"attributes":{…},"relationships":{…}}`, values in the store format's JSON forms except
     /// dates, which are ISO 8601 text in UTC to the millisecond (`2026-03-01T09:30:00.000Z`) rather than the stored
     /// seconds since 2001.
     ///
-    /// - Parameter body: receives each line, in entity order then insertion order.
-    /// - Throws: ``FetchError/unknownEntity(_:)`` when `entity` is not in the schema.
+    /// - Parameters:
+    ///   - store: the store to read, usually from ``openReadOnly(at:recovery:fileSystem:)``.
+    ///   - name: the entity to print; nil prints every entity.
+    ///   - body: receives each line, in entity order then insertion order.
+    /// - Throws: NoteKit's `FetchError.unknownEntity(_:)` when `name` is not in the schema.
+    /// - Complexity: O(objects printed); one line is built at a time.
     public static func dump(_ store: FileStore, entity name: String? = nil, _ body: (String) -> Void) throws {
         let entities = try name.map { name in
             guard let entity = store.schema.entity(named: name) else { throw FetchError.unknownEntity(name) }

@@ -12,27 +12,59 @@ import Darwin
 
 /// What `notekit verify` finds: every problem of a store, each with its file, byte offset and kind.
 public struct VerificationReport: Sendable, Hashable {
+    /// One problem: where it is, what kind it is, and a sentence about it.
     public struct Problem: Sendable, Hashable, CustomStringConvertible {
+        /// The path of the file concerned (the manifest, a segment, a blob, or an entry of `segments/` or
+        /// `blobs/`).
         public var file: String
+        /// The byte offset in `file` where the problem begins; 0 for a problem of the whole file.
         public var offset: Int
+        /// What kind of problem it is: the key a script matches on (`notekit verify --json` prints its raw value).
         public var kind: Kind
+        /// What is wrong, as a sentence for a person.
         public var message: String
 
+        /// One line: the file, the offset, the kind and the message, as `notekit verify` prints it.
         public var description: String { "\(file) at byte \(offset): \(kind.rawValue): \(message)" }
     }
 
     /// The kinds of problem.
     public enum Kind: String, Sendable, Hashable, Codable {
-        case missingManifest, notAStoreFile, unsupportedFormatVersion, missingSegment, inconsistentSegments
+        /// The store's directory has no `MANIFEST` (or it does not exist at all).
+        case missingManifest
+        /// The manifest or a segment does not begin with NoteKit's magic line: it is not a NoteKit file.
+        case notAStoreFile
+        /// A file is in a store format version this build does not read.
+        case unsupportedFormatVersion
+        /// The manifest lists a segment that does not exist.
+        case missingSegment
+        /// The segments do not fit together: one from another store, out of order, or with a `segment` record
+        /// where it does not belong.
+        case inconsistentSegments
         /// An incomplete or checksum-failing last record of the last segment (what a crash leaves; the next
         /// writable open excludes it).
         case tornTail
-        case checksumMismatch, malformedRecord, truncatedRecord, undecodableRecord
+        /// A record, not at the torn tail, whose checksum does not match its payload.
+        case checksumMismatch
+        /// Bytes, not at the torn tail, that do not frame a record: a header that does not parse, a missing
+        /// newline, zeros where a record belongs.
+        case malformedRecord
+        /// A record, not at the torn tail, whose length runs past the end of the file.
+        case truncatedRecord
+        /// An intact record whose payload is not what the format allows (bad JSON, an unknown kind, a value that
+        /// does not fit its type).
+        case undecodableRecord
         /// A transaction that does not apply to the state before it (it names an object that does not exist).
         case danglingReference
         /// A relationship whose target does not exist.
         case danglingRelationship
-        case missingBlob, blobSizeMismatch, blobChecksumMismatch
+        /// A blob a live object names is not in `blobs/`, or is there only as a retired copy (which a writable
+        /// open deletes once its grace period has passed).
+        case missingBlob
+        /// A blob's size differs from the size its record gives.
+        case blobSizeMismatch
+        /// A blob's bytes do not hash (SHA-256) to its name.
+        case blobChecksumMismatch
         /// A store file exists but this process may not read it (`EACCES`, `EPERM`).
         case permissionDenied
         /// A store file could not be read for another reason than its absence or a permission (`EIO`, say).
@@ -47,6 +79,7 @@ public struct VerificationReport: Sendable, Hashable {
         case incompleteSnapshot
     }
 
+    /// Every problem found, in the order it was met; empty for a healthy store.
     public var problems: [Problem] = []
     /// Whether the store is healthy.
     public var ok: Bool { problems.isEmpty }

@@ -12,7 +12,7 @@ extension FileStoreConfiguration: MigratableStoreConfiguration {
     /// migrated store is open, in every ``FileStoreConfiguration/Sharing`` mode: a custom stage runs in one process
     /// only, and its saves take no lock of their own.
     ///
-    /// - Throws: ``FileStoreError/locked(path:)`` after the wait; ``FileStoreError/lockedInThisProcess(path:)`` at
+    /// - Throws: ``FileStoreError/locked(path:holder:timeout:)`` after the wait; ``FileStoreError/lockedInThisProcess(path:)`` at
     ///   once when an exclusive open of this process has the store (it keeps the lock until it closes); errors
     ///   reading the store's schema history.
     package func beginMigration() throws -> any StoreMigrationSession {

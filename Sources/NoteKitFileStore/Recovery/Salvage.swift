@@ -21,11 +21,18 @@ extension FileStore {
         /// on one that was lost).
         public var skippedRecords: [Skipped] = []
 
+        /// One part of the source a salvage left out: a stretch of bytes that was not an intact record, or an intact
+        /// record that could not be used.
         public struct Skipped: Sendable, Hashable, CustomStringConvertible {
+            /// The segment's path.
             public var file: String
+            /// The byte offset in the segment where the part begins.
             public var offset: Int
+            /// The part's length in bytes.
             public var length: Int
+            /// Why it was left out, as a sentence.
             public var reason: String
+            /// One line naming the file, the offset, the length and the reason, as `notekit salvage` prints it.
             public var description: String { "\(file) at byte \(offset) (\(length) bytes): \(reason)" }
         }
 

@@ -9,7 +9,7 @@ import NoteKit
 ///    declarations) and never edit them again. Writing the fixture with today's models would record today's schema
 ///    and prove nothing.
 /// 2. Write the fixture once with ``write(to:versionedSchema:populate:)`` and commit it with its `SHA256SUMS`.
-/// 3. In a test, ``verify(_:)`` the checksums, then ``openCopy(of:schema:migrationPlan:)`` and check what your users
+/// 3. In a test, ``verify(_:)`` the checksums, then ``openCopy(of:schema:migrationPlan:configure:)`` and check what your users
 ///    would see. The committed fixture is never opened itself, so it never changes.
 ///
 /// ```swift
@@ -78,7 +78,7 @@ public enum StoreFixture {
     /// an application's store would be migrated).
     ///
     /// - Returns: the container and the copy's location (delete it when done).
-    /// - Throws: what opening the store throws (``MigrationError`` for a refused migration).
+    /// - Throws: what opening the store throws (`MigrationError` for a refused migration).
     public static func openCopy(of url: URL, schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
                                 configure: (inout FileStoreConfiguration) -> Void = { _ in })
         throws -> (container: ModelContainer, copy: URL) {
@@ -126,6 +126,7 @@ public enum FixtureError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The fixture has no checksum list.
     case noChecksums(String)
 
+    /// The fixture's path and what to do about it.
     public var description: String {
         switch self {
         case .exists(let path): "\(path) exists; a committed fixture is never rewritten: add a new version instead"
