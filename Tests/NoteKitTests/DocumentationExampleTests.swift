@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+
+/// The Swift examples of the DocC articles and the README type-check against the modules this test run built
+/// (issue 16: examples that compile). How a file's blocks become programs: ``DocumentationExamples``.
+@Suite("Documentation examples")
+struct DocumentationExampleTests {
+    @Test("Every Swift example of an article or the README type-checks without a warning",
+          arguments: DocumentationExamples.files())
+    func examplesCompile(_ file: String) throws {
+        let compiler = try #require(SnippetCompiler.shared, SnippetCompiler.unavailableReason)
+        let text = try String(contentsOf: DocumentationExamples.packageRoot.appendingPathComponent(file), encoding: .utf8)
+        let examples = try DocumentationExamples(text, file: file)
+        for problem in try Self.problems(of: examples, file: file, compiler: compiler) {
+            Issue.record(Comment(rawValue: problem))
+        }
+    }
+
+    @Test("A broken example is reported at its line of the article, and a fragment is not compiled")
+    func brokenExample() throws {
+        let compiler = try #require(SnippetCompiler.shared, SnippetCompiler.unavailableReason)
+        let article = """
+            # Example
+
+            ```swift
+            let schema = try Schema([])
+            ```
+
+            Text between the blocks; the next block continues the program.
+
+            ```swift
+            let count: Int = schema.entities
+            ```
+
+            <!-- example: fragment -->
+            ```swift
+            dependencies: [.package(url: "…", from: "0.1.0")],
+            ```
+            """
+        let examples = try DocumentationExamples(article, file: "Sources/NoteKit/NoteKit.docc/Example.md")
+        #expect(examples.programs.count == 1)
+        #expect(examples.fragments == 1)
+        let problems = try Self.problems(of: examples, file: "Example.md", compiler: compiler)
+        #expect(problems.count == 1)
+        #expect(problems.first?.hasPrefix("Example.md:10: error: cannot convert value of type") == true,
+                "\(problems)")
+    }
+
+    @Test("A marker the test does not know is refused, naming its line")
+    func unknownMarker() {
+        #expect(throws: DocumentationExamples.MarkupError.self) {
+            try DocumentationExamples("text\n<!-- example: fragmnet -->\n```swift\nlet x = 1\n```\n", file: "A.md")
+        }
+        #expect((try? DocumentationExamples("<!-- example: new program -->\n```swift\nlet x = 1\n```\n"
+                                            + "<!-- example: new program -->\n```swift\nlet x = 2\n```\n",
+                                            file: "A.md"))?.programs.count == 2)
+    }
+
+    /// The errors and warnings of every program of `examples`, each as `file:line: severity: message` with the line
+    /// of the Markdown file.
+    static func problems(of examples: DocumentationExamples, file: String, compiler: SnippetCompiler) throws -> [String] {
+        try examples.programs.flatMap { program in
+            try compiler.diagnostics(of: program.source).filter { $0.severity == "error" || $0.severity == "warning" }
+                .map { diagnostic in
+                    let origin = diagnostic.line > 0 && diagnostic.line <= program.origins.count
+                        ? program.origins[diagnostic.line - 1] : 0
+                    return "\(file):\(origin): \(diagnostic.severity): \(diagnostic.message)"
+                }
+        }
+    }
+}
