@@ -75,9 +75,9 @@ struct DocumentationExamples {
         while index < lines.count {
             let line = lines[index]
             let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if trimmed.hasPrefix("<!--"), trimmed.hasSuffix("-->"),
-               let range = trimmed.range(of: "example:") {
-                marker = (String(trimmed[range.upperBound...].dropLast(3)).trimmingCharacters(in: .whitespaces), index + 1)
+            if trimmed.hasPrefix("<!-- example:"), trimmed.hasSuffix("-->") {
+                let text = trimmed.dropFirst("<!-- example:".count).dropLast(3)
+                marker = (text.trimmingCharacters(in: .whitespaces), index + 1)
                 index += 1
                 continue
             }
