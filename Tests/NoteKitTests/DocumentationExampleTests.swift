@@ -46,14 +46,42 @@ struct DocumentationExampleTests {
                 "\(problems)")
     }
 
-    @Test("A marker the test does not know is refused, naming its line")
+    @Test("An unknown marker, or a word after ```swift, is refused, naming its line")
     func unknownMarker() {
         #expect(throws: DocumentationExamples.MarkupError.self) {
             try DocumentationExamples("text\n<!-- example: fragmnet -->\n```swift\nlet x = 1\n```\n", file: "A.md")
         }
-        #expect((try? DocumentationExamples("<!-- example: new program -->\n```swift\nlet x = 1\n```\n"
-                                            + "<!-- example: new program -->\n```swift\nlet x = 2\n```\n",
-                                            file: "A.md"))?.programs.count == 2)
+        // docc takes a whole info string as the language: `swift fragment` would be shown without highlighting.
+        #expect(throws: DocumentationExamples.MarkupError.self) {
+            try DocumentationExamples("```swift fragment\nlet x = 1\n```\n", file: "A.md")
+        }
+    }
+
+    @Test("A block that begins with an import starts a program; one that does not continues the one before")
+    func programs() throws {
+        let compiler = try #require(SnippetCompiler.shared, SnippetCompiler.unavailableReason)
+        let article = """
+            ```swift
+            let name = "first"
+            ```
+
+            ```swift
+            print(name)
+            ```
+
+            ```swift
+            // A program of its own: it may declare `name` again.
+            import NoteKit
+            let name = 2
+            ```
+
+            ```swift
+            let doubled: Int = name * 2
+            ```
+            """
+        let examples = try DocumentationExamples(article, file: "README.md")
+        #expect(examples.programs.count == 2)
+        #expect(try Self.problems(of: examples, file: "README.md", compiler: compiler) == [])
     }
 
     /// The errors and warnings of every program of `examples`, each as `file:line: severity: message` with the line

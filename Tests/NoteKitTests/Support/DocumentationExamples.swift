@@ -3,11 +3,11 @@ import Foundation
 /// The Swift examples of a Markdown file (a DocC article or the README), as the programs the examples test
 /// type-checks (CONTRIBUTING.md, "Examples in the docs").
 ///
-/// Every ```` ```swift ```` block of a file is compiled, in order, as one program, so a block may use what an earlier
-/// block of the same file declared; the program imports `NoteKit` and the module whose catalog holds the file. An
-/// HTML comment on the line before the fence (blank lines between are allowed) changes that:
-/// - `<!-- example: fragment -->`: the block is not compiled (a part of a file, such as a `Package.swift` excerpt);
-/// - `<!-- example: new program -->`: the block starts a program of its own, which the blocks after it continue.
+/// Every ```` ```swift ```` block of a file is compiled. A block that begins with an `import` is a program of its own;
+/// a block that does not continues the program before it, so it may use what that one declared (the file's first
+/// such block imports `NoteKit` and the module whose catalog holds the file). A block after the HTML comment
+/// `<!-- example: fragment -->` (on the line before the fence, blank lines between allowed) is not compiled: an
+/// excerpt of something that is not a program, such as `Package.swift`.
 struct DocumentationExamples {
     /// One program: its source, and for each of its lines the line of the Markdown file it came from (0 for the
     /// imports the test adds).
@@ -54,7 +54,8 @@ struct DocumentationExamples {
 
     /// Splits `text`, the contents of `file`, into its programs.
     ///
-    /// - Throws: ``MarkupError`` for an unknown `example:` marker or a block left open.
+    /// - Throws: ``MarkupError`` for an unknown `example:` marker, a marker before a block that is not Swift, a
+    ///   ```` ```swift ```` fence with more words (docc would not highlight it), or a block left open.
     init(_ text: String, file: String) throws {
         let imports = ["NoteKit", Self.module(of: file)].compactMap { $0 }
             .reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
@@ -92,21 +93,29 @@ struct DocumentationExamples {
             guard let end = lines[(index + 1)...].firstIndex(where: {
                 $0.trimmingCharacters(in: .whitespaces) == "```"
             }) else { throw MarkupError(file: file, line: index + 1, problem: "a code block is never closed") }
+            if info.hasPrefix("swift "), info.split(separator: " ").first == "swift" {
+                // docc takes the whole info string as the listing's language: the block would lose its highlighting.
+                throw MarkupError(file: file, line: index + 1, problem: "```\(info): write ```swift, after "
+                                  + "<!-- example: fragment --> on the line before for a block that is not compiled")
+            }
             if info == "swift" {
                 switch marker?.text {
                 case "fragment"?:
                     fragments += 1
-                case "new program"?:
-                    finish()
-                    fallthrough
                 case nil:
-                    for number in (index + 1)..<end {
-                        source.append(String(lines[number].dropFirst(min(indent, lines[number].prefix { $0 == " " }.count))))
-                        origins.append(number + 1)
+                    let block = ((index + 1)..<end).map { number in
+                        String(lines[number].dropFirst(min(indent, lines[number].prefix { $0 == " " }.count)))
                     }
+                    let first = block.first { line in
+                        let code = line.trimmingCharacters(in: .whitespaces)
+                        return !code.isEmpty && !code.hasPrefix("//")
+                    }
+                    if first?.hasPrefix("import ") == true { finish() }
+                    source += block
+                    origins += ((index + 1)..<end).map { $0 + 1 }
                 case let other?:
                     throw MarkupError(file: file, line: marker?.line ?? index,
-                                      problem: "unknown marker 'example: \(other)' (fragment or new program)")
+                                      problem: "unknown marker 'example: \(other)' (the one marker is fragment)")
                 }
             } else if let marker {
                 throw MarkupError(file: file, line: marker.line,
