@@ -7,8 +7,8 @@
 // holds Foundation's ~19,000 symbols) together with the members the compiler synthesizes for them, drops every
 // relationship that names a dropped symbol, and writes the result to OUTPUT_DIR/MODULE for `docc convert`.
 //
-// Then prints one line of documentation coverage per module and exits 1 when NOTEKIT_DOCS_COVERAGE is `require` and a symbol
-// lacks documentation. What counts (CONTRIBUTING.md, "Documentation"):
+// Then prints one line of documentation coverage per module and exits 1 when NOTEKIT_DOCS_COVERAGE is `require`
+// and a symbol lacks documentation. What counts (CONTRIBUTING.md, "Documentation"):
 // - a symbol is one of the module's own public or open declarations, written in its sources; the members the
 //   compiler synthesizes (a protocol extension's default, `!=` from `==`) are not counted: docc shows their
 //   protocol's documentation;
@@ -30,7 +30,8 @@ let input = URL(fileURLWithPath: arguments[1])
 let outputRoot = URL(fileURLWithPath: arguments[2])
 let mode = ProcessInfo.processInfo.environment["NOTEKIT_DOCS_COVERAGE"] ?? "report"
 guard ["report", "require", "list"].contains(mode) else {
-    FileHandle.standardError.write(Data("docs: NOTEKIT_DOCS_COVERAGE is \(mode); expected report, require or list\n".utf8))
+    FileHandle.standardError.write(Data(
+        "docs: NOTEKIT_DOCS_COVERAGE is \(mode); expected report, require or list\n".utf8))
     exit(2)
 }
 
@@ -79,8 +80,9 @@ func process(_ module: String) -> Bool {
     let output = outputRoot.appendingPathComponent(module)
     // The graphs of the module: its own and one per module it extends (MODULE@Swift, MODULE@Foundation, …).
     let files = (try? FileManager.default.contentsOfDirectory(atPath: input.path)) ?? []
-    let graphs = files.filter { $0 == "\(module).symbols.json" || ($0.hasPrefix("\(module)@") && $0.hasSuffix(".symbols.json")) }
-        .sorted()
+    let graphs = files.filter {
+        $0 == "\(module).symbols.json" || ($0.hasPrefix("\(module)@") && $0.hasSuffix(".symbols.json"))
+    }.sorted()
     guard graphs.contains("\(module).symbols.json") else { fail("no \(module).symbols.json in \(input.path)") }
     try? FileManager.default.removeItem(at: output)
     do { try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true) } catch {
@@ -96,9 +98,13 @@ func process(_ module: String) -> Bool {
               var graph = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
               let symbols = graph["symbols"] as? [[String: Any]] else { fail("\(url.path) is not a symbol graph") }
         let relationships = graph["relationships"] as? [[String: Any]] ?? []
-        func id(_ symbol: [String: Any]) -> String { (symbol["identifier"] as? [String: Any])?["precise"] as? String ?? "" }
+        func id(_ symbol: [String: Any]) -> String {
+            (symbol["identifier"] as? [String: Any])?["precise"] as? String ?? ""
+        }
         func uri(_ symbol: [String: Any]) -> String? { (symbol["location"] as? [String: Any])?["uri"] as? String }
-        func isOwn(_ uri: String) -> Bool { URL(string: uri)?.standardizedFileURL.path.hasPrefix(sourcesPrefix) ?? false }
+        func isOwn(_ uri: String) -> Bool {
+            URL(string: uri)?.standardizedFileURL.path.hasPrefix(sourcesPrefix) ?? false
+        }
         // Declared in the module's sources; a synthesized member belongs to the type named after `::SYNTHESIZED::`.
         var own = Set(symbols.filter { uri($0).map(isOwn) ?? false }.map(id))
         for symbol in symbols where uri(symbol) == nil {
@@ -143,12 +149,15 @@ func process(_ module: String) -> Bool {
             let title = (symbol["names"] as? [String: Any])?["title"] as? String ?? precise
             let comment = symbol["docComment"] as? [String: Any]
             let lines = (comment?["lines"] as? [[String: Any]]) ?? []
-            let hasText = lines.contains { !(($0["text"] as? String) ?? "").trimmingCharacters(in: .whitespaces).isEmpty }
+            let hasText = lines.contains {
+                !(($0["text"] as? String) ?? "").trimmingCharacters(in: .whitespaces).isEmpty
+            }
             // The compiler attaches the comment of the requirement a member implements, naming that module.
             let inherited = (comment?["module"] as? String).map { $0 != module } ?? false
             let documented = hasText && !inherited
             let protocols = parent[precise].flatMap { conformances[$0] } ?? []
-            let standard = (hasText && inherited) || protocols.contains { standardRequirements[$0]?.contains(title) ?? false }
+            let standard = (hasText && inherited)
+                || protocols.contains { standardRequirements[$0]?.contains(title) ?? false }
             let location = symbol["location"] as? [String: Any]
             let line = ((location?["position"] as? [String: Any])?["line"] as? Int).map { $0 + 1 } ?? 0
             let root = FileManager.default.currentDirectoryPath + "/"
@@ -167,11 +176,14 @@ func process(_ module: String) -> Bool {
           + "\(withStandard) counting the requirements they implement (\(percent(withStandard, total)))")
     let missing = counted.filter { !$0.documented && !$0.standard }
     if mode == "list" || (mode == "require" && !missing.isEmpty) {
-        for symbol in missing.sorted(by: { $0.place < $1.place }) { print("  undocumented: \(symbol.title) (\(symbol.place))") }
+        for symbol in missing.sorted(by: { $0.place < $1.place }) {
+            print("  undocumented: \(symbol.title) (\(symbol.place))")
+        }
     }
     if mode == "require" && !missing.isEmpty {
         FileHandle.standardError.write(Data(
-            "docs: \(module): \(missing.count) public symbols have no doc comment (NOTEKIT_DOCS_COVERAGE=require)\n".utf8))
+            "docs: \(module): \(missing.count) public symbols lack documentation (NOTEKIT_DOCS_COVERAGE=require)\n"
+                .utf8))
         return false
     }
     return true

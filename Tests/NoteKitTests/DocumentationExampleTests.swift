@@ -9,7 +9,8 @@ struct DocumentationExampleTests {
           arguments: DocumentationExamples.files())
     func examplesCompile(_ file: String) throws {
         let compiler = try #require(SnippetCompiler.shared, SnippetCompiler.unavailableReason)
-        let text = try String(contentsOf: DocumentationExamples.packageRoot.appendingPathComponent(file), encoding: .utf8)
+        let url = DocumentationExamples.packageRoot.appendingPathComponent(file)
+        let text = try String(contentsOf: url, encoding: .utf8)
         let examples = try DocumentationExamples(text, file: file)
         for problem in try Self.problems(of: examples, file: file, compiler: compiler) {
             Issue.record(Comment(rawValue: problem))
@@ -86,7 +87,8 @@ struct DocumentationExampleTests {
 
     /// The errors and warnings of every program of `examples`, each as `file:line: severity: message` with the line
     /// of the Markdown file.
-    static func problems(of examples: DocumentationExamples, file: String, compiler: SnippetCompiler) throws -> [String] {
+    static func problems(of examples: DocumentationExamples, file: String,
+                         compiler: SnippetCompiler) throws -> [String] {
         try examples.programs.flatMap { program in
             try compiler.diagnostics(of: program.source).filter { $0.severity == "error" || $0.severity == "warning" }
                 .map { diagnostic in

@@ -4,8 +4,8 @@ import Foundation
 /// type-checks (CONTRIBUTING.md, "Examples in the docs").
 ///
 /// Every ```` ```swift ```` block of a file is compiled. A block that begins with an `import` is a program of its own;
-/// a block that does not continues the program before it, so it may use what that one declared (the file's first
-/// such block imports `NoteKit` and the module whose catalog holds the file). A block after the HTML comment
+/// a block that does not continues the program before it, so it may use what that one declared. Every program also
+/// imports `NoteKit` and the module whose catalog holds the file. A block after the HTML comment
 /// `<!-- example: fragment -->` (on the line before the fence, blank lines between allowed) is not compiled: an
 /// excerpt of something that is not a program, such as `Package.swift`.
 struct DocumentationExamples {
@@ -65,8 +65,10 @@ struct DocumentationExamples {
         var origins: [Int] = []
         var fragments = 0
         func finish() {
-            if !source.isEmpty { programs.append(Program(source: (imports + source).joined(separator: "\n") + "\n",
-                                                         origins: Array(repeating: 0, count: imports.count) + origins)) }
+            if !source.isEmpty {
+                programs.append(Program(source: (imports + source).joined(separator: "\n") + "\n",
+                                        origins: Array(repeating: 0, count: imports.count) + origins))
+            }
             source = []
             origins = []
         }
@@ -87,13 +89,13 @@ struct DocumentationExamples {
                 index += 1
                 continue
             }
-            // A fence: find its end, at the same indentation or less.
+            // A fence: its block ends at the next line that is a bare fence.
             let indent = line.prefix { $0 == " " }.count
             let info = trimmed.dropFirst(3).trimmingCharacters(in: .whitespaces)
             guard let end = lines[(index + 1)...].firstIndex(where: {
                 $0.trimmingCharacters(in: .whitespaces) == "```"
             }) else { throw MarkupError(file: file, line: index + 1, problem: "a code block is never closed") }
-            if info.hasPrefix("swift "), info.split(separator: " ").first == "swift" {
+            if info.hasPrefix("swift ") {
                 // docc takes the whole info string as the listing's language: the block would lose its highlighting.
                 throw MarkupError(file: file, line: index + 1, problem: "```\(info): write ```swift, after "
                                   + "<!-- example: fragment --> on the line before for a block that is not compiled")
@@ -114,7 +116,7 @@ struct DocumentationExamples {
                     source += block
                     origins += ((index + 1)..<end).map { $0 + 1 }
                 case let other?:
-                    throw MarkupError(file: file, line: marker?.line ?? index,
+                    throw MarkupError(file: file, line: marker?.line ?? index + 1,
                                       problem: "unknown marker 'example: \(other)' (the one marker is fragment)")
                 }
             } else if let marker {
