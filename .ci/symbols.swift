@@ -140,8 +140,6 @@ func process(_ module: String) -> Bool {
                 conformances[source, default: []].insert(name)
             }
         }
-        let titles = Dictionary(kept.map { (id($0), ($0["names"] as? [String: Any])?["title"] as? String ?? "") },
-                                uniquingKeysWith: { first, _ in first })
         for symbol in kept where uri(symbol) != nil {
             let access = symbol["accessLevel"] as? String ?? ""
             guard access == "public" || access == "open" else { continue }
@@ -163,9 +161,9 @@ func process(_ module: String) -> Bool {
             let root = FileManager.default.currentDirectoryPath + "/"
             let path = (uri(symbol).flatMap { URL(string: $0)?.standardizedFileURL.path }) ?? "?"
             let file = path.hasPrefix(root) ? String(path.dropFirst(root.count)) : path
-            let owner = parent[precise].flatMap { titles[$0] } ?? ""
-            counted.append(Counted(title: owner.isEmpty ? title : "\(owner).\(title)", place: "\(file):\(line)",
-                                   documented: documented, standard: standard))
+            // The full name, `FileStoreError.locked(path:holder:timeout:)`.
+            let name = (symbol["pathComponents"] as? [String])?.joined(separator: ".") ?? title
+            counted.append(Counted(title: name, place: "\(file):\(line)", documented: documented, standard: standard))
         }
     }
 
