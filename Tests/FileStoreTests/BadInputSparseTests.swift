@@ -102,7 +102,7 @@ extension BadInputTests {
         }
         let peak = peakResidentBytes()
         if peak > 400 << 20 { problems.append("the commands reached \(peak >> 20) MiB resident") }
-        print("BadInput: \(store.segments.count + 1) sparse files, peak \(peak >> 20) MiB resident")
+        TestOutput.summary("BadInput: \(store.segments.count + 1) sparse files, peak \(peak >> 20) MiB resident")
         return problems
     }
 

@@ -41,7 +41,8 @@ struct BadInputTests {
                 let expected = store.expectation(forDamageIn: index, at: cut, cut: true)
                 store.check(files, expected, "\(segment) cut at \(cut)", in: directory)
             }
-            print("BadInput: \(bytes.count + 1) truncations of \(segment), segment \(index + 1) of \(store.segments.count)")
+            TestOutput.summary("BadInput: \(bytes.count + 1) truncations of \(segment), "
+                               + "segment \(index + 1) of \(store.segments.count)")
         }
     }
 
@@ -60,7 +61,7 @@ struct BadInputTests {
                 store.check(files, store.expectation(forDamageIn: 0, at: cut, cut: true), "\(segment) cut at \(cut)",
                             in: directory)
             }
-            print("BadInput: \(bytes.count + 1) truncations of a just-compacted segment")
+            TestOutput.summary("BadInput: \(bytes.count + 1) truncations of a just-compacted segment")
         }
     }
 
@@ -107,7 +108,8 @@ struct BadInputTests {
                 if case .opens = expected { opened += 1 } else { refused += 1 }
                 store.check(files, expected, "seed \(seed): flips at \(hits.map { "\(targets[$0.file])+\($0.offset)" })", in: directory)
             }
-            print("BadInput: \(BadInputTests.seeds) flip seeds (\(opened) expected to open, \(refused) to be refused)")
+            TestOutput.summary("BadInput: \(BadInputTests.seeds) flip seeds "
+                               + "(\(opened) expected to open, \(refused) to be refused)")
         }
     }
 
@@ -139,7 +141,7 @@ struct BadInputTests {
                 cases += 1
                 store.check(files, .refused(file: "MANIFEST"), "\(name) after MANIFEST")
             }
-            print("BadInput: \(cases) appended-bytes cases")
+            TestOutput.summary("BadInput: \(cases) appended-bytes cases")
         }
     }
 
@@ -188,7 +190,7 @@ struct BadInputTests {
                 cases += 1
                 store.check(files, .refused(file: nil), "manifest lists \(name): \(list)")
             }
-            print("BadInput: \(cases) segment-set cases")
+            TestOutput.summary("BadInput: \(cases) segment-set cases")
         }
     }
 
@@ -229,7 +231,7 @@ struct BadInputTests {
                 store.check(files, .opens(transaction: store.lastTransaction), "leftover MANIFEST.tmp holding \(name)",
                             leftovers: ["MANIFEST.tmp"])
             }
-            print("BadInput: \(cases + 1) manifest cases")
+            TestOutput.summary("BadInput: \(cases + 1) manifest cases")
         }
     }
 
@@ -251,7 +253,7 @@ struct BadInputTests {
                     store.check(files, .refused(file: file), "\(file) begins with \(line)")
                 }
             }
-            print("BadInput: \(cases) magic-line cases")
+            TestOutput.summary("BadInput: \(cases) magic-line cases")
         }
     }
 
@@ -312,7 +314,7 @@ struct BadInputTests {
                 : .refused(file: segment, offsets: start..<end)
             problems += store.outcomeProblems(files, expected, crafted.name)
         }
-        print("BadInput: \(cases.count) crafted records")
+        TestOutput.summary("BadInput: \(cases.count) crafted records")
         return problems
     }
 

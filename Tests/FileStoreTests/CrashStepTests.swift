@@ -415,9 +415,11 @@ struct CrashStepTests {
                 problems.append("\(at): recovery failed: \(error)")
             }
         }
-        print("crash steps: \(crashCase.name): \(images.last?.step ?? 0) steps, \(images.count) crash images, "
-              + counts.sorted(by: { $0.key < $1.key }).map { "\($0.value) \($0.key)" }.joined(separator: ", ")
-              + ", \(problems.count) problems")
+        TestOutput.summary("crash steps: \(crashCase.name): \(images.last?.step ?? 0) steps, "
+                           + "\(images.count) crash images, "
+                           + counts.sorted(by: { $0.key < $1.key }).map { "\($0.value) \($0.key)" }
+                               .joined(separator: ", ")
+                           + ", \(problems.count) problems")
         #expect(counts["old", default: 0] > 0 && counts["new", default: 0] > 0, "\(crashCase.name): crashes fall on both sides")
         let count = problems.count
         #expect(count == 0, Comment(rawValue: problems.prefix(10).joined(separator: "\n")))

@@ -74,7 +74,7 @@ struct FaultInjectionTests {
                 }
             }
         }
-        print("faults: \(scenarioName), \(kind): \(tally)")
+        TestOutput.summary("faults: \(scenarioName), \(kind): \(tally)")
         // Every problem, for a look at a failing matrix beyond the first few the expectation shows.
         if let path = ProcessInfo.processInfo.environment["NOTEKIT_FAULTS_PROBLEMS"], !tally.problems.isEmpty,
            let handle = FileHandle(forWritingAtPath: path)

@@ -103,7 +103,7 @@ struct FullDiskCompactionTests {
         #expect(store.statistics.lastCompactionError != nil)
         #expect(attempts >= 2, "automatic compaction gave up altogether")
         #expect(attempts <= 12, "\(attempts) compaction attempts in \(saves) saves at a full disk")
-        print("Full disk: \(attempts) automatic compaction attempts in \(saves) saves at a full disk")
+        TestOutput.summary("Full disk: \(attempts) automatic compaction attempts in \(saves) saves at a full disk")
         let left = try segmentFiles(url)
         #expect(left == [segmentName(1)], "a partial segment was left: \(left)")
         // Space again: a later save compacts, and every acknowledged save is kept.

@@ -27,14 +27,14 @@ extension ProcessStressTests {
         func randomKills() throws {
             let seed = Self.seed
             let kills = ProcessInfo.processInfo.environment["NOTEKIT_KILL_KILLS"].flatMap { Int($0) } ?? 250
-            print("kill test: seed \(seed) (replay with NOTEKIT_KILL_SEED=\(seed))")
+            TestOutput.summary("kill test: seed \(seed) (replay with NOTEKIT_KILL_SEED=\(seed))")
             let directory = TemporaryStores.newURL("kill")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             do {
                 // The time limit keeps a loaded machine from running long; the kills still have to happen.
                 let summary = try KillDriver.run(.init(executable: Self.executable, directory: directory, seed: seed,
                                                        kills: kills, timeLimit: 110))
-                print(summary)
+                TestOutput.summary("\(summary)")
                 #expect(summary.kills >= min(kills, 50), "too few kills in the time allowed: \(summary)")
                 #expect(summary.acknowledged > 0 && summary.rotations > 0 && summary.compactions > 0,
                         "the run must save, rotate and compact: \(summary)")
@@ -45,7 +45,9 @@ extension ProcessStressTests {
                     .appendingPathComponent("notekit-kill-failed-\(seed)-\(ProcessInfo.processInfo.processIdentifier)")
                 let moved = (try? FileManager.default.moveItem(at: directory, to: kept)) != nil
                 let whereKept = moved ? " (the stores are moved to \(kept.path))" : ""
-                Issue.record("\(failure)\(whereKept)")
+                Issue.record("\(failure)\(whereKept); replay with NOTEKIT_KILL_SEED=\(seed)")
+            } catch {
+                Issue.record(error, "kill test: replay with NOTEKIT_KILL_SEED=\(seed)")
             }
         }
     }
@@ -66,14 +68,14 @@ extension ProcessStressTests {
                 ?? UInt64.random(in: 1...UInt64(UInt32.max))
             let kills = environment["NOTEKIT_SHARED_KILL_KILLS"].flatMap { Int($0) } ?? 60
             let writers = environment["NOTEKIT_SHARED_KILL_WRITERS"].flatMap { Int($0) } ?? 2
-            print("shared kill test: seed \(seed) (replay with NOTEKIT_SHARED_KILL_SEED=\(seed))")
+            TestOutput.summary("shared kill test: seed \(seed) (replay with NOTEKIT_SHARED_KILL_SEED=\(seed))")
             let directory = TemporaryStores.newURL("shared-kill")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             do {
                 // The time limit keeps a loaded machine from running long; the kills still have to happen.
                 let summary = try SharedKillDriver.run(.init(executable: KillTests.executable, directory: directory,
                                                              seed: seed, writers: writers, kills: kills, timeLimit: 35))
-                print(summary)
+                TestOutput.summary("\(summary)")
                 #expect(summary.kills >= min(kills, 20), "too few kills in the time allowed: \(summary)")
                 #expect(summary.killsDuringSave > 0, "no kill landed during a save: \(summary)")
                 #expect((1...writers).allSatisfy { summary.acknowledgedByWriter[$0, default: 0] > 0 },
@@ -85,7 +87,10 @@ extension ProcessStressTests {
                 let kept = FileManager.default.temporaryDirectory.appendingPathComponent(
                     "notekit-shared-kill-failed-\(seed)-\(ProcessInfo.processInfo.processIdentifier)")
                 let moved = (try? FileManager.default.moveItem(at: directory, to: kept)) != nil
-                Issue.record("\(failure)\(moved ? " (the store is moved to \(kept.path))" : "")")
+                let whereKept = moved ? " (the store is moved to \(kept.path))" : ""
+                Issue.record("\(failure)\(whereKept); replay with NOTEKIT_SHARED_KILL_SEED=\(seed)")
+            } catch {
+                Issue.record(error, "shared kill test: replay with NOTEKIT_SHARED_KILL_SEED=\(seed)")
             }
         }
     }

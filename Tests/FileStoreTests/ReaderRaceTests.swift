@@ -120,8 +120,9 @@ struct ReaderRaceTests {
         }
         let reads = tally.reads
         let failures = tally.failures
-        print("readers racing compactions: \(compactions) compactions, reads \(reads.sorted { $0.key < $1.key }), "
-              + "\(failures.count) false damage report(s)")
+        TestOutput.summary("readers racing compactions: \(compactions) compactions, "
+                           + "reads \(reads.sorted { $0.key < $1.key }), "
+                           + "\(failures.count) false damage report(s)")
         #expect(compactions >= 4, "the compactors compacted while the readers read")
         #expect(reads.values.reduce(0, +) >= 30, "the readers read many times: \(reads)")
         #expect(failures.isEmpty, "\(failures.count) false damage report(s): \(failures.prefix(8))")
@@ -190,7 +191,7 @@ struct ReaderRaceTests {
         group.wait()
         try StoreFiles.close(writer)
         let (saves, compactions) = written.withLock { $0 }
-        print("tools beside a writer: \(saves) saves, \(compactions) compactions, reads \(tally.reads)")
+        TestOutput.summary("tools beside a writer: \(saves) saves, \(compactions) compactions, reads \(tally.reads)")
         #expect(saves > 20 && compactions > 2, "the writer saved \(saves) times and compacted \(compactions) times")
         #expect(tally.reads.values.reduce(0, +) >= 10, "\(tally.reads)")
         #expect(tally.failures.isEmpty, "\(tally.failures.count) false damage report(s): \(tally.failures.prefix(8))")

@@ -21,13 +21,13 @@ extension ProcessStressTests {
             let seconds = environment["NOTEKIT_SHARE_SECONDS"].flatMap { Double($0) } ?? 4
             let writers = environment["NOTEKIT_SHARE_WRITERS"].flatMap { Int($0) } ?? 2
             let readers = environment["NOTEKIT_SHARE_READERS"].flatMap { Int($0) } ?? 2
-            print("share test: seed \(seed) (replay with NOTEKIT_SHARE_SEED=\(seed))")
+            TestOutput.summary("share test: seed \(seed) (replay with NOTEKIT_SHARE_SEED=\(seed))")
             let directory = TemporaryStores.newURL("share")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let summary = try ShareStressDriver.run(.init(executable: KillTests.executable, directory: directory,
                                                           seed: seed, writers: writers, readers: readers,
                                                           seconds: seconds))
-            print(summary)
+            TestOutput.summary("\(summary)")
             #expect(summary.falseDamageReports == 0 && summary.damageReports == 0, "\(summary)")
             #expect(summary.acknowledgedLost == 0, "\(summary)")
             #expect(summary.failures.isEmpty, "\(summary)")

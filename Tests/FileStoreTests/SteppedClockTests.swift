@@ -80,7 +80,7 @@ struct SteppedClockTests {
         // The holder is another open of this process, so the refusal says so.
         #expect(outcome == "\(FileStoreError.lockedInThisProcess(path: url.path))", "still waiting after \(seconds) s")
         #expect(seconds >= 2.5 && seconds < 20)
-        print("Clocks: a 3 s lock wait with the wall clock a day back ended after \(seconds) s")
+        TestOutput.summary("Clocks: a 3 s lock wait with the wall clock a day back ended after \(seconds) s")
     }
 
     @Test("A save shared per save waits for the lock by the monotonic clock too, whatever the wall clock does")
@@ -143,7 +143,8 @@ struct SteppedClockTests {
         let flushes = fileSystem.calls.filter { $0.operation == .fsync && $0.path.contains("/segments/") }.count
         // 1.5 s at one flush per 0.1 s: about 15; a generous floor.
         #expect(flushes >= 4, "\(flushes) flushes in 1.5 s of \(saves) saves after the wall clock stepped back")
-        print("Clocks: \(flushes) flushes in 1.5 s of \(saves) saves at a 0.1 s interval, the wall clock a day back")
+        TestOutput.summary("Clocks: \(flushes) flushes in 1.5 s of \(saves) saves at a 0.1 s interval, "
+                           + "the wall clock a day back")
         try StoreFiles.close(container)
     }
 }
