@@ -55,7 +55,7 @@ extension Schema {
         ]
 
         /// The readable form the schema is encoded in, such as `"String"`, `"Date?"` or `"[String: Int]"`;
-        /// ``init(parsing:)`` reads it back.
+        /// decoding reads it back.
         public var description: String {
             switch self {
             case .optional(let wrapped): return wrapped.description + "?"
@@ -104,7 +104,7 @@ extension Schema {
 
         /// Reads the readable form (``description``) from a single string value.
         ///
-        /// - Throws: `DecodingError.dataCorrupted` when the string is not a type ``init(parsing:)`` accepts.
+        /// - Throws: `DecodingError.dataCorrupted` when the string is not the readable form of a type.
         public init(from decoder: any Decoder) throws {
             let text = try decoder.singleValueContainer().decode(String.self)
             guard let type = AttributeType(parsing: text) else {

@@ -128,7 +128,7 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
     private enum CodingKeys: String, CodingKey { case version, entities }
 
     /// Decodes a stored schema and validates it, so that a decoded schema is as consistent as a built one. A decoded
-    /// schema is versioned and has no model types (``generatedDefault(entity:attribute:)`` returns nil).
+    /// schema is versioned and has no model types (no attribute default is generated from a model type).
     ///
     /// - Throws: `DecodingError.dataCorrupted` when the entities are inconsistent (the underlying ``SchemaError`` says
     ///   which entity and property), or any decoding error of a malformed value.
