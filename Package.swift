@@ -32,9 +32,10 @@ let package = Package(
         // The notes domain's rules (R1–R10, T1–T7) on both stores.
         .testTarget(name: "NoteKitNotesTests", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitTestSupport"]),
         // Depends on the executables so that `swift test` builds them: the command-line tests run `notekit`, the
-        // kill test runs `notekit-stress`.
+        // kill test runs `notekit-stress`, the cold-phase tests `notekit-bench`.
         .testTarget(name: "FileStoreTests",
-                    dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitTestSupport", "notekit", "notekit-stress"]),
+                    dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitTestSupport", "notekit", "notekit-stress",
+                                   "notekit-bench"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -40,6 +40,29 @@ enum W1 {
         Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
     }
 
+    // The data W1 writes, in one place: the cold phase (Cold.swift) checks a new process's answer against it.
+    /// Every note whose number is a multiple of this is pinned.
+    static let pinnedEvery = 50
+    /// How many single-note edits W1 saves, each its own durable save.
+    static let edits = 1000
+
+    /// When note `i` was created: one second after note `i - 1`.
+    static func createdAt(ofNote i: Int) -> Date { Date(timeIntervalSince1970: 1.7e9 + Double(i)) }
+
+    /// The note that edit `k` (of ``edits``) retitles "Edited k", in a store of `n` notes.
+    static func editedNote(_ k: Int, notes n: Int) -> Int { (k * 97) % n }
+
+    /// The pinned query's answer on the store W1 leaves with `n` notes: the newest pinned notes, at most 20, as
+    /// (creation time in seconds since 1970, title), newest first.
+    static func pinnedTop20(notes n: Int) -> [(createdAt: Int, title: String)] {
+        var lastEdit: [Int: Int] = [:]
+        for k in 0..<edits { lastEdit[editedNote(k, notes: n)] = k }
+        let newestPinned = (n - 1) / pinnedEvery * pinnedEvery
+        return stride(from: newestPinned, through: 0, by: -pinnedEvery).prefix(20).map { i in
+            (Int(createdAt(ofNote: i).timeIntervalSince1970), lastEdit[i].map { "Edited \($0)" } ?? "Note \(i)")
+        }
+    }
+
     /// Runs W1 with writable opens shared as `sharing` says (the default, `.perSave`, or `.exclusive`).
     static func run(notes n: Int, directory: URL, sharing: FileStoreConfiguration.Sharing = .perSave) throws -> Result {
         var result = Result()
@@ -69,9 +92,9 @@ enum W1 {
                 let note = NoteRecord()
                 note.title = "Note \(i)"
                 note.body = body
-                note.createdAt = Date(timeIntervalSince1970: 1.7e9 + Double(i))
+                note.createdAt = createdAt(ofNote: i)
                 note.updatedAt = note.createdAt
-                note.isPinned = i % 50 == 0
+                note.isPinned = i % pinnedEvery == 0
                 context.insert(note)
                 if i % 10 != 9 { note.notebook = notebooks[i % 100] }
                 noteIDs.append(note.persistentModelID)
@@ -110,20 +133,20 @@ enum W1 {
             let queryStart = DispatchTime.now().uptimeNanoseconds
             let found = try context.fetch(pinned)
             times.append(milliseconds(since: queryStart))
-            guard found.count == min(20, (n + 49) / 50) else { throw BenchmarkError.wrongCount("query found \(found.count)") }
+            guard found.count == min(20, (n + pinnedEvery - 1) / pinnedEvery) else { throw BenchmarkError.wrongCount("query found \(found.count)") }
         }
         result.pinnedTop20 = times.sorted()[50]
 
         // 1,000 single-note edits, each its own durable save.
         let byID = Dictionary(uniqueKeysWithValues: all.map { ($0.persistentModelID, $0) })
         start = DispatchTime.now().uptimeNanoseconds
-        for i in 0..<1000 {
-            let note = byID[noteIDs[(i * 97) % n]]!
+        for i in 0..<edits {
+            let note = byID[noteIDs[editedNote(i, notes: n)]]!
             note.title = "Edited \(i)"
             note.updatedAt = Date(timeIntervalSince1970: 1.8e9 + Double(i))
             try context.save()
         }
-        result.singleUpdate = milliseconds(since: start) / 1000
+        result.singleUpdate = milliseconds(since: start) / Double(edits)
         trace("1,000 saves", start)
 
         // Delete one notebook: its notes are nullified, one durable save.

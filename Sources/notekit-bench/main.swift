@@ -4,6 +4,8 @@
 //     swift run -c release notekit-bench w1 --sharing exclusive      # writable opens exclusive (default: shared)
 //     swift run -c release notekit-bench history --transactions 100000 --dir /tmp/bench   # following history
 //     swift run -c release notekit-bench open STORE     # reopens a store three times, for profiling replay
+//     swift run -c release notekit-bench cold --notes 100000 --dir /tmp/bench --runs 10   # new process: open + top 20
+//     swift run -c release notekit-bench time --runs 10 -- ./sqlite_top20 w1.sqlite       # a peer's, timed alike
 //
 // NOTEKIT_BENCH_TRACE=1 prints the parts of the insert and open phases to standard error;
 // NOTEKIT_BENCH_KEEP=PATH keeps a copy of the store as the bulk insert left it.
@@ -27,6 +29,13 @@ if arguments.first == "open", let path = arguments.dropFirst().first {
     }
     exit(0)
 }
+switch arguments.first {
+case "cold": exit(Cold.main(Array(arguments.dropFirst())))
+case "time": exit(Cold.timeProgram(Array(arguments.dropFirst())))
+// The cold phase's child: not in the usage, since only `cold` starts it.
+case "top20": exit(Cold.answerTop20(Array(arguments.dropFirst())))
+default: break
+}
 if arguments.first == "history" {
     let transactions = value("--transactions", in: arguments).flatMap(Int.init) ?? 100_000
     let directory = URL(fileURLWithPath: value("--dir", in: arguments) ?? FileManager.default.temporaryDirectory.path)
@@ -40,7 +49,7 @@ if arguments.first == "history" {
     }
 }
 guard arguments.first == "w1" else {
-    FileHandle.standardError.write(Data("usage: notekit-bench w1 [--notes N] [--dir DIR] [--sharing exclusive|shared]\n       notekit-bench history [--transactions N] [--dir DIR]\n".utf8))
+    FileHandle.standardError.write(Data("usage: notekit-bench w1 [--notes N] [--dir DIR] [--sharing exclusive|shared]\n       notekit-bench history [--transactions N] [--dir DIR]\n       \(Cold.usage)\n       \(Cold.timeUsage)\n".utf8))
     exit(2)
 }
 let sharing: FileStoreConfiguration.Sharing
