@@ -233,8 +233,8 @@ enum Cold {
         "\"launcher_peak_rss_mb\":" + String(format: "%.1f", W1.peakResidentMegabytes())
     }
 
-    /// JSON members: `TIME_ms` (the median wall time of `runs`), `TIME_min_ms`, `TIME_max_ms`, and `PEAK` (the
-    /// largest peak resident set, in megabytes).
+    /// JSON members: `TIME_ms` (the median wall time of `runs`), `TIME_min_ms`, `TIME_max_ms`, `TIME_runs_ms`
+    /// (every run's, in the order they ran), and `PEAK` (the largest peak resident set, in megabytes).
     static func figures(_ runs: [ChildRun], time: String, peak: String) -> String {
         func number(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }
         let times = runs.map(\.milliseconds).sorted()
@@ -242,6 +242,7 @@ enum Cold {
             : (times[times.count / 2 - 1] + times[times.count / 2]) / 2
         return "\"\(time)_ms\":\(number(median, 2)),\"\(time)_min_ms\":\(number(times.first ?? 0, 2)),"
             + "\"\(time)_max_ms\":\(number(times.last ?? 0, 2)),"
+            + "\"\(time)_runs_ms\":[\(runs.map { number($0.milliseconds, 2) }.joined(separator: ","))],"
             + "\"\(peak)\":\(number(runs.map(\.peakResidentMegabytes).max() ?? 0, 1))"
     }
 

@@ -57,6 +57,8 @@ struct BenchmarkColdTests {
         }
         let second = try bench("cold", "--notes", "120", "--dir", directory.path, "--runs", "2")
         #expect(second.status == 0 && second.json["store"] as? String == "reused", "\(second.output) \(second.errors)")
+        #expect((second.json["cold_open_top20_runs_ms"] as? [Double])?.count == 2, "\(second.output)")
+        #expect((second.json["cold_read_only_open_top20_runs_ms"] as? [Double])?.count == 2, "\(second.output)")
     }
 
     @Test("A child that answers with other notes than W1's pinned top 20 fails the phase")
