@@ -11,7 +11,7 @@ import NoteKitFileStore
 /// Writable opens (as an application opens its store) and read-only ones alternate, ABBA, after one warm-up run of
 /// each, so that other load falls on both.
 enum Cold {
-    struct Options: Equatable {
+    struct Options {
         var notes = 100_000
         var directory = URL(fileURLWithPath: FileManager.default.temporaryDirectory.path)
         var runs = 10

@@ -133,7 +133,9 @@ enum W1 {
             let queryStart = DispatchTime.now().uptimeNanoseconds
             let found = try context.fetch(pinned)
             times.append(milliseconds(since: queryStart))
-            guard found.count == min(20, (n + pinnedEvery - 1) / pinnedEvery) else { throw BenchmarkError.wrongCount("query found \(found.count)") }
+            guard found.count == min(20, (n + pinnedEvery - 1) / pinnedEvery) else {
+                throw BenchmarkError.wrongCount("query found \(found.count)")
+            }
         }
         result.pinnedTop20 = times.sorted()[50]
 
