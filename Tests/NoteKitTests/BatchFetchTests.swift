@@ -63,10 +63,17 @@ struct BatchFetchTests {
 
     @Test("Enumerate: the default batch size is SwiftData's, 5,000", arguments: StoreKind.allCases)
     func enumerateDefaultBatch(kind: StoreKind) throws {
-        let fixture = try Fixture(kind)
-        var most = 0
-        try fixture.context.enumerate(Self.byCreation) { _ in most = max(most, fixture.context.registry.keys.count) }
-        #expect(most == Self.count, "50 objects fit in one batch of 5,000")
+        let container = try kind.makeContainer([NoteRecord.self])
+        let writer = ModelContext(container)
+        for index in 0..<5_001 { writer.insert(NoteRecord(title: "\(index)")) }
+        try writer.save()
+        let context = ModelContext(container)
+        var most = 0, calls = 0
+        try context.enumerate(FetchDescriptor<NoteRecord>()) { _ in
+            calls += 1
+            most = max(most, context.registry.keys.count)
+        }
+        #expect(calls == 5_001 && most == 5_000, "two batches: 5,000 and 1 (most registered: \(most))")
     }
 
     @Test("Enumerate: a finished batch's objects are freed, and no more than a batch is alive at once",
@@ -277,6 +284,23 @@ struct BatchFetchTests {
         }
         #expect(titles.count == Self.count - 2)
         #expect(!titles.contains("note 29") && !titles.contains("note 19"))
+    }
+
+    @Test("Enumerate: deleting each object as it comes, then saving, deletes every match",
+          arguments: StoreKind.allCases)
+    func enumerateDeletingEach(kind: StoreKind) throws {
+        let fixture = try Fixture(kind)
+        var pinned = Self.byCreation
+        pinned.predicate = #Predicate { $0.isPinned }
+        var deleted = 0
+        try fixture.context.enumerate(pinned, batchSize: Self.batch, allowEscapingMutations: true) { note in
+            try fixture.context.delete(note)
+            deleted += 1
+        }
+        try fixture.context.save()
+        #expect(deleted == 17)
+        let left = try ModelContext(fixture.container).fetch(Self.byCreation)
+        #expect(left.count == Self.count - 17 && !left.contains { $0.isPinned })
     }
 
     // MARK: - fetch(_:batchSize:)
