@@ -41,6 +41,10 @@ import Foundation
 /// - ``fetch(_:)``
 /// - ``fetchCount(_:)``
 /// - ``fetchIdentifiers(_:)``
+/// - ``enumerate(_:batchSize:allowEscapingMutations:block:)``
+/// - ``enumerate(_:batchSize:allowEscapingMutations:stoppingWith:)``
+/// - ``fetch(_:batchSize:)``
+/// - ``fetchIdentifiers(_:batchSize:)``
 /// - ``model(for:)``
 /// - ``explain(_:)``
 public final class ModelContext {

@@ -68,7 +68,7 @@ public indirect enum FetchOperand: Sendable, Hashable {
     case count(FetchOperand)
 }
 
-/// A fetch whose predicate cannot be evaluated.
+/// A fetch that cannot run: its predicate cannot be evaluated, or a batched fetch was misused.
 public enum FetchError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A forced unwrap in a predicate met `nil`.
     case unwrappedNil(entity: String, model: PersistentIdentifier)
@@ -76,6 +76,12 @@ public enum FetchError: Error, Sendable, Hashable, CustomStringConvertible {
     case unknownEntity(String)
     /// Evaluating the predicate threw (for predicates evaluated on model objects).
     case predicateFailed(entity: String, reason: String)
+    /// A batched fetch or enumeration was given a batch size below 1.
+    case invalidBatchSize(Int)
+    /// ``ModelContext/enumerate(_:batchSize:allowEscapingMutations:block:)`` found, at the end of batch `batch`
+    /// (counted from 0), unsaved changes the walk made to `models` while `allowEscapingMutations` was false. The
+    /// changes stay pending.
+    case mutationsEscaped(entity: String, batch: Int, models: [PersistentIdentifier])
 
     /// A sentence naming the entity (and the object, for a forced unwrap) concerned.
     public var description: String {
@@ -84,6 +90,11 @@ public enum FetchError: Error, Sendable, Hashable, CustomStringConvertible {
             "a forced unwrap in a predicate on \(entity) met nil (at \(model))"
         case let .unknownEntity(entity): "the container's schema has no entity \(entity)"
         case let .predicateFailed(entity, reason): "evaluating a predicate on \(entity) failed: \(reason)"
+        case let .invalidBatchSize(size): "batch size \(size) is not valid: a batch holds at least 1 model"
+        case let .mutationsEscaped(entity, batch, models):
+            "enumerating \(entity) left \(models.count) unsaved change(s) at the end of batch \(batch) (first: "
+                + "\(models.first.map(String.init(describing:)) ?? "none")); save them in the block, or pass "
+                + "allowEscapingMutations: true and save after the walk"
         }
     }
 }
