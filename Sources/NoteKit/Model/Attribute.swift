@@ -67,11 +67,26 @@ public struct Attribute<Value> {
     private static func push(_ initial: () -> Value, options: [Schema.Attribute.Option], originalName: String?) -> Int32 {
         let stack = ConstructionStack.current
         let stamp = Int32(truncatingIfNeeded: stack.attributeValues.count)
-        stack.attributeValues.append(stack.isMaterializing ? MaterializationPlaceholder() : initial())
+        let codec = stack.codec(for: Value.self)
+        if stack.isMaterializing {
+            // The engine fills in the row: the default is never evaluated.
+            stack.attributeValues.append(.null)
+            if stack.recordingDepth > 0 { stack.attributeInitials.append(MaterializationPlaceholder()) }
+        } else {
+            let value = initial()
+            var stored = StoredValue.null
+            if let codec {
+                do { stored = try codec.encode(value) } catch {
+                    // Reported by the object's base init, which knows the entity and the property's name.
+                    stack.encodingFailures.append((stamp: Int(stamp), error: error))
+                }
+            }
+            stack.attributeValues.append(stored)
+            if stack.recordingDepth > 0 { stack.attributeInitials.append(value) }
+        }
         if stack.recordingDepth > 0 {
             stack.attributeDeclarations.append(AttributeDeclaration(
-                valueType: Value.self, codec: AttributeCodecFactory.make(Value.self),
-                options: options, originalName: originalName))
+                valueType: Value.self, codec: codec, options: options, originalName: originalName))
         }
         return stamp
     }

@@ -19,6 +19,8 @@ final class ModelMetadata: @unchecked Sendable {
     let originalEntityName: String?
     let attributes: [AttributeMetadata]
     let relationships: [RelationshipMetadata]
+    /// Per relationship, whether it is to-many (read by every object's construction without copying the metadata).
+    let relationshipIsToMany: [Bool]
     let attributeIndexByName: [String: Int]
     let relationshipIndexByName: [String: Int]
     /// Per property, the key path Observation needs to announce a change made by the engine (inverse
@@ -125,6 +127,7 @@ final class ModelMetadata: @unchecked Sendable {
         relationships = recorded.relationshipDeclarations.enumerated().map { index, declaration in
             RelationshipMetadata(name: relationshipNames[index], declaration: declaration)
         }
+        relationshipIsToMany = relationships.map(\.isToMany)
         attributeIndexByName = Dictionary(uniqueKeysWithValues: attributes.enumerated().map { ($1.name, $0) })
         relationshipIndexByName = Dictionary(uniqueKeysWithValues: relationships.enumerated().map { ($1.name, $0) })
         attributeNotifiers = attributes.map { _ in MutationNotifierSlot() }
@@ -275,15 +278,6 @@ struct AttributeMetadata: @unchecked Sendable {
 
     var isExternal: Bool { options.contains(.externalStorage) }
     var preservesValueOnDeletion: Bool { options.contains(.preserveValueOnDeletion) }
-
-    /// The stored form of a wrapper's initial value.
-    func initialStoredValue(from initial: Any, entity: String) -> StoredValue {
-        if initial is MaterializationPlaceholder { return defaultValue ?? .null }
-        guard let codec else { return .null }
-        do { return try codec.encodeAny(initial) } catch {
-            preconditionFailure("\(entity).\(name): the initial value cannot be encoded: \(error)")
-        }
-    }
 
     func description(in entity: String) -> Schema.Attribute {
         Schema.Attribute(name: name, originalName: originalName, type: codec?.type ?? .codable(typeName: valueTypeName),

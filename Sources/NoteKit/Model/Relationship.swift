@@ -58,7 +58,7 @@ public struct Relationship<Value> {
                              inverse: PartialKeyPath<Value.Destination>?) -> Int32 where Value: RelationshipValue {
         let stack = ConstructionStack.current
         let stamp = Int32(truncatingIfNeeded: stack.relationshipValues.count)
-        stack.relationshipValues.append(stack.isMaterializing ? [ModelObject]() : initial().models as [ModelObject])
+        stack.relationshipValues.append(stack.isMaterializing ? [] : initial().models as [ModelObject])
         if stack.recordingDepth > 0 {
             stack.relationshipDeclarations.append(RelationshipDeclaration(
                 destination: Value.Destination.self, isToMany: Value.isToMany, deleteRule: deleteRule,
