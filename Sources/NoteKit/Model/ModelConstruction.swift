@@ -76,8 +76,10 @@ final class ConstructionStack {
     func codec<Value>(for type: Value.Type) -> AttributeCodec<Value>? {
         let key = ObjectIdentifier(type)
         if let entry = codecs[key] {
-            // The entry was made for this very type just below.
-            return entry.codec.map { unsafeDowncast($0, to: AttributeCodec<Value>.self) }
+            // The entry was made for this very type just below. (No `Optional.map`: its closure would need the
+            // metadata of `AttributeCodec<Value>?`, looked up on every call.)
+            guard let codec = entry.codec else { return nil }
+            return unsafeDowncast(codec, to: AttributeCodec<Value>.self)
         }
         let made = AttributeCodecFactory.make(type)
         codecs[key] = CodecEntry(codec: made)

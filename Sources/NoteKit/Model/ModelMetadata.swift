@@ -157,14 +157,17 @@ final class ModelMetadata: @unchecked Sendable {
     /// Creates an instance of `type` while recording what its wrappers declare.
     private static func record(_ type: any PersistentModel.Type) -> (ModelObject, ConstructionStack.Recorded) {
         let stack = ConstructionStack.current
-        let saved = (stack.recording, stack.recorded)
+        // The first use of a type may come while the engine loads another object (a transient default that builds
+        // a model): the prototype's wrappers must evaluate their defaults, not skip them as a load's would.
+        let saved = (stack.recording, stack.recorded, stack.materialization)
+        stack.materialization = nil
         stack.recordingDepth += 1
         stack.recording = .init(type: ObjectIdentifier(type), attributeMark: stack.attributeValues.count,
                                 relationshipMark: stack.relationshipValues.count)
         let object = type.init()
         let recorded = stack.recorded
         stack.recordingDepth -= 1
-        (stack.recording, stack.recorded) = saved
+        (stack.recording, stack.recorded, stack.materialization) = saved
         guard let recorded else {
             preconditionFailure("\(type).init() did not reach ModelObject.init()")
         }
