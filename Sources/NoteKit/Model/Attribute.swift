@@ -67,15 +67,14 @@ public struct Attribute<Value> {
     private static func push(_ initial: () -> Value, options: [Schema.Attribute.Option], originalName: String?) -> Int32 {
         let stack = ConstructionStack.current
         let stamp = Int32(truncatingIfNeeded: stack.attributeValues.count)
-        let codec = stack.codec(for: Value.self)
         if stack.isMaterializing {
-            // The engine fills in the row: the default is never evaluated.
+            // The engine fills in the row: the default is never evaluated, and no codec is needed.
             stack.attributeValues.append(.null)
             if stack.recordingDepth > 0 { stack.attributeInitials.append(MaterializationPlaceholder()) }
         } else {
             let value = initial()
             var stored = StoredValue.null
-            if let codec {
+            if let codec = stack.codec(for: Value.self) {
                 do { stored = try codec.encode(value) } catch {
                     // Reported by the object's base init, which knows the entity and the property's name.
                     stack.encodingFailures.append((stamp: Int(stamp), error: error))
@@ -86,7 +85,8 @@ public struct Attribute<Value> {
         }
         if stack.recordingDepth > 0 {
             stack.attributeDeclarations.append(AttributeDeclaration(
-                valueType: Value.self, codec: codec, options: options, originalName: originalName))
+                valueType: Value.self, codec: stack.codec(for: Value.self), options: options,
+                originalName: originalName))
         }
         return stamp
     }

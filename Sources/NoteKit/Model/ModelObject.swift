@@ -91,7 +91,6 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
         }
         let metadata = stack.metadata(of: type)
         _$metadata = metadata
-        _$id = .make(entityName: metadata.entityName)
         let attributeCount = metadata.attributes.count, relationshipCount = metadata.relationships.count
         let attributeStart = stack.attributeValues.count - attributeCount
         let relationshipStart = stack.relationshipValues.count - relationshipCount
@@ -102,7 +101,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
 
         if let materialization = stack.materialization, materialization.type == ObjectIdentifier(type),
            materialization.attributeFrame == attributeStart, materialization.relationshipFrame == relationshipStart {
-            // The engine fills in the row; the defaults were never evaluated.
+            // The engine fills in the row and the identifier; the defaults were never evaluated.
             stack.materialization = nil
             _$isMaterializing = true
             stack.attributeValues.removeLast(attributeCount)
@@ -111,6 +110,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
             // A transient property of the object being loaded constructs this one: its wrappers skipped their
             // defaults, believing they belonged to the loaded object. A twin made with the engine out of the way
             // has the real defaults.
+            _$id = .make(entityName: metadata.entityName)
             let materialization = stack.materialization
             stack.materialization = nil
             let twin = type.init()
@@ -121,6 +121,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
             stack.attributeValues.removeLast(attributeCount)
             stack.relationshipValues.removeLast(relationshipCount)
         } else {
+            _$id = .make(entityName: metadata.entityName)
             // The wrappers encoded their initial values already: they move over as they are.
             _$attributes = stack.attributeValues.popLast(attributeCount)
             if !stack.encodingFailures.isEmpty, let failure = stack.takeEncodingFailure(from: attributeStart) {
