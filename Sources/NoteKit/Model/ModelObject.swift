@@ -126,7 +126,8 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
             _$attributes = stack.attributeValues.popLast(attributeCount)
             if !stack.encodingFailures.isEmpty, let failure = stack.takeEncodingFailure(from: attributeStart) {
                 let name = metadata.attributes[failure.stamp - attributeStart].name
-                preconditionFailure("\(metadata.entityName).\(name): the initial value cannot be encoded: \(failure.error)")
+                preconditionFailure(
+                    "\(metadata.entityName).\(name): the initial value cannot be encoded: \(failure.error)")
             }
             _$relationships.reserveCapacity(relationshipCount)
             for index in 0..<relationshipCount {
