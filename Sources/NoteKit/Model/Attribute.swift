@@ -67,11 +67,26 @@ public struct Attribute<Value> {
     private static func push(_ initial: () -> Value, options: [Schema.Attribute.Option], originalName: String?) -> Int32 {
         let stack = ConstructionStack.current
         let stamp = Int32(truncatingIfNeeded: stack.attributeValues.count)
-        stack.attributeValues.append(stack.isMaterializing ? MaterializationPlaceholder() : initial())
+        if stack.isMaterializing {
+            // The engine fills in the row: the default is never evaluated, and no codec is needed.
+            stack.attributeValues.append(.null)
+            if stack.recordingDepth > 0 { stack.attributeInitials.append(MaterializationPlaceholder()) }
+        } else {
+            let value = initial()
+            var stored = StoredValue.null
+            if let codec = stack.codec(for: Value.self) {
+                do { stored = try codec.encode(value) } catch {
+                    // Reported by the object's base init, which knows the entity and the property's name.
+                    stack.encodingFailures.append((stamp: Int(stamp), error: error))
+                }
+            }
+            stack.attributeValues.append(stored)
+            if stack.recordingDepth > 0 { stack.attributeInitials.append(value) }
+        }
         if stack.recordingDepth > 0 {
             stack.attributeDeclarations.append(AttributeDeclaration(
-                valueType: Value.self, codec: AttributeCodecFactory.make(Value.self),
-                options: options, originalName: originalName))
+                valueType: Value.self, codec: stack.codec(for: Value.self), options: options,
+                originalName: originalName))
         }
         return stamp
     }
@@ -83,30 +98,43 @@ public struct Attribute<Value> {
     }
 
     /// The property's value, read from and written to the object's storage, with Observation and change tracking.
+    ///
+    /// Inlinable so that the wrapper's stamp is read from the model directly, not through the key path runtime.
+    @inlinable
     public static subscript<Model: ModelObject>(
         _enclosingInstance model: Model,
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<Model, Self>
     ) -> Value {
-        get {
-            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._$attributeFrame)
-            model._$observationRegistrar.access(model, keyPath: wrappedKeyPath)
-            model._$metadata.attributeNotifiers[slot].register(wrappedKeyPath)
-            if model._$isPrototype { model._$probeLog.append(.init(property: .attribute(slot), keyPath: wrappedKeyPath)) }
-            return model._$attributeValue(at: slot, as: Value.self)
+        get { _$read(model, stamp: model[keyPath: storageKeyPath].stamp, wrappedKeyPath) }
+        set { _$write(model, stamp: model[keyPath: storageKeyPath].stamp, newValue, wrappedKeyPath) }
+    }
+
+    /// Reads the attribute whose wrapper has `stamp`.
+    @usableFromInline
+    static func _$read<Model: ModelObject>(_ model: Model, stamp: Int32,
+                                           _ wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>) -> Value {
+        let slot = Int(stamp &- model._$attributeFrame)
+        model._$observationRegistrar.access(model, keyPath: wrappedKeyPath)
+        model._$metadata.attributeNotifiers[slot].register(wrappedKeyPath)
+        if model._$isPrototype { model._$probeLog.append(.init(property: .attribute(slot), keyPath: wrappedKeyPath)) }
+        return model._$attributeValue(at: slot, as: Value.self)
+    }
+
+    /// Writes the attribute whose wrapper has `stamp`.
+    @usableFromInline
+    static func _$write<Model: ModelObject>(_ model: Model, stamp: Int32, _ newValue: Value,
+                                            _ wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>) {
+        let slot = Int(stamp &- model._$attributeFrame)
+        let codec = model._$metadata.codec(at: slot, as: Value.self)
+        let stored: StoredValue
+        do { stored = try codec.encode(newValue) } catch {
+            // Encoding a value held in memory fails only when a Codable type's own encode(to:) throws.
+            preconditionFailure("\(Model.self).\(model._$metadata.attributes[slot].name) cannot be encoded: \(error)")
         }
-        set {
-            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._$attributeFrame)
-            let codec = model._$metadata.codec(at: slot, as: Value.self)
-            let stored: StoredValue
-            do { stored = try codec.encode(newValue) } catch {
-                // Encoding a value held in memory fails only when a Codable type's own encode(to:) throws.
-                preconditionFailure("\(Model.self).\(model._$metadata.attributes[slot].name) cannot be encoded: \(error)")
-            }
-            guard model._$attributeNeedsWrite(slot, stored) else { return }
-            model._$observationRegistrar.withMutation(of: model, keyPath: wrappedKeyPath) {
-                model._$writeAttribute(slot, stored)
-            }
+        guard model._$attributeNeedsWrite(slot, stored) else { return }
+        model._$observationRegistrar.withMutation(of: model, keyPath: wrappedKeyPath) {
+            model._$writeAttribute(slot, stored)
         }
     }
 }

@@ -19,6 +19,8 @@ final class ModelMetadata: @unchecked Sendable {
     let originalEntityName: String?
     let attributes: [AttributeMetadata]
     let relationships: [RelationshipMetadata]
+    /// Per relationship, whether it is to-many (read by every object's construction without copying the metadata).
+    let relationshipIsToMany: [Bool]
     let attributeIndexByName: [String: Int]
     let relationshipIndexByName: [String: Int]
     /// Per property, the key path Observation needs to announce a change made by the engine (inverse
@@ -125,6 +127,7 @@ final class ModelMetadata: @unchecked Sendable {
         relationships = recorded.relationshipDeclarations.enumerated().map { index, declaration in
             RelationshipMetadata(name: relationshipNames[index], declaration: declaration)
         }
+        relationshipIsToMany = relationships.map(\.isToMany)
         attributeIndexByName = Dictionary(uniqueKeysWithValues: attributes.enumerated().map { ($1.name, $0) })
         relationshipIndexByName = Dictionary(uniqueKeysWithValues: relationships.enumerated().map { ($1.name, $0) })
         attributeNotifiers = attributes.map { _ in MutationNotifierSlot() }
@@ -154,14 +157,17 @@ final class ModelMetadata: @unchecked Sendable {
     /// Creates an instance of `type` while recording what its wrappers declare.
     private static func record(_ type: any PersistentModel.Type) -> (ModelObject, ConstructionStack.Recorded) {
         let stack = ConstructionStack.current
-        let saved = (stack.recording, stack.recorded)
+        // The first use of a type may come while the engine loads another object (a transient default that builds
+        // a model): the prototype's wrappers must evaluate their defaults, not skip them as a load's would.
+        let saved = (stack.recording, stack.recorded, stack.materialization)
+        stack.materialization = nil
         stack.recordingDepth += 1
         stack.recording = .init(type: ObjectIdentifier(type), attributeMark: stack.attributeValues.count,
                                 relationshipMark: stack.relationshipValues.count)
         let object = type.init()
         let recorded = stack.recorded
         stack.recordingDepth -= 1
-        (stack.recording, stack.recorded) = saved
+        (stack.recording, stack.recorded, stack.materialization) = saved
         guard let recorded else {
             preconditionFailure("\(type).init() did not reach ModelObject.init()")
         }
@@ -275,15 +281,6 @@ struct AttributeMetadata: @unchecked Sendable {
 
     var isExternal: Bool { options.contains(.externalStorage) }
     var preservesValueOnDeletion: Bool { options.contains(.preserveValueOnDeletion) }
-
-    /// The stored form of a wrapper's initial value.
-    func initialStoredValue(from initial: Any, entity: String) -> StoredValue {
-        if initial is MaterializationPlaceholder { return defaultValue ?? .null }
-        guard let codec else { return .null }
-        do { return try codec.encodeAny(initial) } catch {
-            preconditionFailure("\(entity).\(name): the initial value cannot be encoded: \(error)")
-        }
-    }
 
     func description(in entity: String) -> Schema.Attribute {
         Schema.Attribute(name: name, originalName: originalName, type: codec?.type ?? .codable(typeName: valueTypeName),

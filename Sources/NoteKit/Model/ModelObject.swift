@@ -89,13 +89,8 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
             finishRecording(stack, recording)
             return
         }
-        guard let modelType = type as? any PersistentModel.Type else {
-            preconditionFailure("\(type) inherits ModelObject but does not conform to PersistentModelProtocol; "
-                                + "declare it as `final class \(type): PersistentModel`")
-        }
-        let metadata = ModelMetadata.of(modelType)
+        let metadata = stack.metadata(of: type)
         _$metadata = metadata
-        _$id = .make(entityName: metadata.entityName)
         let attributeCount = metadata.attributes.count, relationshipCount = metadata.relationships.count
         let attributeStart = stack.attributeValues.count - attributeCount
         let relationshipStart = stack.relationshipValues.count - relationshipCount
@@ -106,13 +101,16 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
 
         if let materialization = stack.materialization, materialization.type == ObjectIdentifier(type),
            materialization.attributeFrame == attributeStart, materialization.relationshipFrame == relationshipStart {
-            // The engine fills in the row; the defaults were never evaluated.
+            // The engine fills in the row and the identifier; the defaults were never evaluated.
             stack.materialization = nil
             _$isMaterializing = true
+            stack.attributeValues.removeLast(attributeCount)
+            stack.relationshipValues.removeLast(relationshipCount)
         } else if stack.isMaterializing {
             // A transient property of the object being loaded constructs this one: its wrappers skipped their
             // defaults, believing they belonged to the loaded object. A twin made with the engine out of the way
             // has the real defaults.
+            _$id = .make(entityName: metadata.entityName)
             let materialization = stack.materialization
             stack.materialization = nil
             let twin = type.init()
@@ -120,22 +118,28 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
             _$attributes = twin._$attributes
             _$relationships = twin._$relationships
             _$unmanagedTargets = twin._$unmanagedTargets
+            stack.attributeValues.removeLast(attributeCount)
+            stack.relationshipValues.removeLast(relationshipCount)
         } else {
-            _$attributes.reserveCapacity(attributeCount)
-            for (index, attribute) in metadata.attributes.enumerated() {
-                let initial = stack.attributeValues[attributeStart + index]
-                _$attributes.append(attribute.initialStoredValue(from: initial, entity: metadata.entityName))
+            _$id = .make(entityName: metadata.entityName)
+            // The wrappers encoded their initial values already: they move over as they are.
+            _$attributes = stack.attributeValues.popLast(attributeCount)
+            if !stack.encodingFailures.isEmpty, let failure = stack.takeEncodingFailure(from: attributeStart) {
+                let name = metadata.attributes[failure.stamp - attributeStart].name
+                preconditionFailure(
+                    "\(metadata.entityName).\(name): the initial value cannot be encoded: \(failure.error)")
             }
             _$relationships.reserveCapacity(relationshipCount)
-            for (index, relationship) in metadata.relationships.enumerated() {
-                let initial = stack.relationshipValues[relationshipStart + index] as? [ModelObject] ?? []
+            for index in 0..<relationshipCount {
+                let initial = stack.relationshipValues[relationshipStart + index]
                 for target in initial { _$unmanagedTargets[target._$id] = target }
-                _$relationships.append(relationship.isToMany ? .toMany(initial.map(\._$id)) : .toOne(initial.first?._$id))
+                _$relationships.append(metadata.relationshipIsToMany[index]
+                    ? .toMany(initial.map(\._$id)) : .toOne(initial.first?._$id))
             }
+            stack.relationshipValues.removeLast(relationshipCount)
         }
-        stack.attributeValues.removeLast(attributeCount)
-        stack.relationshipValues.removeLast(relationshipCount)
         if stack.recordingDepth > 0 {
+            stack.attributeInitials.removeLast(attributeCount)
             stack.attributeDeclarations.removeLast(attributeCount)
             stack.relationshipDeclarations.removeLast(relationshipCount)
         }
@@ -146,7 +150,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
         let attributeCount = stack.attributeValues.count - recording.attributeMark
         let relationshipCount = stack.relationshipValues.count - recording.relationshipMark
         stack.recorded = .init(
-            attributeValues: Array(stack.attributeValues.suffix(attributeCount)),
+            attributeValues: Array(stack.attributeInitials.suffix(attributeCount)),
             attributeDeclarations: Array(stack.attributeDeclarations.suffix(attributeCount)),
             relationshipDeclarations: Array(stack.relationshipDeclarations.suffix(relationshipCount)),
             attributeFrame: recording.attributeMark, relationshipFrame: recording.relationshipMark)
@@ -154,6 +158,9 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
         _$relationshipFrame = Int32(truncatingIfNeeded: recording.relationshipMark)
         stack.attributeValues.removeLast(attributeCount)
         stack.relationshipValues.removeLast(relationshipCount)
+        // The prototype's values are recorded as given; one that cannot be encoded is the schema's to report.
+        _ = stack.takeEncodingFailure(from: recording.attributeMark)
+        stack.attributeInitials.removeLast(attributeCount)
         stack.attributeDeclarations.removeLast(attributeCount)
         stack.relationshipDeclarations.removeLast(relationshipCount)
         stack.recording = nil

@@ -132,7 +132,10 @@ extension Optional: RelationshipValue where Wrapped: PersistentModel {
     /// No target: `nil`.
     public static var empty: Wrapped? { nil }
     /// The target as a one-element array, or an empty one.
-    public var models: [Wrapped] { self.map { [$0] } ?? [] }
+    public var models: [Wrapped] {
+        // A switch, not `map`: in this generic context its closure costs a metadata look-up per call.
+        if let model = self { [model] } else { [] }
+    }
     /// The first of `models`, or nil when there is none.
     public init(models: [Wrapped]) { self = models.first }
 }

@@ -58,7 +58,7 @@ public struct Relationship<Value> {
                              inverse: PartialKeyPath<Value.Destination>?) -> Int32 where Value: RelationshipValue {
         let stack = ConstructionStack.current
         let stamp = Int32(truncatingIfNeeded: stack.relationshipValues.count)
-        stack.relationshipValues.append(stack.isMaterializing ? [ModelObject]() : initial().models as [ModelObject])
+        stack.relationshipValues.append(stack.isMaterializing ? [] : initial().models as [ModelObject])
         if stack.recordingDepth > 0 {
             stack.relationshipDeclarations.append(RelationshipDeclaration(
                 destination: Value.Destination.self, isToMany: Value.isToMany, deleteRule: deleteRule,
@@ -89,26 +89,41 @@ public struct Relationship<Value> {
     }
 
     /// The targets, resolved through the object's context, with Observation and inverse maintenance.
+    ///
+    /// Inlinable so that the wrapper's stamp is read from the model directly, not through the key path runtime.
+    @inlinable
     public static subscript<Model: ModelObject>(
         _enclosingInstance model: Model,
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<Model, Self>
     ) -> Value where Value: RelationshipValue {
-        get {
-            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._$relationshipFrame)
-            model._$observationRegistrar.access(model, keyPath: wrappedKeyPath)
-            model._$metadata.relationshipNotifiers[slot].register(wrappedKeyPath)
-            if model._$isPrototype {
-                model._$probeLog.append(.init(property: .relationship(slot), keyPath: wrappedKeyPath))
-            }
-            return Value(models: model._$relationshipModels(at: slot).map {
-                unsafeDowncast($0, to: Value.Destination.self)
-            })
+        get { _$read(model, stamp: model[keyPath: storageKeyPath].stamp, wrappedKeyPath) }
+        set { _$write(model, stamp: model[keyPath: storageKeyPath].stamp, newValue, wrappedKeyPath) }
+    }
+
+    /// Reads the targets of the relationship whose wrapper has `stamp`.
+    @usableFromInline
+    static func _$read<Model: ModelObject>(_ model: Model, stamp: Int32,
+                                           _ wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>) -> Value
+        where Value: RelationshipValue {
+        let slot = Int(stamp &- model._$relationshipFrame)
+        model._$observationRegistrar.access(model, keyPath: wrappedKeyPath)
+        model._$metadata.relationshipNotifiers[slot].register(wrappedKeyPath)
+        if model._$isPrototype {
+            model._$probeLog.append(.init(property: .relationship(slot), keyPath: wrappedKeyPath))
         }
-        set {
-            let slot = Int(model[keyPath: storageKeyPath].stamp &- model._$relationshipFrame)
-            model._$metadata.relationshipNotifiers[slot].register(wrappedKeyPath)
-            model._$setRelationship(at: slot, to: newValue.models)
-        }
+        return Value(models: model._$relationshipModels(at: slot).map {
+            unsafeDowncast($0, to: Value.Destination.self)
+        })
+    }
+
+    /// Sets the targets of the relationship whose wrapper has `stamp`.
+    @usableFromInline
+    static func _$write<Model: ModelObject>(_ model: Model, stamp: Int32, _ newValue: Value,
+                                            _ wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>)
+        where Value: RelationshipValue {
+        let slot = Int(stamp &- model._$relationshipFrame)
+        model._$metadata.relationshipNotifiers[slot].register(wrappedKeyPath)
+        model._$setRelationship(at: slot, to: newValue.models)
     }
 }

@@ -349,7 +349,11 @@ extension Array: PersistentValue where Element: PersistentValue {
     /// An array attribute is ``Schema/AttributeType/array(_:)`` of the element type.
     public static var attributeType: Schema.AttributeType { .array(Element.attributeType) }
     /// A ``StoredValue/array(_:)`` of the elements' stored forms, in order.
-    public var storedValue: StoredValue { .array(map(\.storedValue)) }
+    public var storedValue: StoredValue {
+        // A closure, not `map(\.storedValue)`: in this generic context a key path would be instantiated, its generic
+        // arguments resolved by demangling, on every call.
+        .array(map { $0.storedValue })
+    }
     /// Reads every element of a ``StoredValue/array(_:)``.
     ///
     /// - Throws: ``StoredValueError/typeMismatch(expected:found:)`` when the value is not an array, or what reading
@@ -365,7 +369,7 @@ extension Dictionary: PersistentValue where Key == String, Value: PersistentValu
     /// A dictionary attribute is ``Schema/AttributeType/dictionary(_:)`` of the value type.
     public static var attributeType: Schema.AttributeType { .dictionary(Value.attributeType) }
     /// A ``StoredValue/dictionary(_:)`` of the values' stored forms, by key.
-    public var storedValue: StoredValue { .dictionary(mapValues(\.storedValue)) }
+    public var storedValue: StoredValue { .dictionary(mapValues { $0.storedValue }) } // a closure: see Array's
     /// Reads every value of a ``StoredValue/dictionary(_:)``.
     ///
     /// - Throws: ``StoredValueError/typeMismatch(expected:found:)`` when the value is not a dictionary, or what
