@@ -457,10 +457,12 @@ public final class FileStore: DataStore {
         if bytes.count >= magic.count || !magic.starts(with: bytes) {
             guard let scan = try? SegmentScan.read(path, number: 1, fileSystem: fileSystem),
                   scan.tail?.isTorn ?? true, scan.undecodable == nil else { throw refusal }
+            let decoder = RecordDecoders.decoder(for: scan.version, blobs: nil)
             let onlyCreation = scan.bytes.withUnsafeBytes { buffer in
-                scan.records.allSatisfy { payload in
-                    let bytes = buffer[payload]
-                    return bytes.starts(with: #"{"k":"segment","#.utf8) || bytes.starts(with: #"{"k":"schema","#.utf8)
+                scan.records.allSatisfy { range in
+                    let kind = try? decoder?.peek(scan.payload(range, in: buffer), offset: range.lowerBound,
+                                                  file: path).kind
+                    return kind == .segment || kind == .schema
                 }
             }
             guard onlyCreation else { throw refusal }

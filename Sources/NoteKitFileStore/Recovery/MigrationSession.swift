@@ -120,11 +120,10 @@ extension LogReplay {
             }
             try scan.bytes.withUnsafeBytes { buffer in
                 for range in scan.records {
-                    let payload = UnsafeRawBufferPointer(rebasing: buffer[range])
-                    // The writer puts "k" first: only schema and migration records need decoding.
-                    let prefix = Array(payload.prefix(16))
-                    guard prefix.starts(with: Array(#"{"k":"schema""#.utf8))
-                        || prefix.starts(with: Array(#"{"k":"migration""#.utf8)) else { continue }
+                    let payload = scan.payload(range, in: buffer)
+                    // Only schema and migration records need decoding: the kind is read ahead, in any order.
+                    let kind = try decoder.peek(payload, offset: range.lowerBound, file: scan.path).kind
+                    guard kind == .schema || kind == .migration else { continue }
                     switch try decoder.decode(payload, offset: range.lowerBound, file: scan.path, schema: schemas.last) {
                     case .schema(let schema): schemas.append(schema)
                     case .migration(let migration): schemas.append(migration.schema)
