@@ -743,7 +743,8 @@ struct RecordDecoderV1: RecordDecoding {
         }
     }
 
-    /// Reads the tagged form of a stored value (`{"string":"x"}`), used by `Codable` attributes.
+    /// Reads the tagged form of a stored value (`{"string":"x"}`), used by `Codable` attributes and tombstones. Its
+    /// null is `null`, the one spelling a record has for it.
     private func readTagged(_ reader: inout JSONReader) throws -> StoredValue {
         if reader.readNullIfPresent() { return .null }
         var result: StoredValue?
@@ -772,6 +773,10 @@ struct RecordDecoderV1: RecordDecoding {
                 var items: [String: StoredValue] = [:]
                 try member.readObject { value, name in items[name.string] = try readTagged(&value) }
                 result = .dictionary(items)
+            case "null":
+                // The schema's `Codable` form spells a nil default so (docs/FORMAT.md, *Attribute values*); a
+                // record's values never do.
+                throw fail(member, #"a null is written null in a record, not {"null":…}"#)
             default: throw fail(member, "unknown value kind \(String(reflecting: key.string))")
             }
         }
