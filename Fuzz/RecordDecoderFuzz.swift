@@ -84,8 +84,9 @@ private func fuzzFrames(_ input: UnsafeRawBufferPointer) {
             precondition(offset + payload.count < next && next <= input.count, "a frame outside the input")
         } undecodable: { offset, length, _ in
             precondition(offset > 0 && length > 0 && offset + length <= input.count, "a record outside the input")
-        } damaged: { offset, length, _, _ in
-            precondition(offset > 0 && length > 0 && offset + length <= input.count, "damage outside the input")
+        } damaged: { damage in
+            precondition(damage.offset > 0 && damage.length > 0 && damage.offset + damage.length <= input.count,
+                         "damage outside the input")
         }
     } catch {
         expectTyped(error, "SegmentScan.walk")

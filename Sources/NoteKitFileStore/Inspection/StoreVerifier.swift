@@ -124,7 +124,7 @@ public enum StoreVerifier {
         let manifest: Manifest
         do { manifest = try pin.manifest } catch {
             let (kind, offset) = classify(error)
-            problem(layout.manifest, offset, kind, "\(error)")
+            problem(layout.manifest, offset, pin.frameDamage.map(VerificationReport.Kind.init) ?? kind, "\(error)")
             return report
         }
 
@@ -194,11 +194,9 @@ public enum StoreVerifier {
                 } undecodable: { offset, _, reason in
                     first = false
                     problem(path, offset, .undecodableRecord, reason)
-                } damaged: { offset, length, reason, isTorn in
-                    let kind: VerificationReport.Kind = isLast && isTorn ? .tornTail
-                        : reason == "checksum mismatch" ? .checksumMismatch
-                        : reason.contains("past the end") || reason.contains("fewer than") ? .truncatedRecord : .malformedRecord
-                    problem(path, offset, kind, "\(reason) (\(length) bytes)")
+                } damaged: { damage in
+                    let kind = isLast && damage.isTorn ? .tornTail : VerificationReport.Kind(damage.kind)
+                    problem(damage.file, damage.offset, kind, "\(damage.reason) (\(damage.length) bytes)")
                 } reserved: { offset, length in
                     // Allowed at the end of the last segment only: the writer cuts it off before rotating.
                     if !isLast {
@@ -320,7 +318,8 @@ public enum StoreVerifier {
         case .unexpectedFileType?: (.unexpectedFileType, 0)
         case .unsupportedFormatVersion?: (.unsupportedFormatVersion, 0)
         case .notAStoreFile?: (.notAStoreFile, 0)
-        case .damagedRecord(_, let offset, let reason)?: (reason == "checksum mismatch" ? .checksumMismatch : .malformedRecord, offset)
+        // A damaged frame's kind comes with it (``FrameDamage``), never from its message.
+        case .damagedRecord(_, let offset, _)?: (.malformedRecord, offset)
         case .undecodableRecord(_, let offset, _)?: (.undecodableRecord, offset)
         case .inconsistentSegments?: (.inconsistentSegments, 0)
         case .danglingReference(_, let offset, _)?: (.danglingReference, offset)
@@ -330,13 +329,25 @@ public enum StoreVerifier {
 }
 
 extension SegmentScan {
+    /// A stretch of a segment's bytes that holds no intact record: where it is, what kind of damage, why.
+    struct Damage: Equatable {
+        let file: String
+        let offset: Int
+        /// To the next intact record, or to the end of the file.
+        let length: Int
+        let kind: FrameDamage
+        /// What was found, as a sentence.
+        let reason: String
+        /// Whether no intact record follows it: a torn tail, if the segment is the last.
+        let isTorn: Bool
+    }
+
     /// Visits the intact records of the segment at `path` and the damaged stretches between them, reading the
     /// file in bounded pieces (as ``read(_:number:fileSystem:from:)`` does, resuming after each damaged stretch):
     /// `record` gets each payload, its offset and where the next record starts; `undecodable` an intact record that
-    /// cannot be decoded (a zero byte in it); `damaged` each damaged stretch's offset, length (to the next intact
-    /// record, or the end), reason, and whether no intact record follows it. Zeros after the last record are
-    /// reserved space, not damage: `reserved` gets their offset and length. `version` gets the segment's format
-    /// version before any record.
+    /// cannot be decoded (a zero byte in it); `damaged` each damaged stretch (``Damage``). Zeros after the last
+    /// record are reserved space, not damage: `reserved` gets their offset and length. `version` gets the segment's
+    /// format version before any record.
     ///
     /// - Returns: the segment's format version.
     /// - Throws: what reading the segment throws: a missing file, a magic line not a segment's of a known version.
@@ -344,7 +355,7 @@ extension SegmentScan {
     static func walk(_ path: String, number: Int, fileSystem: any StoreFileSystem,
                      record: (_ payload: UnsafeRawBufferPointer, _ offset: Int, _ next: Int) -> Void,
                      undecodable: (_ offset: Int, _ length: Int, _ reason: String) -> Void,
-                     damaged: (_ offset: Int, _ length: Int, _ reason: String, _ isTorn: Bool) -> Void,
+                     damaged: (_ damage: Damage) -> Void,
                      reserved: (_ offset: Int, _ length: Int) -> Void = { _, _ in },
                      version opened: (_ version: Int) -> Void = { _ in }) throws -> Int {
         var scan = try read(path, number: number, fileSystem: fileSystem)
@@ -359,13 +370,25 @@ extension SegmentScan {
                 undecodable(bad.offset, bad.end - bad.offset, bad.reason)
                 resume = bad.end
             } else if let tail = scan.tail {
-                damaged(tail.offset, (tail.resumes ?? scan.fileSize) - tail.offset, tail.reason, tail.isTorn)
+                damaged(Damage(file: path, offset: tail.offset, length: (tail.resumes ?? scan.fileSize) - tail.offset,
+                               kind: tail.damage, reason: tail.reason, isTorn: tail.isTorn))
                 resume = tail.resumes
             } else if scan.reserved > 0 {
                 reserved(scan.end, scan.reserved)
             }
             guard let resume, resume < scan.fileSize else { return version }
             scan = try read(path, number: number, fileSystem: fileSystem, from: (resume, version))
+        }
+    }
+}
+
+extension VerificationReport.Kind {
+    /// The kind a damaged frame is reported as, when it is not a torn tail.
+    init(_ damage: FrameDamage) {
+        self = switch damage {
+        case .checksumMismatch: .checksumMismatch
+        case .truncated: .truncatedRecord
+        case .malformed: .malformedRecord
         }
     }
 }

@@ -194,7 +194,8 @@ extension FileStore {
                 } undecodable: { offset, length, reason in
                     fileEnd = offset + length
                     report.skippedRecords.append(.init(file: path, offset: offset, length: length, reason: reason))
-                } damaged: { offset, length, reason, _ in
+                } damaged: { damage in
+                    let (offset, length, reason) = (damage.offset, damage.length, damage.reason)
                     fileEnd = offset + length
                     report.skippedBytes.append(.init(file: path, offset: offset, length: length, reason: reason))
                 } version: { version in
