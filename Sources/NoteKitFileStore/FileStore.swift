@@ -457,13 +457,10 @@ public final class FileStore: DataStore {
         if bytes.count >= magic.count || !magic.starts(with: bytes) {
             guard let scan = try? SegmentScan.read(path, number: 1, fileSystem: fileSystem),
                   scan.tail?.isTorn ?? true, scan.undecodable == nil else { throw refusal }
-            let decoder = RecordDecoders.decoder(for: scan.version, blobs: nil)
-            let onlyCreation = scan.bytes.withUnsafeBytes { buffer in
-                scan.records.allSatisfy { range in
-                    let kind = try? decoder?.peek(scan.payload(range, in: buffer), offset: range.lowerBound,
-                                                  file: path).kind
-                    return kind == .segment || kind == .schema
-                }
+            var onlyCreation = true
+            try? scan.forEachRecord(blobs: nil) { record in
+                let kind = try? record.peek.kind
+                if kind != .segment && kind != .schema { onlyCreation = false }
             }
             guard onlyCreation else { throw refusal }
         }

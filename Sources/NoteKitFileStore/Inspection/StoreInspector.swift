@@ -140,19 +140,11 @@ extension SegmentScan {
     /// - Throws: ``FileStoreError/undecodableRecord(file:offset:reason:)`` for a record that names no kind, or an
     ///   unsupported format version.
     func firstTransactionNumber() throws -> UInt64? {
-        guard let decoder = RecordDecoders.decoder(for: version, blobs: nil) else {
-            throw FileStoreError.unsupportedFormatVersion(file: path, found: version,
-                                                          supported: MagicLine.supportedVersions)
+        var first: UInt64?
+        try forEachRecord(blobs: nil) { record in
+            if first == nil { first = try record.peek.transaction }
         }
-        return try bytes.withUnsafeBytes { buffer in
-            for range in records {
-                if let number = try decoder.peek(payload(range, in: buffer), offset: range.lowerBound, file: path)
-                    .transaction {
-                    return number
-                }
-            }
-            return nil
-        }
+        return first
     }
 }
 

@@ -138,14 +138,12 @@ public enum StoreVerifier {
             var first = true
             // A compaction's snapshot and how many of the rows it lists arrived intact.
             var snapshot: (offset: Int, rows: Int, arrived: Int)?
-            var decoder: (any RecordDecoding)?
             do {
-                try SegmentScan.walk(path, number: number, fileSystem: fileSystem) { payload, payloadOffset, _ in
+                try SegmentScan.walk(path, number: number, fileSystem: fileSystem, blobs: blobStore) { entry in
                     defer { first = false }
-                    let recordStart = payloadOffset - RecordFrame.headerLength
+                    let recordStart = entry.recordOffset
                     do {
-                        guard let decoder else { return }
-                        let record = try decoder.decode(payload, offset: payloadOffset, file: path, schema: schemas.last)
+                        let record = try entry.decode(schema: schemas.last)
                         switch record {
                         case .segment(let header):
                             if !first { problem(path, recordStart, .inconsistentSegments, "a segment record in the middle") }
@@ -203,8 +201,6 @@ public enum StoreVerifier {
                         problem(path, offset, .malformedRecord,
                                 "\(length) zero bytes follow the last record of a segment that is not the last")
                     }
-                } version: { version in
-                    decoder = RecordDecoders.decoder(for: version, blobs: blobStore)
                 }
             } catch FileStoreError.inconsistentSegments(_, _) {
                 problem(path, 0, .missingSegment, "the manifest lists segment \(number) but it does not exist")
@@ -324,60 +320,6 @@ public enum StoreVerifier {
         case .inconsistentSegments?: (.inconsistentSegments, 0)
         case .danglingReference(_, let offset, _)?: (.danglingReference, offset)
         default: (.undecodableRecord, 0)
-        }
-    }
-}
-
-extension SegmentScan {
-    /// A stretch of a segment's bytes that holds no intact record: where it is, what kind of damage, why.
-    struct Damage: Equatable {
-        let file: String
-        let offset: Int
-        /// To the next intact record, or to the end of the file.
-        let length: Int
-        let kind: FrameDamage
-        /// What was found, as a sentence.
-        let reason: String
-        /// Whether no intact record follows it: a torn tail, if the segment is the last.
-        let isTorn: Bool
-    }
-
-    /// Visits the intact records of the segment at `path` and the damaged stretches between them, reading the
-    /// file in bounded pieces (as ``read(_:number:fileSystem:from:)`` does, resuming after each damaged stretch):
-    /// `record` gets each payload, its offset and where the next record starts; `undecodable` an intact record that
-    /// cannot be decoded (a zero byte in it); `damaged` each damaged stretch (``Damage``). Zeros after the last
-    /// record are reserved space, not damage: `reserved` gets their offset and length. `version` gets the segment's
-    /// format version before any record.
-    ///
-    /// - Returns: the segment's format version.
-    /// - Throws: what reading the segment throws: a missing file, a magic line not a segment's of a known version.
-    @discardableResult
-    static func walk(_ path: String, number: Int, fileSystem: any StoreFileSystem,
-                     record: (_ payload: UnsafeRawBufferPointer, _ offset: Int, _ next: Int) -> Void,
-                     undecodable: (_ offset: Int, _ length: Int, _ reason: String) -> Void,
-                     damaged: (_ damage: Damage) -> Void,
-                     reserved: (_ offset: Int, _ length: Int) -> Void = { _, _ in },
-                     version opened: (_ version: Int) -> Void = { _ in }) throws -> Int {
-        var scan = try read(path, number: number, fileSystem: fileSystem)
-        let version = scan.version
-        opened(version)
-        while true {
-            scan.bytes.withUnsafeBytes { buffer in
-                for range in scan.records { record(scan.payload(range, in: buffer), range.lowerBound, range.upperBound + 1) }
-            }
-            var resume: Int?
-            if let bad = scan.undecodable {
-                undecodable(bad.offset, bad.end - bad.offset, bad.reason)
-                resume = bad.end
-            } else if let tail = scan.tail {
-                damaged(Damage(file: path, offset: tail.offset, length: (tail.resumes ?? scan.fileSize) - tail.offset,
-                               kind: tail.damage, reason: tail.reason, isTorn: tail.isTorn))
-                resume = tail.resumes
-            } else if scan.reserved > 0 {
-                reserved(scan.end, scan.reserved)
-            }
-            guard let resume, resume < scan.fileSize else { return version }
-            scan = try read(path, number: number, fileSystem: fileSystem, from: (resume, version))
         }
     }
 }

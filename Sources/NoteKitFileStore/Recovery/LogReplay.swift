@@ -430,10 +430,6 @@ struct LogReplay {
 
     private mutating func apply(_ scan: SegmentScan, manifest: Manifest, isFirst: Bool, isLast: Bool,
                                 blobs: BlobStore?) throws {
-        guard let decoder = RecordDecoders.decoder(for: scan.version, blobs: blobs) else {
-            throw FileStoreError.unsupportedFormatVersion(file: scan.path, found: scan.version,
-                                                          supported: MagicLine.supportedVersions)
-        }
         var opening = Opening()
         /// Loads nothing of a first segment whose opening is not whole: a partial snapshot is no committed state.
         func refuseOpening(_ error: FileStoreError) -> FileStoreError {
@@ -441,34 +437,32 @@ struct LogReplay {
             history = HistoryLog()
             return error
         }
-        try scan.bytes.withUnsafeBytes { buffer in
-            for (index, range) in scan.records.enumerated() {
-                let payload = scan.payload(range, in: buffer)
-                let record = try decoder.decode(payload, offset: range.lowerBound, file: scan.path,
-                                                schema: schemas.last)
-                if index == 0 {
-                    guard case .segment(let header) = record else {
-                        throw FileStoreError.undecodableRecord(file: scan.path, offset: range.lowerBound,
-                                                               reason: "a segment must begin with a segment record")
-                    }
-                    guard header.store == manifest.store else {
-                        throw FileStoreError.inconsistentSegments(
-                            file: scan.path, reason: "it belongs to store \(header.store), not \(manifest.store)")
-                    }
-                    guard header.number == scan.number else {
-                        throw FileStoreError.inconsistentSegments(
-                            file: scan.path, reason: "it says it is segment \(header.number)")
-                    }
-                    continue
+        var isHeader = true
+        try scan.forEachRecord(blobs: blobs) { entry in
+            let record = try entry.decode(schema: schemas.last)
+            if isHeader {
+                isHeader = false
+                guard case .segment(let header) = record else {
+                    throw FileStoreError.undecodableRecord(file: scan.path, offset: entry.offset,
+                                                           reason: "a segment must begin with a segment record")
                 }
-                let wasOpen = opening.isOpen
-                try opening.take(record, at: range.lowerBound, file: scan.path, isFirst: isFirst)
-                if isFirst, wasOpen, !opening.isOpen, let reason = opening.incompleteness(segment: scan.number) {
-                    throw refuseOpening(FileStoreError.undecodableRecord(file: scan.path, offset: range.lowerBound,
-                                                                         reason: reason))
+                guard header.store == manifest.store else {
+                    throw FileStoreError.inconsistentSegments(
+                        file: scan.path, reason: "it belongs to store \(header.store), not \(manifest.store)")
                 }
-                try apply(record, at: range.lowerBound, file: scan.path)
+                guard header.number == scan.number else {
+                    throw FileStoreError.inconsistentSegments(
+                        file: scan.path, reason: "it says it is segment \(header.number)")
+                }
+                return
             }
+            let wasOpen = opening.isOpen
+            try opening.take(record, at: entry.offset, file: scan.path, isFirst: isFirst)
+            if isFirst, wasOpen, !opening.isOpen, let reason = opening.incompleteness(segment: scan.number) {
+                throw refuseOpening(FileStoreError.undecodableRecord(file: scan.path, offset: entry.offset,
+                                                                     reason: reason))
+            }
+            try apply(record, at: entry.offset, file: scan.path)
         }
         if let undecodable = scan.undecodable {
             throw FileStoreError.undecodableRecord(file: scan.path, offset: undecodable.offset,
