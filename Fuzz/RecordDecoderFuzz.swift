@@ -80,12 +80,16 @@ private func fuzzFrames(_ input: UnsafeRawBufferPointer) {
     let path = root + "/segments/000001.seg"
     files.files[path] = Array(input)
     do {
-        try SegmentScan.walk(path, number: 1, fileSystem: files) { payload, offset, next in
-            precondition(offset + payload.count < next && next <= input.count, "a frame outside the input")
+        try SegmentScan.walk(path, number: 1, fileSystem: files, blobs: nil) { record in
+            precondition(record.offset + record.payload.count < record.next && record.next <= input.count,
+                         "a frame outside the input")
+            // The kind is read from the JSON whatever the order of its members; an error is a typed one.
+            do { _ = try record.peek } catch { expectTyped(error, "peek") }
         } undecodable: { offset, length, _ in
             precondition(offset > 0 && length > 0 && offset + length <= input.count, "a record outside the input")
-        } damaged: { offset, length, _, _ in
-            precondition(offset > 0 && length > 0 && offset + length <= input.count, "damage outside the input")
+        } damaged: { damage in
+            precondition(damage.offset > 0 && damage.length > 0 && damage.offset + damage.length <= input.count,
+                         "damage outside the input")
         }
     } catch {
         expectTyped(error, "SegmentScan.walk")

@@ -144,54 +144,52 @@ extension FileStore {
             // Read in bounded pieces from where this open stopped (docs/FORMAT.md, *Reading*).
             let scan = try SegmentScan.read(path, number: number, fileSystem: fileSystem,
                                             from: continuing ? (position.offset, position.version) : nil)
-            let complete = try scan.bytes.withUnsafeBytes { buffer -> Bool in
-                guard let decoder = RecordDecoders.decoder(for: scan.version, blobs: blobs) else {
-                    throw FileStoreError.unsupportedFormatVersion(file: path, found: scan.version,
-                                                                  supported: MagicLine.supportedVersions)
-                }
-                var expectsHeader = !continuing
-                for range in scan.records {
-                    let record = try decoder.decode(scan.payload(range, in: buffer), offset: range.lowerBound,
-                                                    file: path, schema: stored)
-                    if expectsHeader {
-                        guard case .segment(let header) = record, header.number == number,
-                              header.store == manifest.store else {
-                            throw FileStoreError.inconsistentSegments(
-                                file: path, reason: "it does not begin with its own segment record")
-                        }
-                        expectsHeader = false
-                    } else {
-                        switch record {
-                        case .transaction where !storedSchemaMatches: return false
-                        case .transaction, .trim: break
-                        case .schema, .migration, .snapshot, .rows, .history: return false
-                        case .segment, .manifest:
-                            throw FileStoreError.undecodableRecord(
-                                file: path, offset: range.lowerBound - RecordFrame.headerLength,
-                                reason: "a bookkeeping record in the middle of a segment")
-                        }
+            // Records that only a reload can apply end what appending can pick up.
+            var complete = true
+            var expectsHeader = !continuing
+            try scan.forEachRecord(blobs: blobs) { entry in
+                guard complete else { return }
+                let record = try entry.decode(schema: stored)
+                if expectsHeader {
+                    guard case .segment(let header) = record, header.number == number,
+                          header.store == manifest.store else {
+                        throw FileStoreError.inconsistentSegments(
+                            file: path, reason: "it does not begin with its own segment record")
                     }
-                    pending.append(PendingRecord(segment: number, version: scan.version,
-                                                 offset: range.lowerBound - RecordFrame.headerLength,
-                                                 end: range.upperBound + 1, record: record))
+                    expectsHeader = false
+                } else {
+                    switch record {
+                    case .transaction where !storedSchemaMatches:
+                        complete = false
+                        return
+                    case .transaction, .trim: break
+                    case .schema, .migration, .snapshot, .rows, .history:
+                        complete = false
+                        return
+                    case .segment, .manifest:
+                        throw FileStoreError.undecodableRecord(
+                            file: path, offset: entry.recordOffset,
+                            reason: "a bookkeeping record in the middle of a segment")
+                    }
                 }
-                if let undecodable = scan.undecodable {
-                    throw FileStoreError.undecodableRecord(file: path, offset: undecodable.offset,
-                                                           reason: undecodable.reason)
-                }
-                if let tail = scan.tail, !isLast || !tail.isTorn {
-                    // In the last segment, a record being appended (or torn) is not committed as far as this reader
-                    // can tell, so it waits. Anywhere else, or with intact records after it, it is damage.
-                    throw FileStoreError.damagedRecord(file: path, offset: tail.offset, reason: tail.reason)
-                }
-                if scan.reserved > 0, !isLast {
-                    throw FileStoreError.damagedRecord(file: path, offset: scan.end,
-                                                       reason: "\(scan.reserved) zero bytes follow the last record "
-                                                           + "of a segment that is not the last")
-                }
-                return true
+                pending.append(PendingRecord(segment: number, version: scan.version, offset: entry.recordOffset,
+                                             end: entry.next, record: record))
             }
             if !complete { return nil }
+            if let undecodable = scan.undecodable {
+                throw FileStoreError.undecodableRecord(file: path, offset: undecodable.offset,
+                                                       reason: undecodable.reason)
+            }
+            if let tail = scan.tail, !isLast || !tail.isTorn {
+                // In the last segment, a record being appended (or torn) is not committed as far as this reader
+                // can tell, so it waits. Anywhere else, or with intact records after it, it is damage.
+                throw FileStoreError.damagedRecord(file: path, offset: tail.offset, reason: tail.reason)
+            }
+            if scan.reserved > 0, !isLast {
+                throw FileStoreError.damagedRecord(file: path, offset: scan.end,
+                                                   reason: "\(scan.reserved) zero bytes follow the last record "
+                                                       + "of a segment that is not the last")
+            }
         }
         return pending
     }

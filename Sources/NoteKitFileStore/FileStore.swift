@@ -457,11 +457,10 @@ public final class FileStore: DataStore {
         if bytes.count >= magic.count || !magic.starts(with: bytes) {
             guard let scan = try? SegmentScan.read(path, number: 1, fileSystem: fileSystem),
                   scan.tail?.isTorn ?? true, scan.undecodable == nil else { throw refusal }
-            let onlyCreation = scan.bytes.withUnsafeBytes { buffer in
-                scan.records.allSatisfy { payload in
-                    let bytes = buffer[payload]
-                    return bytes.starts(with: #"{"k":"segment","#.utf8) || bytes.starts(with: #"{"k":"schema","#.utf8)
-                }
+            var onlyCreation = true
+            try? scan.forEachRecord(blobs: nil) { record in
+                let kind = try? record.peek.kind
+                if kind != .segment && kind != .schema { onlyCreation = false }
             }
             guard onlyCreation else { throw refusal }
         }

@@ -13,10 +13,12 @@ extension StoredValue: Codable {
         case null, bool, int, uint, double, string, date, data, uuid, decimal, array, dictionary, external
     }
 
-    /// Decodes the one-key form (`{"string": "x"}`); a JSON `null` decodes as ``StoredValue/null`` too.
+    /// Decodes the one-key form (`{"string": "x"}`); a JSON `null` decodes as ``StoredValue/null`` too, as does
+    /// `{"null": true}`.
     ///
     /// - Throws: `DecodingError.dataCorrupted` when the object has no kind key or several, a double, base64 or decimal
-    ///   string is malformed, or the kind is `external` (external data has no inline form).
+    ///   string is malformed, the kind is `external` (external data has no inline form), or `null` holds anything
+    ///   but `true`; `DecodingError.typeMismatch` when a kind's value is of the wrong JSON type.
     public init(from decoder: any Decoder) throws {
         if let single = try? decoder.singleValueContainer(), single.decodeNil() {
             self = .null
@@ -28,7 +30,13 @@ extension StoredValue: Codable {
                                                     debugDescription: "a stored value has exactly one kind key"))
         }
         switch kind {
-        case .null: self = .null
+        case .null:
+            // One spelling: `{"null": true}`, as ``encode(to:)`` writes it.
+            guard try container.decode(Bool.self, forKey: kind) else {
+                throw DecodingError.dataCorruptedError(forKey: kind, in: container,
+                                                       debugDescription: #"a null is {"null": true}"#)
+            }
+            self = .null
         case .bool: self = .bool(try container.decode(Bool.self, forKey: kind))
         case .int: self = .int(try container.decode(Int64.self, forKey: kind))
         case .uint: self = .uint(try container.decode(UInt64.self, forKey: kind))

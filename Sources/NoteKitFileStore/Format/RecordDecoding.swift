@@ -20,6 +20,27 @@ protocol RecordDecoding {
     ///     the first schema record.
     /// - Throws: ``FileStoreError/undecodableRecord(file:offset:reason:)``.
     func decode(_ payload: UnsafeRawBufferPointer, offset: Int, file: String, schema: Schema?) throws -> StoreRecord
+
+    /// The kind a record's payload names and, for a `tx` or `migration` record, its transaction number, read
+    /// without decoding the rest (nor checking it: ``decode(_:offset:file:schema:)`` does). The members may come in
+    /// any order; the writer puts `"k"` and then `"tx"` first, so a record it wrote costs one or two members.
+    ///
+    /// - Throws: ``FileStoreError/undecodableRecord(file:offset:reason:)`` when the payload is not a JSON object
+    ///   naming a kind of record the format has, or its transaction number is not one.
+    func peek(_ payload: UnsafeRawBufferPointer, offset: Int, file: String) throws -> RecordPeek
+}
+
+/// The kinds of record a store file holds: the values of a payload's `"k"` (docs/FORMAT.md, *The payload JSON*).
+enum RecordKind: String, CaseIterable, Sendable {
+    case segment, manifest, schema, migration, snapshot, rows, history, trim
+    case transaction = "tx"
+}
+
+/// What ``RecordDecoding/peek(_:offset:file:)`` reads of a record.
+struct RecordPeek: Equatable {
+    var kind: RecordKind
+    /// The number of a `tx` or `migration` record; nil for the other kinds.
+    var transaction: UInt64?
 }
 
 enum RecordDecoders {
@@ -66,30 +87,60 @@ struct RecordDecoderV1: RecordDecoding {
         DecodingFailure(offset: reader.offset, reason: reason)
     }
 
-    /// Reads the record's `"k"` ahead (the writer puts it first, so this reads one member), then decodes the record
-    /// as that kind.
-    private func decodeRecord(_ reader: inout JSONReader, schema: Schema?) throws -> StoreRecord {
+    func peek(_ payload: UnsafeRawBufferPointer, offset: Int, file: String) throws -> RecordPeek {
+        let reader = JSONReader(payload, baseOffset: offset)
+        do {
+            let kind = try recordKind(reader, readingNumber: true)
+            return RecordPeek(kind: kind.kind, transaction: kind.number)
+        } catch let error as JSONReadError {
+            throw FileStoreError.undecodableRecord(file: file, offset: error.offset, reason: error.reason)
+        } catch let error as DecodingFailure {
+            throw FileStoreError.undecodableRecord(file: file, offset: error.offset, reason: error.reason)
+        }
+    }
+
+    /// The record's kind, from its `"k"` read ahead on a copy of `reader`, and with `readingNumber` its `"tx"` (of a
+    /// `tx` or `migration` record). The members may come in any order: the look-ahead stops once it has what it
+    /// wants, after one or two members for a record the writer wrote (`"k"` and `"tx"` first).
+    private func recordKind(_ reader: JSONReader, readingNumber: Bool) throws
+        -> (kind: RecordKind, number: UInt64?) {
         var probe = reader
-        var kind: String?
+        // What `"tx"` holds depends on the kind (a history record's is an array): it is read once the kind is known.
+        var name: String?, numberAt: JSONReader?
         do {
             try probe.readObject { member, key in
-                guard key == "k" else { return try member.skipValue() }
-                kind = try member.readString()
-                throw FoundAhead()
+                switch key {
+                case "k": name = try member.readString()
+                case "tx" where readingNumber:
+                    numberAt = member
+                    try member.skipValue()
+                default: try member.skipValue()
+                }
+                if let name, !readingNumber || numberAt != nil || (name != "tx" && name != "migration") {
+                    throw FoundAhead()
+                }
             }
         } catch is FoundAhead {}
-        switch kind {
-        case "segment": return .segment(try decodeSegment(&reader))
-        case "manifest": return .manifest(try decodeManifest(&reader))
-        case "schema": return .schema(try decodeSchema(&reader))
-        case "snapshot": return try decodeSnapshot(&reader)
-        case "rows": return try decodeRows(&reader, schema: try require(schema, reader))
-        case "tx": return .transaction(try decodeTransaction(&reader, schema: try require(schema, reader)))
-        case "migration": return .migration(try decodeMigration(&reader))
-        case "history": return try decodeHistory(&reader)
-        case "trim": return try decodeTrim(&reader)
-        case let other?: throw fail(reader, "unknown record kind \(String(reflecting: other))")
-        case nil: throw fail(reader, "the record has no \"k\"")
+        guard let name else { throw fail(reader, "the record has no \"k\"") }
+        guard let kind = RecordKind(rawValue: name) else {
+            throw fail(reader, "unknown record kind \(String(reflecting: name))")
+        }
+        guard kind == .transaction || kind == .migration, var numberAt else { return (kind, nil) }
+        return (kind, try readTransactionNumber(&numberAt))
+    }
+
+    /// Reads the record's `"k"` ahead (``recordKind(_:readingNumber:)``), then decodes the record as that kind.
+    private func decodeRecord(_ reader: inout JSONReader, schema: Schema?) throws -> StoreRecord {
+        switch try recordKind(reader, readingNumber: false).kind {
+        case .segment: return .segment(try decodeSegment(&reader))
+        case .manifest: return .manifest(try decodeManifest(&reader))
+        case .schema: return .schema(try decodeSchema(&reader))
+        case .snapshot: return try decodeSnapshot(&reader)
+        case .rows: return try decodeRows(&reader, schema: try require(schema, reader))
+        case .transaction: return .transaction(try decodeTransaction(&reader, schema: try require(schema, reader)))
+        case .migration: return .migration(try decodeMigration(&reader))
+        case .history: return try decodeHistory(&reader)
+        case .trim: return try decodeTrim(&reader)
         }
     }
 
@@ -171,9 +222,11 @@ struct RecordDecoderV1: RecordDecoding {
     }
 
     private func decodeMigration(_ reader: inout JSONReader) throws -> MigrationRecord {
-        var number: UInt64?, time: Date?, from: String?, hash: String?, schema: Schema?
+        var number: UInt64?, time: Date?, from: String?, hash: String?
         var fills: [ModelUpdate] = []
         let start = reader
+        // The updates are in the new schema: it is read first, wherever it stands (the writer puts it before them).
+        let schema = try lookAhead("schema", inObjectAt: reader) { try decodeSchemaBody(&$0, start: start) }
         try reader.readObject { member, key in
             switch key {
             case "k": _ = try member.readString()
@@ -181,9 +234,9 @@ struct RecordDecoderV1: RecordDecoding {
             case "time": time = Date(timeIntervalSinceReferenceDate: try member.readDouble())
             case "from": from = try member.readString()
             case "hash": hash = try member.readString()
-            case "schema": schema = try decodeSchemaBody(&member, start: start)
+            case "schema": try member.skipValue()
             case "update":
-                guard let schema else { throw fail(member, "a migration's updates come before its schema") }
+                guard let schema else { throw fail(member, "a migration record with updates has no schema") }
                 try member.readArray { element in fills.append(try readUpdate(&element, schema: schema)) }
             default: throw fail(member, "unknown key \(String(reflecting: key.string)) in a migration record")
             }
@@ -337,22 +390,20 @@ struct RecordDecoderV1: RecordDecoding {
     // MARK: Data records
 
     private func decodeRows(_ reader: inout JSONReader, schema: Schema) throws -> StoreRecord {
-        var entity: Schema.Entity?
+        // The rows are in the entity's layout: `"e"` is read first, wherever it stands (the writer puts it second).
+        let entity = try entity(ofObjectAt: reader, schema: schema, role: "a rows record")
         var rows: [ModelSnapshot] = []
-        let start = reader
         try reader.readObject { member, key in
             switch key {
             case "k": _ = try member.readString()
-            case "e": entity = try readEntity(&member, schema: schema)
+            case "e": try member.skipValue()
             case "rows":
-                guard let entity else { throw fail(member, "\"rows\" comes before \"e\"") }
                 try member.readArray { element in
                     rows.append(try readWholeRow(&element, entity: entity, withEntityKey: false))
                 }
             default: throw fail(member, "unknown key \(String(reflecting: key.string)) in a rows record")
             }
         }
-        guard let entity else { throw fail(start, "a rows record has no entity") }
         return .rows(entity: entity.name, rows: rows)
     }
 
@@ -498,19 +549,28 @@ struct RecordDecoderV1: RecordDecoding {
     /// Stops a look-ahead as soon as it has what it wants.
     private struct FoundAhead: Error {}
 
-    /// The entity named by the `"e"` member of the object at `reader`, read ahead on a copy of the reader. The
-    /// writer puts `"e"` first, so the look-ahead reads one member and stops.
-    private func entity(ofObjectAt reader: JSONReader, schema: Schema, role: String) throws -> Schema.Entity {
+    /// The value of member `key` of the object at `reader`, read by `read` ahead on a copy of the reader, or nil
+    /// when the object has no such member. The look-ahead stops at that member: for one the writer puts first, it
+    /// reads one member.
+    private func lookAhead<T>(_ key: String, inObjectAt reader: JSONReader,
+                              _ read: (inout JSONReader) throws -> T) throws -> T? {
         var probe = reader
-        var entity: Schema.Entity?
+        var value: T?
         do {
-            try probe.readObject { member, key in
-                guard key == "e" else { return try member.skipValue() }
-                entity = try readEntity(&member, schema: schema)
+            try probe.readObject { member, name in
+                guard name == key else { return try member.skipValue() }
+                value = try read(&member)
                 throw FoundAhead()
             }
         } catch is FoundAhead {}
-        guard let entity else { throw fail(reader, "\(role) has no entity") }
+        return value
+    }
+
+    /// The entity named by the `"e"` member of the object at `reader`, read ahead (``lookAhead(_:inObjectAt:_:)``).
+    private func entity(ofObjectAt reader: JSONReader, schema: Schema, role: String) throws -> Schema.Entity {
+        guard let entity = try lookAhead("e", inObjectAt: reader, { try readEntity(&$0, schema: schema) }) else {
+            throw fail(reader, "\(role) has no entity")
+        }
         return entity
     }
 
@@ -683,7 +743,8 @@ struct RecordDecoderV1: RecordDecoding {
         }
     }
 
-    /// Reads the tagged form of a stored value (`{"string":"x"}`), used by `Codable` attributes.
+    /// Reads the tagged form of a stored value (`{"string":"x"}`), used by `Codable` attributes and tombstones. Its
+    /// null is `null`, the one spelling a record has for it.
     private func readTagged(_ reader: inout JSONReader) throws -> StoredValue {
         if reader.readNullIfPresent() { return .null }
         var result: StoredValue?
@@ -712,6 +773,10 @@ struct RecordDecoderV1: RecordDecoding {
                 var items: [String: StoredValue] = [:]
                 try member.readObject { value, name in items[name.string] = try readTagged(&value) }
                 result = .dictionary(items)
+            case "null":
+                // The schema's `Codable` form spells a nil default so (docs/FORMAT.md, *Attribute values*); a
+                // record's values never do.
+                throw fail(member, #"a null is written null in a record, not {"null":…}"#)
             default: throw fail(member, "unknown value kind \(String(reflecting: key.string))")
             }
         }

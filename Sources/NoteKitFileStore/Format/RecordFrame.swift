@@ -73,8 +73,18 @@ enum RecordFrame {
         case record(payload: Range<Int>, next: Int)
         /// The bytes end before the record does: nothing beyond this offset can be a record.
         case truncated(reason: String)
-        /// The bytes are all there but are not a valid record.
-        case invalid(reason: String)
+        /// The bytes are all there but are not a valid record: `damage` says how (never
+        /// ``FrameDamage/truncated``).
+        case invalid(FrameDamage, reason: String)
+
+        /// The kind of damage found, if the bytes are not an intact record.
+        var damage: FrameDamage? {
+            switch self {
+            case .record: nil
+            case .truncated: .truncated
+            case .invalid(let damage, _): damage
+            }
+        }
     }
 
     /// Reads the record starting at `offset`.
@@ -85,26 +95,29 @@ enum RecordFrame {
         }
         guard let length = parseHex(bytes, at: offset), bytes[offset + 8] == 0x20,
               let checksum = parseHex(bytes, at: offset + 9), bytes[offset + 17] == 0x20 else {
-            return .invalid(reason: "malformed record header")
+            return .invalid(.malformed, reason: "malformed record header")
         }
         let payloadLength = Int(length)
         guard payloadLength <= maximumPayloadLength else {
-            return .invalid(reason: "record length \(payloadLength) exceeds the maximum of \(maximumPayloadLength)")
+            return .invalid(.malformed,
+                            reason: "record length \(payloadLength) exceeds the maximum of \(maximumPayloadLength)")
         }
         let start = offset + headerLength
         guard start + payloadLength + 1 <= bytes.count else {
             return .truncated(reason: "record of \(payloadLength) bytes ends \(start + payloadLength + 1 - bytes.count) "
                               + "bytes past the end of the file")
         }
-        guard bytes[start + payloadLength] == 0x0A else { return .invalid(reason: "record does not end with a newline") }
+        guard bytes[start + payloadLength] == 0x0A else {
+            return .invalid(.malformed, reason: "record does not end with a newline")
+        }
         let payload = UnsafeRawBufferPointer(rebasing: bytes[start..<(start + payloadLength)])
         // A record is one line: a payload never holds a raw newline. Looking for one stops at the first, so checking
         // this before the checksum keeps a search for the next intact record linear, whatever lengths the lines claim.
         if payloadLength > 0, memchr(payload.baseAddress!, 0x0A, payloadLength) != nil {
-            return .invalid(reason: "a newline inside the record's payload")
+            return .invalid(.malformed, reason: "a newline inside the record's payload")
         }
         guard CRC32C.masked(CRC32C.checksum(payload)) == checksum else {
-            return .invalid(reason: "checksum mismatch")
+            return .invalid(.checksumMismatch, reason: "checksum mismatch")
         }
         return .record(payload: start..<(start + payloadLength), next: start + payloadLength + 1)
     }
@@ -166,6 +179,18 @@ enum RecordFrame {
         }
         return value
     }
+}
+
+/// How bytes where a record belongs fail to frame one (docs/FORMAT.md, *Records*): the kind a reader reports, beside
+/// a sentence saying exactly what it found.
+enum FrameDamage: Sendable, Hashable {
+    /// The frame is whole but its payload does not match its checksum.
+    case checksumMismatch
+    /// The bytes end before the record does: fewer than a header, or a length that runs past the end of the file.
+    case truncated
+    /// The bytes do not frame a record: a header that does not parse, a length past the maximum, a missing newline
+    /// or one inside the payload, zeros where a record belongs, bytes after the manifest's record.
+    case malformed
 }
 
 /// The first line of every store file (docs/FORMAT.md, *Files begin with a magic line*).

@@ -107,7 +107,7 @@ public enum StoreInspector {
         for number in manifest.segments {
             let scan = try SegmentScan.read(layout.segment(number), number: number, fileSystem: fileSystem)
             segmentBytes += scan.fileSize - scan.reserved
-            if firstTransaction == nil { firstTransaction = scan.firstTransactionNumber }
+            if firstTransaction == nil { firstTransaction = try scan.firstTransactionNumber() }
         }
         let blobStore = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
         let inventory = fileSystem.exists(layout.blobs) ? try blobStore.inventory() : (blobs: [], leftovers: [], retired: [])
@@ -134,19 +134,17 @@ public enum StoreInspector {
 }
 
 extension SegmentScan {
-    /// The number of the first transaction (or migration) record of the segment, read from its first bytes.
-    var firstTransactionNumber: UInt64? {
-        bytes.withUnsafeBytes { buffer in
-            for range in records {
-                let payload = UnsafeRawBufferPointer(rebasing: buffer[range])
-                let prefix = Array(payload.prefix(24))
-                for kind in [#"{"k":"tx","tx":"#, #"{"k":"migration","tx":"#] where prefix.starts(with: Array(kind.utf8)) {
-                    let digits = payload.dropFirst(kind.utf8.count).prefix { $0 >= 0x30 && $0 <= 0x39 }
-                    return UInt64(String(decoding: digits, as: UTF8.self))
-                }
-            }
-            return nil
+    /// The number of the first transaction (or migration) record of the segment, read ahead of the rest of each
+    /// record (``RecordDecoding/peek(_:offset:file:)``).
+    ///
+    /// - Throws: ``FileStoreError/undecodableRecord(file:offset:reason:)`` for a record that names no kind, or an
+    ///   unsupported format version.
+    func firstTransactionNumber() throws -> UInt64? {
+        var first: UInt64?
+        try forEachRecord(blobs: nil) { record in
+            if first == nil { first = try record.peek.transaction }
         }
+        return first
     }
 }
 

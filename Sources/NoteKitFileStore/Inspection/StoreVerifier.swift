@@ -124,7 +124,7 @@ public enum StoreVerifier {
         let manifest: Manifest
         do { manifest = try pin.manifest } catch {
             let (kind, offset) = classify(error)
-            problem(layout.manifest, offset, kind, "\(error)")
+            problem(layout.manifest, offset, pin.frameDamage.map(VerificationReport.Kind.init) ?? kind, "\(error)")
             return report
         }
 
@@ -138,14 +138,12 @@ public enum StoreVerifier {
             var first = true
             // A compaction's snapshot and how many of the rows it lists arrived intact.
             var snapshot: (offset: Int, rows: Int, arrived: Int)?
-            var decoder: (any RecordDecoding)?
             do {
-                try SegmentScan.walk(path, number: number, fileSystem: fileSystem) { payload, payloadOffset, _ in
+                try SegmentScan.walk(path, number: number, fileSystem: fileSystem, blobs: blobStore) { entry in
                     defer { first = false }
-                    let recordStart = payloadOffset - RecordFrame.headerLength
+                    let recordStart = entry.recordOffset
                     do {
-                        guard let decoder else { return }
-                        let record = try decoder.decode(payload, offset: payloadOffset, file: path, schema: schemas.last)
+                        let record = try entry.decode(schema: schemas.last)
                         switch record {
                         case .segment(let header):
                             if !first { problem(path, recordStart, .inconsistentSegments, "a segment record in the middle") }
@@ -194,19 +192,15 @@ public enum StoreVerifier {
                 } undecodable: { offset, _, reason in
                     first = false
                     problem(path, offset, .undecodableRecord, reason)
-                } damaged: { offset, length, reason, isTorn in
-                    let kind: VerificationReport.Kind = isLast && isTorn ? .tornTail
-                        : reason == "checksum mismatch" ? .checksumMismatch
-                        : reason.contains("past the end") || reason.contains("fewer than") ? .truncatedRecord : .malformedRecord
-                    problem(path, offset, kind, "\(reason) (\(length) bytes)")
+                } damaged: { damage in
+                    let kind = isLast && damage.isTorn ? .tornTail : VerificationReport.Kind(damage.kind)
+                    problem(damage.file, damage.offset, kind, "\(damage.reason) (\(damage.length) bytes)")
                 } reserved: { offset, length in
                     // Allowed at the end of the last segment only: the writer cuts it off before rotating.
                     if !isLast {
                         problem(path, offset, .malformedRecord,
                                 "\(length) zero bytes follow the last record of a segment that is not the last")
                     }
-                } version: { version in
-                    decoder = RecordDecoders.decoder(for: version, blobs: blobStore)
                 }
             } catch FileStoreError.inconsistentSegments(_, _) {
                 problem(path, 0, .missingSegment, "the manifest lists segment \(number) but it does not exist")
@@ -320,7 +314,8 @@ public enum StoreVerifier {
         case .unexpectedFileType?: (.unexpectedFileType, 0)
         case .unsupportedFormatVersion?: (.unsupportedFormatVersion, 0)
         case .notAStoreFile?: (.notAStoreFile, 0)
-        case .damagedRecord(_, let offset, let reason)?: (reason == "checksum mismatch" ? .checksumMismatch : .malformedRecord, offset)
+        // A damaged frame's kind comes with it (``FrameDamage``), never from its message.
+        case .damagedRecord(_, let offset, _)?: (.malformedRecord, offset)
         case .undecodableRecord(_, let offset, _)?: (.undecodableRecord, offset)
         case .inconsistentSegments?: (.inconsistentSegments, 0)
         case .danglingReference(_, let offset, _)?: (.danglingReference, offset)
@@ -329,43 +324,13 @@ public enum StoreVerifier {
     }
 }
 
-extension SegmentScan {
-    /// Visits the intact records of the segment at `path` and the damaged stretches between them, reading the
-    /// file in bounded pieces (as ``read(_:number:fileSystem:from:)`` does, resuming after each damaged stretch):
-    /// `record` gets each payload, its offset and where the next record starts; `undecodable` an intact record that
-    /// cannot be decoded (a zero byte in it); `damaged` each damaged stretch's offset, length (to the next intact
-    /// record, or the end), reason, and whether no intact record follows it. Zeros after the last record are
-    /// reserved space, not damage: `reserved` gets their offset and length. `version` gets the segment's format
-    /// version before any record.
-    ///
-    /// - Returns: the segment's format version.
-    /// - Throws: what reading the segment throws: a missing file, a magic line not a segment's of a known version.
-    @discardableResult
-    static func walk(_ path: String, number: Int, fileSystem: any StoreFileSystem,
-                     record: (_ payload: UnsafeRawBufferPointer, _ offset: Int, _ next: Int) -> Void,
-                     undecodable: (_ offset: Int, _ length: Int, _ reason: String) -> Void,
-                     damaged: (_ offset: Int, _ length: Int, _ reason: String, _ isTorn: Bool) -> Void,
-                     reserved: (_ offset: Int, _ length: Int) -> Void = { _, _ in },
-                     version opened: (_ version: Int) -> Void = { _ in }) throws -> Int {
-        var scan = try read(path, number: number, fileSystem: fileSystem)
-        let version = scan.version
-        opened(version)
-        while true {
-            scan.bytes.withUnsafeBytes { buffer in
-                for range in scan.records { record(scan.payload(range, in: buffer), range.lowerBound, range.upperBound + 1) }
-            }
-            var resume: Int?
-            if let bad = scan.undecodable {
-                undecodable(bad.offset, bad.end - bad.offset, bad.reason)
-                resume = bad.end
-            } else if let tail = scan.tail {
-                damaged(tail.offset, (tail.resumes ?? scan.fileSize) - tail.offset, tail.reason, tail.isTorn)
-                resume = tail.resumes
-            } else if scan.reserved > 0 {
-                reserved(scan.end, scan.reserved)
-            }
-            guard let resume, resume < scan.fileSize else { return version }
-            scan = try read(path, number: number, fileSystem: fileSystem, from: (resume, version))
+extension VerificationReport.Kind {
+    /// The kind a damaged frame is reported as, when it is not a torn tail.
+    init(_ damage: FrameDamage) {
+        self = switch damage {
+        case .checksumMismatch: .checksumMismatch
+        case .truncated: .truncatedRecord
+        case .malformed: .malformedRecord
         }
     }
 }

@@ -41,6 +41,8 @@ struct SegmentScan {
 
     struct Tail: Equatable {
         let offset: Int
+        /// What kind of damage it is; `reason` says exactly what was found.
+        let damage: FrameDamage
         let reason: String
         /// True when no intact record follows: a torn tail if this is the last segment.
         let isTorn: Bool
@@ -94,7 +96,7 @@ struct SegmentScan {
             if reader.byte(at: offset) == 0 {
                 let zeros = try reader.zeroRun(from: offset, limit: RecordFrame.maximumReservedSpace + 1)
                 if zeros > RecordFrame.maximumReservedSpace {
-                    tail = Tail(offset: offset + RecordFrame.maximumReservedSpace,
+                    tail = Tail(offset: offset + RecordFrame.maximumReservedSpace, damage: .malformed,
                                 reason: "more than \(RecordFrame.maximumReservedSpace) zero bytes follow the last "
                                     + "record at byte \(offset); reserved space is at most "
                                     + "\(RecordFrame.maximumReservedSpace) bytes", isTorn: false)
@@ -102,14 +104,16 @@ struct SegmentScan {
                     reserved = reader.size - offset
                 } else {
                     let resumes = try reader.nextIntactRecord(after: offset)
-                    tail = Tail(offset: offset, reason: "\(zeros) zero bytes where a record should begin",
+                    tail = Tail(offset: offset, damage: .malformed,
+                                reason: "\(zeros) zero bytes where a record should begin",
                                 isTorn: resumes == nil, resumes: resumes)
                 }
                 return
             }
             let left = reader.size - offset
             guard left >= RecordFrame.headerLength else {
-                tail = Tail(offset: offset, reason: "\(left) bytes left, fewer than a record header", isTorn: true)
+                tail = Tail(offset: offset, damage: .truncated, reason: "\(left) bytes left, fewer than a record header",
+                            isTorn: true)
                 return
             }
             _ = try reader.load(through: offset + RecordFrame.headerLength)
@@ -120,10 +124,11 @@ struct SegmentScan {
                 let recordEnd = payloadStart + header.length + 1
                 if let zero = try reader.loadPayload(from: payloadStart, through: recordEnd) {
                     // Not kept, nor loaded further: checked as it streams by.
-                    if let reason = try reader.streamedFrameProblem(payload: payloadStart..<(recordEnd - 1),
-                                                                   checksum: header.checksum) {
+                    if let (damage, reason) = try reader.streamedFrameProblem(payload: payloadStart..<(recordEnd - 1),
+                                                                             checksum: header.checksum) {
                         let resumes = try reader.nextIntactRecord(after: offset)
-                        tail = Tail(offset: offset, reason: reason, isTorn: resumes == nil, resumes: resumes)
+                        tail = Tail(offset: offset, damage: damage, reason: reason, isTorn: resumes == nil,
+                                    resumes: resumes)
                     } else {
                         undecodable = (payloadStart, recordEnd,
                                        "a zero byte at byte \(zero) of the payload (JSON text has none)")
@@ -141,12 +146,13 @@ struct SegmentScan {
             case .truncated(let reason):
                 // A length that runs past the end may itself be the damage: intact records after it say so.
                 let resumes = try reader.nextIntactRecord(after: offset)
-                tail = Tail(offset: offset, reason: Self.pastTheEnd(header, at: offset, size: reader.size) ?? reason,
+                tail = Tail(offset: offset, damage: .truncated,
+                            reason: Self.pastTheEnd(header, at: offset, size: reader.size) ?? reason,
                             isTorn: resumes == nil, resumes: resumes)
                 return
-            case .invalid(let reason):
+            case .invalid(let damage, let reason):
                 let resumes = try reader.nextIntactRecord(after: offset)
-                tail = Tail(offset: offset, reason: reason, isTorn: resumes == nil, resumes: resumes)
+                tail = Tail(offset: offset, damage: damage, reason: reason, isTorn: resumes == nil, resumes: resumes)
                 return
             }
         }
@@ -222,7 +228,8 @@ private struct PieceReader {
 
     /// Checks a payload that is not all in memory as it streams by: its checksum against `checksum`, no newline in
     /// it, and one after it. Returns what is wrong, or nil when the frame is intact.
-    mutating func streamedFrameProblem(payload: Range<Int>, checksum: UInt32) throws -> String? {
+    mutating func streamedFrameProblem(payload: Range<Int>, checksum: UInt32) throws
+        -> (damage: FrameDamage, reason: String)? {
         var crc: UInt32 = 0
         var position = payload.lowerBound
         while position < payload.upperBound {
@@ -231,15 +238,17 @@ private struct PieceReader {
                 chunk = Array(bytes[(position - base)..<(min(loadedEnd, payload.upperBound) - base)])
             } else {
                 chunk = try read(at: position, count: min(1 << 20, payload.upperBound - position))
-                if chunk.isEmpty { return "the file ended inside the record" }
+                if chunk.isEmpty { return (.truncated, "the file ended inside the record") }
             }
             let newline = chunk.withUnsafeBytes { memchr($0.baseAddress!, 0x0A, $0.count) != nil }
-            if newline { return "a newline inside the record's payload" }
+            if newline { return (.malformed, "a newline inside the record's payload") }
             crc = chunk.withUnsafeBytes { CRC32C.checksum($0, seed: crc) }
             position += chunk.count
         }
-        guard try read(at: payload.upperBound, count: 1) == [0x0A] else { return "record does not end with a newline" }
-        return CRC32C.masked(crc) == checksum ? nil : "checksum mismatch"
+        guard try read(at: payload.upperBound, count: 1) == [0x0A] else {
+            return (.malformed, "record does not end with a newline")
+        }
+        return CRC32C.masked(crc) == checksum ? nil : (.checksumMismatch, "checksum mismatch")
     }
 
     /// How many zero bytes begin at `offset`, counting at most `limit`; reads a piece at a time and keeps none.
@@ -421,10 +430,6 @@ struct LogReplay {
 
     private mutating func apply(_ scan: SegmentScan, manifest: Manifest, isFirst: Bool, isLast: Bool,
                                 blobs: BlobStore?) throws {
-        guard let decoder = RecordDecoders.decoder(for: scan.version, blobs: blobs) else {
-            throw FileStoreError.unsupportedFormatVersion(file: scan.path, found: scan.version,
-                                                          supported: MagicLine.supportedVersions)
-        }
         var opening = Opening()
         /// Loads nothing of a first segment whose opening is not whole: a partial snapshot is no committed state.
         func refuseOpening(_ error: FileStoreError) -> FileStoreError {
@@ -432,34 +437,32 @@ struct LogReplay {
             history = HistoryLog()
             return error
         }
-        try scan.bytes.withUnsafeBytes { buffer in
-            for (index, range) in scan.records.enumerated() {
-                let payload = scan.payload(range, in: buffer)
-                let record = try decoder.decode(payload, offset: range.lowerBound, file: scan.path,
-                                                schema: schemas.last)
-                if index == 0 {
-                    guard case .segment(let header) = record else {
-                        throw FileStoreError.undecodableRecord(file: scan.path, offset: range.lowerBound,
-                                                               reason: "a segment must begin with a segment record")
-                    }
-                    guard header.store == manifest.store else {
-                        throw FileStoreError.inconsistentSegments(
-                            file: scan.path, reason: "it belongs to store \(header.store), not \(manifest.store)")
-                    }
-                    guard header.number == scan.number else {
-                        throw FileStoreError.inconsistentSegments(
-                            file: scan.path, reason: "it says it is segment \(header.number)")
-                    }
-                    continue
+        var isHeader = true
+        try scan.forEachRecord(blobs: blobs) { entry in
+            let record = try entry.decode(schema: schemas.last)
+            if isHeader {
+                isHeader = false
+                guard case .segment(let header) = record else {
+                    throw FileStoreError.undecodableRecord(file: scan.path, offset: entry.offset,
+                                                           reason: "a segment must begin with a segment record")
                 }
-                let wasOpen = opening.isOpen
-                try opening.take(record, at: range.lowerBound, file: scan.path, isFirst: isFirst)
-                if isFirst, wasOpen, !opening.isOpen, let reason = opening.incompleteness(segment: scan.number) {
-                    throw refuseOpening(FileStoreError.undecodableRecord(file: scan.path, offset: range.lowerBound,
-                                                                         reason: reason))
+                guard header.store == manifest.store else {
+                    throw FileStoreError.inconsistentSegments(
+                        file: scan.path, reason: "it belongs to store \(header.store), not \(manifest.store)")
                 }
-                try apply(record, at: range.lowerBound, file: scan.path)
+                guard header.number == scan.number else {
+                    throw FileStoreError.inconsistentSegments(
+                        file: scan.path, reason: "it says it is segment \(header.number)")
+                }
+                return
             }
+            let wasOpen = opening.isOpen
+            try opening.take(record, at: entry.offset, file: scan.path, isFirst: isFirst)
+            if isFirst, wasOpen, !opening.isOpen, let reason = opening.incompleteness(segment: scan.number) {
+                throw refuseOpening(FileStoreError.undecodableRecord(file: scan.path, offset: entry.offset,
+                                                                     reason: reason))
+            }
+            try apply(record, at: entry.offset, file: scan.path)
         }
         if let undecodable = scan.undecodable {
             throw FileStoreError.undecodableRecord(file: scan.path, offset: undecodable.offset,

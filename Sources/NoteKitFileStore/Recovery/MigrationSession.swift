@@ -114,22 +114,14 @@ extension LogReplay {
         var schemas: [Schema] = []
         for number in manifest.segments {
             let scan = try SegmentScan.read(layout.segment(number), number: number, fileSystem: fileSystem)
-            guard let decoder = RecordDecoders.decoder(for: scan.version, blobs: nil) else {
-                throw FileStoreError.unsupportedFormatVersion(file: scan.path, found: scan.version,
-                                                              supported: MagicLine.supportedVersions)
-            }
-            try scan.bytes.withUnsafeBytes { buffer in
-                for range in scan.records {
-                    let payload = UnsafeRawBufferPointer(rebasing: buffer[range])
-                    // The writer puts "k" first: only schema and migration records need decoding.
-                    let prefix = Array(payload.prefix(16))
-                    guard prefix.starts(with: Array(#"{"k":"schema""#.utf8))
-                        || prefix.starts(with: Array(#"{"k":"migration""#.utf8)) else { continue }
-                    switch try decoder.decode(payload, offset: range.lowerBound, file: scan.path, schema: schemas.last) {
-                    case .schema(let schema): schemas.append(schema)
-                    case .migration(let migration): schemas.append(migration.schema)
-                    default: break
-                    }
+            try scan.forEachRecord(blobs: nil) { record in
+                // Only schema and migration records need decoding: the kind is read ahead, in any order.
+                let kind = try record.peek.kind
+                guard kind == .schema || kind == .migration else { return }
+                switch try record.decode(schema: schemas.last) {
+                case .schema(let schema): schemas.append(schema)
+                case .migration(let migration): schemas.append(migration.schema)
+                default: break
                 }
             }
         }

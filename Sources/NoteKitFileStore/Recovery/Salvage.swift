@@ -148,15 +148,14 @@ extension FileStore {
             // What stands before this segment, restored when the segment turns out to hold a partial snapshot.
             let before = (state: state, schemas: schemas, kept: report.transactionsKept, used: report.segmentsUsed)
             var segment = SegmentProgress(number: number)
-            var decoder: (any RecordDecoding)?
             var fileEnd = 0
             do {
-                try SegmentScan.walk(path, number: number, fileSystem: fileSystem) { payload, payloadOffset, next in
-                    fileEnd = next
-                    guard segment.leftOut == nil, let decoder else { return }
-                    let offset = payloadOffset - RecordFrame.headerLength
+                try SegmentScan.walk(path, number: number, fileSystem: fileSystem, blobs: sourceBlobs) { entry in
+                    fileEnd = entry.next
+                    guard segment.leftOut == nil else { return }
+                    let (offset, next) = (entry.recordOffset, entry.next)
                     do {
-                        let record = try decoder.decode(payload, offset: payloadOffset, file: path, schema: schemas.last)
+                        let record = try entry.decode(schema: schemas.last)
                         if let reason = segment.take(record, at: offset, after: state.lastTransaction) {
                             segment.leftOut = (offset, reason)
                             return
@@ -194,11 +193,10 @@ extension FileStore {
                 } undecodable: { offset, length, reason in
                     fileEnd = offset + length
                     report.skippedRecords.append(.init(file: path, offset: offset, length: length, reason: reason))
-                } damaged: { offset, length, reason, _ in
+                } damaged: { damage in
+                    let (offset, length, reason) = (damage.offset, damage.length, damage.reason)
                     fileEnd = offset + length
                     report.skippedBytes.append(.init(file: path, offset: offset, length: length, reason: reason))
-                } version: { version in
-                    decoder = RecordDecoders.decoder(for: version, blobs: sourceBlobs)
                 }
             } catch FileStoreError.inconsistentSegments(_, _) {
                 report.skippedBytes.append(.init(file: path, offset: 0, length: 0, reason: "the segment is missing"))

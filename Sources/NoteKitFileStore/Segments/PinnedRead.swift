@@ -41,6 +41,8 @@ struct PinnedRead {
         /// The manifest file's status (nil: there was none), to tell later whether it was replaced.
         let status: StoreFileStatus?
         fileprivate let decoded: Result<Manifest, any Error>
+        /// How the manifest's record is not framed whole, when that is why ``manifest`` throws.
+        let frameDamage: FrameDamage?
 
         /// The manifest read.
         ///
@@ -84,9 +86,11 @@ struct PinnedRead {
         while true {
             attempts += 1
             let (before, bytes) = look()
-            let pin = Pin(status: before.status, decoded: Result {
-                try SegmentLog.decodeManifest(try bytes.get(), layout: layout)
-            })
+            var frameDamage: FrameDamage?
+            let decoded = Result {
+                try SegmentLog.decodeManifest(try bytes.get(), layout: layout, frameDamage: &frameDamage)
+            }
+            let pin = Pin(status: before.status, decoded: decoded, frameDamage: frameDamage)
             let outcome = Result { try body(pin) }
             let after = look().look
             let unchanged = before == after

@@ -292,15 +292,29 @@ final class SegmentLog {
     ///
     /// - Throws: ``FileStoreError`` when it is damaged or of an unknown version.
     static func decodeManifest(_ bytes: [UInt8], layout: StoreLayout) throws -> Manifest {
+        var damage: FrameDamage?
+        return try decodeManifest(bytes, layout: layout, frameDamage: &damage)
+    }
+
+    /// Decodes the manifest from the bytes of its file; when its record is not framed whole, `frameDamage` says how
+    /// (the ``FileStoreError/damagedRecord(file:offset:reason:)`` thrown says it in words).
+    ///
+    /// - Throws: ``FileStoreError`` when it is damaged or of an unknown version.
+    static func decodeManifest(_ bytes: [UInt8], layout: StoreLayout, frameDamage: inout FrameDamage?) throws
+        -> Manifest {
         guard bytes.count <= maximumManifestSize else {
+            frameDamage = .malformed
             throw FileStoreError.damagedRecord(file: layout.manifest, offset: maximumManifestSize,
                                                reason: "the manifest is longer than \(maximumManifestSize) bytes")
         }
         return try bytes.withUnsafeBytes { buffer in
             let (version, start) = try MagicLine.parse(buffer, expecting: .manifest, file: layout.manifest)
-            switch RecordFrame.scan(buffer, at: start) {
+            let scanned = RecordFrame.scan(buffer, at: start)
+            frameDamage = scanned.damage
+            switch scanned {
             case let .record(payload, next):
                 guard next == buffer.count else {
+                    frameDamage = .malformed
                     throw FileStoreError.damagedRecord(file: layout.manifest, offset: next,
                                                        reason: "bytes follow the manifest record")
                 }
@@ -323,7 +337,7 @@ final class SegmentLog {
                             + "\(manifest.nextSegment)")
                 }
                 return manifest
-            case .truncated(let reason), .invalid(let reason):
+            case .truncated(let reason), .invalid(_, let reason):
                 throw FileStoreError.damagedRecord(file: layout.manifest, offset: start, reason: reason)
             }
         }
