@@ -13,6 +13,7 @@
 
 import FoundationEssentials
 import NoteKit
+import NoteKitNotes
 
 /// The notes domain's schema, built once.
 private let notesSchema: Schema = {
@@ -34,6 +35,11 @@ private final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
     }
 
     func exists(_ path: String) -> Bool { files[path] != nil }
+    func kind(of path: String) throws -> StoreFileKind? {
+        if files[path] != nil { return .regularFile }
+        let prefix = path.hasSuffix("/") ? path : path + "/"
+        return files.keys.contains { $0.hasPrefix(prefix) } ? .directory : nil
+    }
     func create(_ path: String) throws -> any StoreFile { throw refused("create", path) }
     func openForAppending(_ path: String) throws -> any StoreFile { throw refused("open", path) }
     func rename(_ source: String, to destination: String) throws { throw refused("rename", source) }
@@ -150,7 +156,9 @@ private func fuzzReplay(_ input: UnsafeRawBufferPointer, _ lines: [Range<Int>]) 
             _ = replay.rows
         } catch { expectTyped(error, "replay") }
     }
-    _ = StoreVerifier.verify(at: URL(fileURLWithPath: root), fileSystem: files)
+    do { _ = try StoreVerifier.verify(at: URL(fileURLWithPath: root), fileSystem: files) } catch {
+        expectTyped(error, "verify")
+    }
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -22,13 +22,18 @@ flags=(-O -g -sanitize=fuzzer,address -parse-as-library -package-name NoteKit -s
 # NoteKit as a static library, then NoteKitFileStore's sources and the target as one module, so the target reaches
 # the file store's internal readers. Rebuilt only when a source is newer than the binary.
 target="$dir/record-decoder-fuzz"
-if [[ ! -x $target ]] || [[ -n $(find Sources/NoteKit Sources/NoteKitFileStore Fuzz -name '*.swift' -newer "$target") ]]; then
+if [[ ! -x $target ]] || [[ -n $(find Sources/NoteKit Sources/NoteKitFileStore Sources/NoteKitNotes Fuzz -name '*.swift' -newer "$target") ]]; then
     echo "fuzz: building $target" >&2
     # shellcheck disable=SC2046
     swiftc "${flags[@]}" -module-name NoteKit -emit-library -static -emit-module \
         -emit-module-path "$dir/NoteKit.swiftmodule" -o "$dir/libNoteKit.a" $(find Sources/NoteKit -name '*.swift' | sort)
+    # The notes domain, for its schema.
     # shellcheck disable=SC2046
-    swiftc "${flags[@]}" -module-name NoteKitFuzz -I "$dir" -L "$dir" -lNoteKit -o "$target" \
+    swiftc "${flags[@]}" -module-name NoteKitNotes -I "$dir" -emit-library -static -emit-module \
+        -emit-module-path "$dir/NoteKitNotes.swiftmodule" -o "$dir/libNoteKitNotes.a" \
+        $(find Sources/NoteKitNotes -name '*.swift' | sort)
+    # shellcheck disable=SC2046
+    swiftc "${flags[@]}" -module-name NoteKitFuzz -I "$dir" -L "$dir" -lNoteKit -lNoteKitNotes -o "$target" \
         $(find Sources/NoteKitFileStore -name '*.swift' | sort) Fuzz/RecordDecoderFuzz.swift 2>&1 \
         | { grep -v "ld.gold: warning: Cannot export local symbol" || true; }
 fi
