@@ -141,6 +141,28 @@ struct SnapshotExtentTests {
         }
     }
 
+    @Test("A salvage while a compaction deletes the older segments is complete: a whole snapshot covers what they hold")
+    func olderSegmentsBeingDeleted() throws {
+        let store = try CompactedStore.shared.get()
+        #expect(store.olderSegments.count >= 2, "the store has several older segments: \(store.olderSegments)")
+        // The compaction has written its segment and manifest and deleted the first older segments (the one with
+        // the schema among them); the later ones, records without a schema before them, are still there.
+        for deleted in 1..<store.olderSegments.count {
+            var files = store.after
+            for segment in store.olderSegments.dropFirst(deleted) { files[segment] = store.before[segment] }
+            let url = try store.write(files)
+            let destination = TemporaryStores.newURL("salvaged")
+            let report = try FileStore.salvage(from: url, to: destination)
+            #expect(report.isComplete, "\(deleted) deleted: \(report.skippedRecords.prefix(2)) \(report.skippedBytes.prefix(2))")
+            let salvaged = try state(destination)
+            #expect(salvaged.counter == [CompactedStore.counter] && salvaged.notes == CompactedStore.notes,
+                    "\(deleted) deleted: \(salvaged)")
+            #expect(report.segmentsUsed == [url.appendingPathComponent(store.compacted).path])
+            try? FileManager.default.removeItem(at: url)
+            try? FileManager.default.removeItem(at: destination)
+        }
+    }
+
     @Test("A copy whose manifest names only segments that are gone salvages from the older intact segments")
     func manifestNamesMissingSegments() throws {
         let store = try CompactedStore.shared.get()

@@ -48,7 +48,8 @@ extension FileStore {
     /// the older segments beside it); one that belongs to another store is left out. Damaged stretches are skipped
     /// by finding the next intact record. A compaction's snapshot is used whole or not at all: it replaces the
     /// state rebuilt so far only when all the rows it lists arrived intact (otherwise the segment is left out and
-    /// the state of the segments before it stands). A transaction is kept when it applies to the state rebuilt so
+    /// the state of the segments before it stands; when it is used, what the older segments left out is not
+    /// reported, since the snapshot holds all they committed). A transaction is kept when it applies to the state rebuilt so
     /// far (one that updates or deletes an object a lost transaction created is left out, and so is one whose
     /// number does not follow, which marks a gap). The new store holds the result as a snapshot, with the stored
     /// schema history; ``SalvageReport/segmentsUsed`` names the segments it comes from.
@@ -216,9 +217,14 @@ extension FileStore {
                                                    reason: reason + "; the segment was left out"))
             } else if let snapshotSchemas = segment.snapshotSchemas {
                 // A whole snapshot replaces everything before it, schema history included (the compaction wrote
-                // all of it again).
+                // all of it again). What the older segments left out is in it too: every record of a segment
+                // numbered below it was committed before the compaction read the state (a salvage beside a
+                // compaction that is still deleting them meets their records without the schema of the first).
                 schemas = snapshotSchemas
                 report.segmentsUsed = [path]
+                let older = Set(numbers.prefix { $0 < number }.map(layout.segment))
+                report.skippedRecords.removeAll { older.contains($0.file) }
+                report.skippedBytes.removeAll { older.contains($0.file) }
             } else if segment.used {
                 report.segmentsUsed.append(path)
             }
