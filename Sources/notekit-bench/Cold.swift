@@ -172,10 +172,7 @@ enum Cold {
             let container = try ModelContainer(for: NoteRecord.self,
                                                configurations: FileStoreConfiguration(url: url, mode: mode))
             let context = ModelContext(container)
-            var pinned = FetchDescriptor<NoteRecord>(predicate: #Predicate { $0.isPinned },
-                                                     sortBy: [SortDescriptor(\.createdAt, order: .reverse)])
-            pinned.fetchLimit = 20
-            let found = try context.fetch(pinned)
+            let found = try context.fetch(W1.pinnedTop20Query)
             print(found.map { "\(Int($0.createdAt.timeIntervalSince1970))\t\($0.title)" }.joined(separator: "\n"))
             return 0
         } catch {
@@ -296,11 +293,7 @@ enum Cold {
             guard errno == EINTR else { throw ColdError.spawn(executable, errno: errno) }
         }
         let milliseconds = W1.milliseconds(since: start)
-        #if canImport(Darwin)
-        let peak = Double(usage.ru_maxrss) / 1_048_576  // bytes on Darwin
-        #else
-        let peak = Double(usage.ru_maxrss) / 1024  // kilobytes on Linux
-        #endif
+        let peak = W1.megabytes(maxResident: usage.ru_maxrss)
         let signal = status & 0x7f
         return ChildRun(milliseconds: milliseconds, peakResidentMegabytes: peak,
                         status: signal == 0 ? "exited \((status >> 8) & 0xff)" : "killed by signal \(signal)",

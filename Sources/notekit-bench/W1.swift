@@ -52,6 +52,15 @@ enum W1 {
     /// The note that edit `k` (of ``edits``) retitles "Edited k", in a store of `n` notes.
     static func editedNote(_ k: Int, notes n: Int) -> Int { (k * 97) % n }
 
+    /// W1's pinned query: pinned notes, newest first, at most 20. The hot phase and the cold phase's child both
+    /// run this one.
+    static var pinnedTop20Query: FetchDescriptor<NoteRecord> {
+        var pinned = FetchDescriptor<NoteRecord>(predicate: #Predicate { $0.isPinned },
+                                                 sortBy: [SortDescriptor(\.createdAt, order: .reverse)])
+        pinned.fetchLimit = 20
+        return pinned
+    }
+
     /// The pinned query's answer on the store W1 leaves with `n` notes: the newest pinned notes, at most 20, as
     /// (creation time in seconds since 1970, title), newest first.
     static func pinnedTop20(notes n: Int) -> [(createdAt: Int, title: String)] {
@@ -125,9 +134,7 @@ enum W1 {
         guard all.count == n else { throw BenchmarkError.wrongCount("loaded \(all.count) notes of \(n)") }
 
         // Pinned notes, newest first, limit 20: hot, median of 101.
-        var pinned = FetchDescriptor<NoteRecord>(predicate: #Predicate { $0.isPinned },
-                                                 sortBy: [SortDescriptor(\.createdAt, order: .reverse)])
-        pinned.fetchLimit = 20
+        let pinned = pinnedTop20Query
         var times: [Double] = []
         for _ in 0..<101 {
             let queryStart = DispatchTime.now().uptimeNanoseconds
@@ -190,9 +197,18 @@ enum W1 {
         #if canImport(Darwin)
         var usage = rusage()
         guard getrusage(RUSAGE_SELF, &usage) == 0 else { return 0 }
-        return Double(usage.ru_maxrss) / 1_048_576
+        return megabytes(maxResident: usage.ru_maxrss)
         #else
         return statusMegabytes("VmHWM:")
+        #endif
+    }
+
+    /// A `ru_maxrss` (of `getrusage` or `wait4`) in megabytes: Darwin counts it in bytes, Linux in kilobytes.
+    static func megabytes(maxResident value: Int) -> Double {
+        #if canImport(Darwin)
+        Double(value) / 1_048_576
+        #else
+        Double(value) / 1024
         #endif
     }
 
