@@ -457,11 +457,15 @@ public final class FileStore: DataStore {
         if bytes.count >= magic.count || !magic.starts(with: bytes) {
             guard let scan = try? SegmentScan.read(path, number: 1, fileSystem: fileSystem),
                   scan.tail?.isTorn ?? true, scan.undecodable == nil else { throw refusal }
+            // Segment 1 is deleted when this says it holds only a creation's records: a record it cannot read,
+            // or a segment it cannot walk, says otherwise.
             var onlyCreation = true
-            try? scan.forEachRecord(blobs: nil) { record in
-                let kind = try? record.peek.kind
-                if kind != .segment && kind != .schema { onlyCreation = false }
-            }
+            do {
+                try scan.forEachRecord(blobs: nil) { record in
+                    let kind = try? record.peek.kind
+                    if kind != .segment && kind != .schema { onlyCreation = false }
+                }
+            } catch { throw refusal }
             guard onlyCreation else { throw refusal }
         }
         return [path] + (fileSystem.exists(layout.temporaryManifest) ? [layout.temporaryManifest] : [])
