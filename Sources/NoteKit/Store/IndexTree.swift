@@ -7,18 +7,26 @@ import Foundation
 /// One entry of an ``IndexTree``: the indexed attribute values of a row, and the row's identifier.
 ///
 /// The identifier is the last sort component, so rows with equal keys still have one deterministic order.
-struct IndexEntry: Sendable, Hashable {
-    var key: [StoredValue]
-    var id: PersistentIdentifier
+package struct IndexEntry: Sendable, Hashable {
+    package var key: [StoredValue]
+    package var id: PersistentIdentifier
+    package init(key: [StoredValue], id: PersistentIdentifier) {
+        self.key = key
+        self.id = id
+    }
 }
 
 /// A bound on a key prefix: it compares only the first `values.count` components of a key.
 ///
 /// With a key of two components, an inclusive lower bound `[true]` admits every `(true, x)`, and an exclusive
 /// lower bound `[true]` starts after every `(true, x)`. An empty `values` compares equal to every key.
-struct IndexBound: Sendable, Hashable {
-    var values: [StoredValue]
-    var isInclusive: Bool
+package struct IndexBound: Sendable, Hashable {
+    package var values: [StoredValue]
+    package var isInclusive: Bool
+    package init(values: [StoredValue], isInclusive: Bool) {
+        self.values = values
+        self.isInclusive = isInclusive
+    }
 }
 
 /// An in-memory ordered index over a compound key, for equality and range queries and ordered scans.
