@@ -110,6 +110,16 @@ public struct POSIXFileSystem: StoreFileSystem {
         return bytes
     }
 
+    /// Opens the regular file at `path` (no link at its last component, no FIFO or device) and keeps its
+    /// descriptor until the handle is released: reads see that file even after another is renamed over `path`.
+    ///
+    /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` for anything but a regular file, or the
+    ///   open's ``StoreIOError``.
+    public func openForReading(_ path: String) throws -> any StoreReadableFile {
+        let (descriptor, _) = try openRegularFile(path, O_RDONLY)
+        return POSIXReadableFile(path: path, descriptor: descriptor)
+    }
+
     /// Opens the store file at `path` with `flags`, refusing anything but a regular file reached without a
     /// symbolic link at its last component: `O_NOFOLLOW` makes a link fail the open, `O_NONBLOCK` makes a FIFO
     /// open at once (it is cleared again, so reads and writes block as usual), and `fstat` on the descriptor says
@@ -392,5 +402,37 @@ final class POSIXLock: StoreLockHandle, @unchecked Sendable {
         writeHolder(0)
         _ = flock(descriptor, LOCK_UN)
         _ = closeDescriptor(descriptor)
+    }
+}
+
+/// A regular file held open for reading with `pread` (thread-safe: each read names its offset).
+final class POSIXReadableFile: StoreReadableFile {
+    let path: String
+    private let descriptor: Int32
+
+    init(path: String, descriptor: Int32) {
+        self.path = path
+        self.descriptor = descriptor
+    }
+
+    deinit { _ = closeDescriptor(descriptor) }
+
+    func read(from offset: Int, count limit: Int) throws -> [UInt8] {
+        guard limit > 0, offset >= 0 else { return [] }
+        var bytes = [UInt8](repeating: 0, count: limit)
+        var filled = 0
+        while filled < limit {
+            let count = bytes.withUnsafeMutableBytes { buffer in
+                pread(descriptor, buffer.baseAddress! + filled, limit - filled, off_t(offset + filled))
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw StoreIOError(operation: "read", path: path, code: errno)
+            }
+            if count == 0 { break }
+            filled += count
+        }
+        if filled < limit { bytes.removeSubrange(filled...) }
+        return bytes
     }
 }

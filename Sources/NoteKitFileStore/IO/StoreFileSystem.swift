@@ -31,6 +31,17 @@ public protocol StoreFileSystem: Sendable {
     func create(_ path: String) throws -> any StoreFile
     /// Opens an existing file for appending at its end.
     func openForAppending(_ path: String) throws -> any StoreFile
+    /// Opens the regular file at `path` for reading at any offset. Reads through the handle see the file that was
+    /// opened, even after another file is renamed over `path` or it is deleted: the store reads a checkpoint and the
+    /// segment it describes through handles, so that another process's compaction cannot mix two files into one
+    /// answer.
+    ///
+    /// The default reads `path` again on every read, which is right only for a file system whose files are never
+    /// replaced while open (a test's); ``POSIXFileSystem`` holds a descriptor.
+    ///
+    /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` for anything but a regular file, or the
+    ///   file system's error (a missing file).
+    func openForReading(_ path: String) throws -> any StoreReadableFile
     /// Renames `source` to `destination`, replacing it atomically.
     func rename(_ source: String, to destination: String) throws
     /// Deletes the regular file at `path`.
@@ -107,6 +118,21 @@ public struct StoreFileStatus: Sendable, Hashable {
 }
 
 extension StoreFileSystem {
+    /// The default: a handle that reads `path` again on every read (see the requirement), after checking that
+    /// `path` is a regular file now.
+    ///
+    /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)``, or ``StoreIOError`` (`ENOENT`) when
+    ///   nothing is at `path`.
+    public func openForReading(_ path: String) throws -> any StoreReadableFile {
+        guard let found = try kind(of: path) else {
+            throw StoreIOError(operation: "open", path: path, code: ENOENT)
+        }
+        guard found == .regularFile else {
+            throw FileStoreError.unexpectedFileType(path: path, found: found, expected: .regularFile)
+        }
+        return PathReadableFile(path: path, fileSystem: self)
+    }
+
     /// The bytes of the file at `path` from `offset` to its end. The default reads the whole file; a file system
     /// that can read from an offset should.
     ///
@@ -138,6 +164,31 @@ extension StoreFileSystem {
 
 /// An open file the store writes to, returned by ``StoreFileSystem/create(_:)`` and
 /// ``StoreFileSystem/openForAppending(_:)``.
+/// A file opened for reading by ``StoreFileSystem/openForReading(_:)``. Reads may come from any thread.
+public protocol StoreReadableFile: AnyObject, Sendable {
+    /// The path the file was opened at.
+    var path: String { get }
+    /// At most `count` bytes from `offset` (fewer at the end of the file, none past it).
+    ///
+    /// - Throws: the file system's error, naming the file.
+    func read(from offset: Int, count: Int) throws -> [UInt8]
+}
+
+/// The default read handle: it reads its path again on every read.
+final class PathReadableFile: StoreReadableFile {
+    let path: String
+    let fileSystem: any StoreFileSystem
+
+    init(path: String, fileSystem: any StoreFileSystem) {
+        self.path = path
+        self.fileSystem = fileSystem
+    }
+
+    func read(from offset: Int, count: Int) throws -> [UInt8] {
+        try fileSystem.read(path, from: offset, count: count)
+    }
+}
+
 public protocol StoreFile: AnyObject {
     /// How many bytes the file has.
     var size: Int { get }
