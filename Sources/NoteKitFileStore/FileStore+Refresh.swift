@@ -73,7 +73,9 @@ extension FileStore {
             guard manifest.store == position.manifest.store,
                   let index = position.manifest.segments.firstIndex(of: position.segment),
                   manifest.segments.starts(with: position.manifest.segments[...index]),
-                  let records = try decodeAppended(after: position, in: manifest, schema: state.schemas.last) else {
+                  let records = try Self.decodeAppended(after: position, in: manifest, stored: state.schemas.last,
+                                                        schema: schema, layout: layout, fileSystem: fileSystem,
+                                                        blobs: blobs) else {
                 return nil
             }
             return (manifest, pin.status, records)
@@ -88,28 +90,9 @@ extension FileStore {
             broadcaster.publish(picked)
         }
         for entry in pending {
-            switch entry.record {
-            case .transaction(let transaction):
-                let path = layout.segment(entry.segment)
-                guard transaction.number == state.lastTransaction + 1 else {
-                    throw FileStoreError.danglingReference(
-                        file: path, offset: entry.offset,
-                        reason: "transaction \(transaction.number) follows transaction \(state.lastTransaction)")
-                }
-                do {
-                    try state.rows.validate(transaction.changes)
-                } catch {
-                    throw FileStoreError.danglingReference(file: path, offset: entry.offset,
-                                                           reason: "transaction \(transaction.number): \(error)")
-                }
-                let changes = transaction.changes
-                picked.append(state.rows.apply(changes, timestamp: transaction.time))
-                state.lastTransaction = transaction.number
-                state.operationsLogged += changes.changeCount
-            case .trim(let deleted):
-                state.rows.history.delete(deleted, committedThrough: state.lastTransaction)
-            default:
-                break
+            if let record = try Self.apply(entry, to: state.rows, lastTransaction: &state.lastTransaction,
+                                           operationsLogged: &state.operationsLogged, layout: layout) {
+                picked.append(record)
             }
             position.segment = entry.segment
             position.offset = entry.end
@@ -118,8 +101,43 @@ extension FileStore {
         return picked
     }
 
+    /// Applies one record read after a position: a transaction (which must be the next one, and must apply to the
+    /// rows: validated first, so that nothing changes when it does not), or a trim of the history.
+    ///
+    /// - Returns: the history record of an applied transaction.
+    /// - Throws: ``FileStoreError/danglingReference(file:offset:reason:)`` for a transaction out of sequence or one
+    ///   that does not apply; what reading a row of a checkpoint throws.
+    static func apply(_ entry: PendingRecord, to rows: RowStorage, lastTransaction: inout UInt64,
+                      operationsLogged: inout Int, layout: StoreLayout) throws -> HistoryRecord? {
+        switch entry.record {
+        case .transaction(let transaction):
+            let path = layout.segment(entry.segment)
+            guard transaction.number == lastTransaction + 1 else {
+                throw FileStoreError.danglingReference(
+                    file: path, offset: entry.offset,
+                    reason: "transaction \(transaction.number) follows transaction \(lastTransaction)")
+            }
+            do {
+                try rows.validate(transaction.changes)
+            } catch let error as SaveError {
+                throw FileStoreError.danglingReference(file: path, offset: entry.offset,
+                                                       reason: "transaction \(transaction.number): \(error)")
+            }
+            let changes = transaction.changes
+            let record = rows.apply(changes, timestamp: transaction.time)
+            lastTransaction = transaction.number
+            operationsLogged += changes.changeCount
+            return record
+        case .trim(let deleted):
+            rows.history.delete(deleted, committedThrough: lastTransaction)
+            return nil
+        default:
+            return nil
+        }
+    }
+
     /// A record appended since the read position, with where it is and where it ends.
-    private struct PendingRecord {
+    struct PendingRecord {
         var segment: Int
         var version: Int
         var offset: Int
@@ -132,7 +150,8 @@ extension FileStore {
     /// - Returns: the records (a segment's header included, so that the position can move past it), or nil when one
     ///   calls for a full reload: a schema, a migration, a snapshot, which only a compaction or a migration writes,
     ///   or a transaction in a stored schema this open converted from.
-    private func decodeAppended(after position: ReadPosition, in manifest: Manifest, schema stored: Schema?) throws
+    static func decodeAppended(after position: ReadPosition, in manifest: Manifest, stored: Schema?, schema: Schema,
+                               layout: StoreLayout, fileSystem: any StoreFileSystem, blobs: BlobStore?) throws
         -> [PendingRecord]? {
         guard let first = manifest.segments.firstIndex(of: position.segment) else { return nil }
         let storedSchemaMatches = stored?.contentHash == schema.contentHash
