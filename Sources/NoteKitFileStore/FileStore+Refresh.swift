@@ -220,12 +220,14 @@ extension FileStore {
         let before = state.lastTransaction
         // The fresh open's log (a writable open's) becomes this store's: take it out so that the fresh open's
         // deinit does not close it.
-        let refreshed = fresh.state.withLock { fresh in
+        let refreshed = try fresh.state.withLock { opened in
+            // The transactions this open has not seen may be in the history a checkpoint left unread.
+            if let prefix = opened.historyPrefix, prefix.lastTransaction > before { try fresh.loadHistoryPrefix(&opened) }
             defer {
-                fresh.log = nil
-                fresh.lock = nil
+                opened.log = nil
+                opened.lock = nil
             }
-            return fresh
+            return opened
         }
         // Another writer moved past this open's log (shared per save): let it go without flushing or cutting it.
         state.log?.abandon()

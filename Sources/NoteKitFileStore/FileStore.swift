@@ -94,6 +94,8 @@ public final class FileStore: DataStore {
         /// A migration applied in memory and not written yet (a custom stage's `didMigrate` is running): saves stay
         /// in memory until ``commitHeldMigration()`` writes everything at once.
         var migrationHeld = false
+        /// The history an open through a checkpoint has not read yet (see ``loadHistoryPrefix(_:)``).
+        var historyPrefix: HistoryPrefix?
     }
 
     /// Where a read-only open stands in the log: the manifest it read, and the segment and offset after the last
@@ -601,8 +603,9 @@ public final class FileStore: DataStore {
     /// The history the store keeps: every transaction since the store was created, across reopening and
     /// compaction, less what ``deleteHistory(_:)`` deleted.
     public func history() throws -> HistoryLog {
-        state.withLock { state in
+        try state.withLock { state in
             refreshAutomatically(&state)
+            try loadHistoryPrefix(&state)
             return state.rows.history
         }
     }
@@ -614,6 +617,7 @@ public final class FileStore: DataStore {
     ///   history is then unchanged.
     public func deleteHistory(_ ranges: [ClosedRange<UInt64>]) throws {
         try state.withLock { state in try withWriteAccess(&state) { log, state in
+            try loadHistoryPrefix(&state)
             var history = state.rows.history
             history.delete(ranges, committedThrough: state.lastTransaction)
             guard history.deleted != state.rows.history.deleted else { return }
@@ -654,7 +658,7 @@ public final class FileStore: DataStore {
                 try write(transaction, to: log, &state)
             }
             let record = state.rows.apply(stored, timestamp: transaction.time)
-            if case .latest(let count) = configuration.historyRetention {
+            if case .latest(let count) = configuration.historyRetention, state.historyPrefix == nil {
                 state.rows.history.keepLatest(count, slack: max(64, count / 4))
             }
             broadcaster.publish([record])
@@ -878,6 +882,7 @@ public final class FileStore: DataStore {
         guard let log = state.log else { throw SaveError.readOnly(reason: "\(layout.root) was opened read-only") }
         if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
         let bytesBefore = state.closedSegmentBytes + log.activeSize
+        try loadHistoryPrefix(&state)
         var opening = state.schemas.map(encoder.schema)
         // The rows are encoded while the segment is written, a `rows` record of at most 4,096 rows at a time, so
         // that the encoded store (as large as the segment) is never in memory at once.
