@@ -80,6 +80,9 @@ enum Commands {
                 print("note: \(tail.file) ends in an incomplete record at byte \(tail.offset): a save in progress, or one "
                       + "a crash cut short, which the next writable open sets aside")
             }
+            for warning in report.problems where warning.kind.isWarning {
+                print("warning: \(warning.file): \(warning.kind.rawValue): \(warning.message)")
+            }
         } else {
             for problem in report.problems {
                 fail("\(problem.file) at byte \(problem.offset): \(problem.kind.rawValue): \(problem.message)")

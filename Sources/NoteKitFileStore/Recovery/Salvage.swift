@@ -92,7 +92,7 @@ extension FileStore {
             }
         }
         let log = try SegmentLog.create(layout: target, fileSystem: fileSystem, store: storeID ?? UUID(), now: Date(),
-                                        records: records)
+                                        records: records, schemas: schemas)
         try log.close()
         let targetBlobs = BlobStore(directory: target.blobs, fileSystem: fileSystem)
         for blob in referencedExternalData(rows, schema: schema).values.sorted(by: { $0.name < $1.name }) {
@@ -142,6 +142,9 @@ extension FileStore {
         let numbers = Set(present ?? manifest?.segments ?? []).sorted()
 
         let sourceBlobs = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
+        // The manifest's copy of the schema history (format version 2), for an opening whose schema records are
+        // damaged: used whole or not at all.
+        var copy = SchemaCopy(manifest: manifest, layout: layout, segments: numbers, fileSystem: fileSystem)
         var schemas: [Schema] = []
         var state = SalvageState()
         for number in numbers {
@@ -150,11 +153,33 @@ extension FileStore {
             let before = (state: state, schemas: schemas, kept: report.transactionsKept, used: report.segmentsUsed)
             var segment = SegmentProgress(number: number)
             var fileEnd = 0
+            // Damage met in the segment's opening (before its first transaction), which may have held schemas.
+            var openingDamage: [Int] = []
+            var openingRestored = false
             do {
                 try SegmentScan.walk(path, number: number, fileSystem: fileSystem, blobs: sourceBlobs) { entry in
                     fileEnd = entry.next
                     guard segment.leftOut == nil else { return }
                     let (offset, next) = (entry.recordOffset, entry.next)
+                    // A record after an opening that lost a schema record: the opening's history is taken from the
+                    // manifest's copy, when it agrees with what the opening kept (docs/FORMAT.md, *Version 2*).
+                    if !openingDamage.isEmpty, !openingRestored, let kind = try? entry.peek.kind,
+                       kind == .snapshot || kind == .history || (schemas.isEmpty && kind != .schema && kind != .segment),
+                       let history = copy.opening(ending: (number, offset), keeping: segment.openingSchemasRead) {
+                        openingRestored = true
+                        segment.restoreOpeningSchemas(history, at: openingDamage[0])
+                        schemas = before.schemas + history
+                        state.schemaInForce(history.last!)
+                        let note = "; the schema history was taken from the manifest's copy"
+                        for index in report.skippedBytes.indices where report.skippedBytes[index].file == path
+                            && openingDamage.contains(report.skippedBytes[index].offset) {
+                            report.skippedBytes[index].reason += note
+                        }
+                        for index in report.skippedRecords.indices where report.skippedRecords[index].file == path
+                            && openingDamage.contains(report.skippedRecords[index].offset) {
+                            report.skippedRecords[index].reason += note
+                        }
+                    }
                     do {
                         let record = try entry.decode(schema: schemas.last)
                         if let reason = segment.take(record, at: offset, after: state.lastTransaction) {
@@ -193,10 +218,12 @@ extension FileStore {
                     }
                 } undecodable: { offset, length, reason in
                     fileEnd = offset + length
+                    if segment.inOpening { openingDamage.append(offset) }
                     report.skippedRecords.append(.init(file: path, offset: offset, length: length, reason: reason))
                 } damaged: { damage in
                     let (offset, length, reason) = (damage.offset, damage.length, damage.reason)
                     fileEnd = offset + length
+                    if segment.inOpening { openingDamage.append(offset) }
                     report.skippedBytes.append(.init(file: path, offset: offset, length: length, reason: reason))
                 }
             } catch FileStoreError.inconsistentSegments(_, _) {
@@ -251,6 +278,18 @@ private struct SegmentProgress {
     private var openingOffset: Int?
     private var openingHasHistory = false
     private var isOpening = true
+
+    /// Whether no transaction has been read yet: what is damaged here may have been one of the opening's schemas.
+    var inOpening: Bool { isOpening && snapshot == nil }
+    /// The schemas of the opening read intact so far.
+    var openingSchemasRead: [Schema] { openingSchemas }
+
+    /// Takes `history` for the opening's schemas, whose records (from `offset` on) were damaged.
+    mutating func restoreOpeningSchemas(_ history: [Schema], at offset: Int) {
+        openingSchemas = history
+        if openingOffset == nil { openingOffset = offset }
+        used = true
+    }
     /// The snapshot: where it is, how many rows it lists and how many arrived.
     private var snapshot: (offset: Int, rows: Int, arrived: Int)?
     /// Whether any record of the segment changed the state.
@@ -347,5 +386,61 @@ private struct SalvageState {
 
     mutating func migrate(from previous: Schema, by migration: MigrationRecord) -> String? {
         objects.migrate(from: previous, by: migration, consecutive: false)
+    }
+}
+
+/// The manifest's copy of the schema history, as a salvage uses it: for an opening whose `schema` records are
+/// damaged, the schemas it held are the copy's up to the one in force where the opening ends. That one is the
+/// schema the first later `migration` record migrates from (their hashes name them), or the copy's last when no
+/// migration follows. The segments win: a copy that does not hold, in order, every schema the opening kept intact
+/// is not used.
+private struct SchemaCopy {
+    private let schemas: [Schema]?
+    private let layout: StoreLayout
+    private let segments: [Int]
+    private let fileSystem: any StoreFileSystem
+    /// Every intact `migration` record of the segments: where it is and the hash it migrates from. Read once, when
+    /// first needed (only a damaged opening needs it).
+    private var migrations: [(segment: Int, offset: Int, from: String)]?
+
+    init(manifest: Manifest?, layout: StoreLayout, segments: [Int], fileSystem: any StoreFileSystem) {
+        let copies = manifest?.schemas ?? []
+        let decoded = copies.compactMap(\.schema)
+        schemas = decoded.isEmpty || decoded.count != copies.count ? nil : decoded
+        self.layout = layout
+        self.segments = segments
+        self.fileSystem = fileSystem
+    }
+
+    /// The opening's schema history, for an opening that ends at `end` (segment, offset) and kept `kept` intact;
+    /// nil when the copy cannot tell it.
+    mutating func opening(ending end: (segment: Int, offset: Int), keeping kept: [Schema]) -> [Schema]? {
+        guard let schemas else { return nil }
+        let next = migrationRecords().first { ($0.segment, $0.offset) > end }
+        guard let last = next.map({ migration in schemas.lastIndex { $0.contentHash == migration.from } })
+                ?? schemas.indices.last else { return nil }
+        let history = Array(schemas[...last])
+        // Every schema the opening kept is in the history, in order.
+        var remaining = history[...]
+        for schema in kept {
+            guard let found = remaining.firstIndex(where: { $0.contentHash == schema.contentHash }) else { return nil }
+            remaining = remaining[(found + 1)...]
+        }
+        return history
+    }
+
+    private mutating func migrationRecords() -> [(segment: Int, offset: Int, from: String)] {
+        if let migrations { return migrations }
+        var found: [(segment: Int, offset: Int, from: String)] = []
+        for number in segments {
+            _ = try? SegmentScan.walk(layout.segment(number), number: number, fileSystem: fileSystem, blobs: nil) {
+                entry in
+                guard (try? entry.peek.kind) == .migration,
+                      case .migration(let migration)? = try? entry.decode(schema: nil) else { return }
+                found.append((number, entry.recordOffset, migration.fromHash))
+            } undecodable: { _, _, _ in } damaged: { _ in }
+        }
+        migrations = found
+        return found
     }
 }
