@@ -127,6 +127,16 @@ struct ManifestSchema: Equatable {
 
     /// The history `schemas` as a manifest copies it.
     static func copies(of schemas: [Schema]) -> [ManifestSchema] { schemas.map(ManifestSchema.init) }
+
+    /// Whether `copies` is a copy of the history `schemas`: the same schemas in the same order. Members may come in
+    /// any order (docs/FORMAT.md, *The payload JSON*), so a copy whose bytes are not the writer's is decoded and
+    /// compared; one the writer wrote is told by its bytes.
+    static func copies(_ copies: [ManifestSchema]?, match schemas: [Schema]) -> Bool {
+        guard let copies, copies.count == schemas.count else { return false }
+        return zip(copies, schemas).allSatisfy { copy, schema in
+            copy.hash == schema.contentHash && (copy.body == ManifestSchema(schema).body || copy.schema == schema)
+        }
+    }
 }
 
 /// Turns records into framed JSON lines, ready to append, in the current format version (docs/FORMAT.md). One encoder writes

@@ -225,11 +225,12 @@ public enum StoreVerifier {
             }
         }
 
-        // The manifest's copy of the schema history, against the segments' (when they were read whole: a damaged
-        // segment's history is not the truth to compare with).
-        if let copies = manifest.schemas, report.damage.isEmpty {
+        // The manifest's copy of the schema history, against the segments' when they were read whole: a damaged
+        // segment's history is not the truth to compare with, nor is one a torn tail may have cut short (a
+        // migration's record being appended, or lost in a crash before the manifest was replaced).
+        if let copies = manifest.schemas, report.problems.isEmpty {
             let truth = ManifestSchema.copies(of: schemas)
-            if copies != truth {
+            if !ManifestSchema.copies(copies, match: schemas) {
                 func names(_ list: [ManifestSchema]) -> String {
                     list.isEmpty ? "none" : list.map { String($0.hash.prefix(12)) }.joined(separator: ", ")
                 }

@@ -187,10 +187,9 @@ final class SegmentLog {
     ///   flush failed (whether the new manifest is in place is then unknown).
     @discardableResult
     func replaceSchemas(with schemas: [Schema]) throws -> Bool {
-        let copies = ManifestSchema.copies(of: schemas)
-        guard manifest.schemas != copies else { return false }
+        guard !ManifestSchema.copies(manifest.schemas, match: schemas) else { return false }
         var next = manifest
-        next.schemas = copies
+        next.schemas = ManifestSchema.copies(of: schemas)
         try replaceManifest(with: next)
         manifest = next
         return true
