@@ -34,7 +34,8 @@ import NoteKit
 /// - ``transactions()``
 ///
 /// ### Salvage
-/// - ``salvage(from:to:fileSystem:)``
+/// - ``salvage(from:to:mode:fileSystem:)``
+/// - ``SalvageMode``
 /// - ``SalvageReport``
 ///
 /// ### History
