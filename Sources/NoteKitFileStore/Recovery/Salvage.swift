@@ -190,7 +190,7 @@ extension FileStore {
             var fileEnd = 0
             // Damage met in the segment's opening (before its first transaction), which may have held schemas.
             var openingDamage: [Int] = []
-            var openingRestored = false
+            var openingLooked = false
             do {
                 try SegmentScan.walk(path, number: number, fileSystem: fileSystem, blobs: sourceBlobs) { entry in
                     fileEnd = entry.next
@@ -198,21 +198,25 @@ extension FileStore {
                     let (offset, next) = (entry.recordOffset, entry.next)
                     // A record after an opening that lost a schema record: the opening's history is taken from the
                     // manifest's copy, when it agrees with what the opening kept (docs/FORMAT.md, *Version 2*).
-                    if !openingDamage.isEmpty, !openingRestored, let kind = try? entry.peek.kind,
-                       kind == .snapshot || kind == .history || (schemas.isEmpty && kind != .schema && kind != .segment),
-                       let history = copy.opening(ending: (number, offset), keeping: segment.openingSchemasRead) {
-                        openingRestored = true
-                        segment.restoreOpeningSchemas(history, at: openingDamage[0])
-                        schemas = before.schemas + history
-                        state.schemaInForce(history.last!)
-                        let note = "; the schema history was taken from the manifest's copy"
-                        for index in report.skippedBytes.indices where report.skippedBytes[index].file == path
-                            && openingDamage.contains(report.skippedBytes[index].offset) {
-                            report.skippedBytes[index].reason += note
-                        }
-                        for index in report.skippedRecords.indices where report.skippedRecords[index].file == path
-                            && openingDamage.contains(report.skippedRecords[index].offset) {
-                            report.skippedRecords[index].reason += note
+                    // The opening ends at the first record that is neither a schema nor the segment's: a compaction's
+                    // history or snapshot, or (a new store's segment 1) the first transaction. It is looked at once.
+                    if !openingDamage.isEmpty, !openingLooked, let kind = try? entry.peek.kind,
+                       kind == .snapshot || kind == .history || (schemas.isEmpty && kind != .schema && kind != .segment) {
+                        openingLooked = true
+                        if let history = copy.opening(ending: (number, offset), keeping: segment.openingSchemasRead),
+                           history.count > segment.openingSchemasRead.count {
+                            segment.restoreOpeningSchemas(history, at: openingDamage[0])
+                            schemas = before.schemas + history
+                            state.schemaInForce(history.last!)
+                            let note = "; the schema history was taken from the manifest's copy"
+                            for index in report.skippedBytes.indices where report.skippedBytes[index].file == path
+                                && openingDamage.contains(report.skippedBytes[index].offset) {
+                                report.skippedBytes[index].reason += note
+                            }
+                            for index in report.skippedRecords.indices where report.skippedRecords[index].file == path
+                                && openingDamage.contains(report.skippedRecords[index].offset) {
+                                report.skippedRecords[index].reason += note
+                            }
                         }
                     }
                     do {
@@ -444,8 +448,6 @@ private struct SalvageState {
             return take(transaction.number, at: place, changes: transaction.changes) {
                 $0.apply(transaction, consecutive: consecutive)
             }
-        case .trim where stop != nil:
-            return nil
         case .segment, .schema, .manifest, .migration, .history, .trim:
             // A salvaged store starts a new history: what a damaged log says of it is not worth the doubt.
             return nil
