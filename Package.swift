@@ -26,7 +26,7 @@ let package = Package(
         .target(name: "NoteKitTestSupport", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore"], path: "Tests/TestSupport"),
         // The kill test's child and its long mode (docs/reliability/kill.md): `swift run -c release notekit-stress kill`.
         .executableTarget(name: "notekit-stress", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitTestSupport"]),
-        // Writes Fixtures/v1–v3 through the frozen schemas: `swift run notekit-fixtures Fixtures`.
+        // Writes Fixtures/v1–v4 through the frozen schemas: `swift run notekit-fixtures Fixtures`.
         .executableTarget(name: "notekit-fixtures", dependencies: ["NoteKitTestSupport"], path: "Tests/FixtureGenerator"),
         .testTarget(name: "NoteKitTests", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitTestSupport"]),
         // The notes domain's rules (R1–R10, T1–T7) on both stores.

@@ -34,7 +34,8 @@ import NoteKit
 /// - ``transactions()``
 ///
 /// ### Salvage
-/// - ``salvage(from:to:fileSystem:)``
+/// - ``salvage(from:to:mode:fileSystem:)``
+/// - ``SalvageMode``
 /// - ``SalvageReport``
 ///
 /// ### History
@@ -193,7 +194,8 @@ public final class FileStore: DataStore {
                     report.removedLeftovers.append(leftover)
                 }
                 let log = try SegmentLog.create(layout: layout, fileSystem: fileSystem, store: UUID(),
-                                                now: configuration.clocks.wall(), records: [encoder.schema(schema)])
+                                                now: configuration.clocks.wall(), records: [encoder.schema(schema)],
+                                                schemas: [schema])
                 log.reservation = configuration.effectiveSegmentReservation
                 recovery = report
                 var created = State(rows: RowStorage(schema: schema), log: log, lock: lock, schemas: [schema],
@@ -261,9 +263,15 @@ public final class FileStore: DataStore {
                 try fileSystem.syncDirectory(layout.root)
                 try fileSystem.syncDirectory(layout.parent)
                 log = opened
+                // The segments' schema history is the truth: a manifest whose copy of it is missing (version 1),
+                // short (a crash between a migration's record and its manifest) or different gets theirs.
+                try opened.replaceSchemas(with: replay.log.schemas)
                 if let migration, !holdingMigration {
-                    try log?.append(encoder.migration(migration))
-                    try log?.sync()
+                    try opened.append(encoder.migration(migration))
+                    try opened.sync()
+                    // Only once the record is on disk: until then the new schema is not the store's. A crash
+                    // between the two leaves the manifest one schema short, which the next writable open completes.
+                    try opened.replaceSchemas(with: replay.log.schemas + [effective])
                 }
             } else if let torn = replay.log.tornTail {
                 report.tornTail = .init(segment: torn.path, offset: torn.offset, length: torn.length,
@@ -905,8 +913,10 @@ public final class FileStore: DataStore {
         let records = [AnySequence(opening), AnySequence(chunks.lazy.map { encoder.rows(entity: $0.entity, $0.rows) })]
             .joined()
 
+        let schemas = state.schemas
         let dropped = try recordingStop(&state) {
-            try log.startSegment(with: records, replacingAll: true, now: configuration.clocks.wall())
+            try log.startSegment(with: records, replacingAll: true, schemas: schemas,
+                                 now: configuration.clocks.wall())
         }
         // The new state is committed; what follows only reclaims space, and a crash here is cleaned up at open.
         var removedSegments: [String] = []

@@ -80,6 +80,9 @@ enum Commands {
                 print("note: \(tail.file) ends in an incomplete record at byte \(tail.offset): a save in progress, or one "
                       + "a crash cut short, which the next writable open sets aside")
             }
+            for warning in report.problems where warning.kind.isWarning {
+                print("warning: \(warning.file): \(warning.kind.rawValue): \(warning.message)")
+            }
         } else {
             for problem in report.problems {
                 fail("\(problem.file) at byte \(problem.offset): \(problem.kind.rawValue): \(problem.message)")
@@ -175,22 +178,31 @@ enum Commands {
         return 0
     }
 
-    /// Salvages into `destination`; with `json`, `{"complete", "transactionsKept", "objectsKept", "segmentsUsed",
-    /// "skippedBytes", "skippedRecords"}`, each skipped part as `{"file", "offset", "length", "reason"}`.
-    static func salvage(path: String, to destination: String, json: Bool) throws -> Int32 {
-        let report = try FileStore.salvage(from: storeURL(path), to: URL(fileURLWithPath: destination))
+    /// Salvages into `destination` in `mode`; with `json`, `{"mode", "complete", "transactionsKept", "objectsKept",
+    /// "segmentsUsed", "skippedBytes", "skippedRecords"}`, each skipped part as `{"file", "offset", "length",
+    /// "reason"}` and, for a transaction left out, its `"transaction"`.
+    static func salvage(path: String, to destination: String, mode: FileStore.SalvageMode, json: Bool) throws -> Int32 {
+        let report = try FileStore.salvage(from: storeURL(path), to: URL(fileURLWithPath: destination), mode: mode)
         if json {
             func parts(_ skipped: [FileStore.SalvageReport.Skipped]) -> [[String: Any]] {
-                skipped.map { ["file": $0.file, "offset": $0.offset, "length": $0.length, "reason": $0.reason] }
+                skipped.map {
+                    var part: [String: Any] = ["file": $0.file, "offset": $0.offset, "length": $0.length,
+                                               "reason": $0.reason]
+                    if let transaction = $0.transaction { part["transaction"] = transaction }
+                    return part
+                }
             }
             printJSON([
+                "mode": report.mode.rawValue,
                 "complete": report.isComplete, "transactionsKept": report.transactionsKept,
                 "objectsKept": report.objectsKept, "segmentsUsed": report.segmentsUsed,
                 "skippedBytes": parts(report.skippedBytes), "skippedRecords": parts(report.skippedRecords),
             ])
             return report.isComplete ? ExitStatus.ok.rawValue : ExitStatus.damage.rawValue
         }
-        print("salvaged \(report.transactionsKept) transaction(s) and \(report.objectsKept) object(s) into \(destination)")
+        let modeName = report.mode == .bestEffort ? "best effort" : "consistent prefix"
+        print("salvaged \(report.transactionsKept) transaction(s) and \(report.objectsKept) object(s) into \(destination) "
+              + "(\(modeName))")
         print("from \(report.segmentsUsed.isEmpty ? "no segment" : report.segmentsUsed.joined(separator: ", "))")
         for skipped in report.skippedBytes { fail("left out \(skipped)") }
         for skipped in report.skippedRecords { fail("left out \(skipped)") }

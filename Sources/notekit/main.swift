@@ -16,7 +16,7 @@ let usage = """
                                    the transactions the store's history keeps, oldest first
       schema PATH [--json]         the schemas the store was written with, version by version
       compact PATH [--json]        rewrite the store as one segment; prints bytes before and after
-      salvage PATH --to NEWPATH [--json]
+      salvage PATH --to NEWPATH [--best-effort | --consistent-prefix] [--json]
                                    copy every intact transaction into a new store; never touches PATH
       help [COMMAND]               this text, or what COMMAND does (as notekit COMMAND --help)
       --version [--json]           notekit's version, the store format versions it reads, the notes schema
@@ -77,11 +77,13 @@ let help: [String: String] = [
         When standard error is a terminal and it takes over a second, a line there counts the seconds.
         """,
     "salvage": """
-        usage: notekit salvage PATH --to NEWPATH [--json]
+        usage: notekit salvage PATH --to NEWPATH [--best-effort | --consistent-prefix] [--json]
         Copies every intact transaction of a damaged store into a new store at NEWPATH and reports what it left
-        out. PATH is only read. Exits 1 when something was left out. --json prints {"complete",
+        out. PATH is only read. Exits 1 when something was left out. --best-effort (the default) keeps every
+        later transaction whose objects survive the damage; --consistent-prefix keeps only the transactions
+        before the first one lost, a state the store was in. --json prints {"mode", "complete",
         "transactionsKept", "objectsKept", "segmentsUsed", "skippedBytes", "skippedRecords"}, each skipped part
-        as {"file", "offset", "length", "reason"}.
+        as {"file", "offset", "length", "reason"} and, for a transaction left out, its "transaction".
         """,
 ]
 
@@ -164,12 +166,18 @@ func run(_ words: [String]) -> Int32 {
             guard let arguments = try arguments(flags: ["json"]) else { break }
             return try Commands.compact(path: arguments.path(), json: arguments.flags.contains("json"))
         case "salvage":
-            guard let arguments = try arguments(flags: ["json"], options: ["to"]) else { break }
+            guard let arguments = try arguments(flags: ["json", "best-effort", "consistent-prefix"], options: ["to"])
+            else { break }
             storePath = nil  // salvage is the command the hint would name
             guard let destination = arguments.options["to"] else {
                 throw Arguments.UsageError(description: "salvage needs --to NEWPATH")
             }
+            let consistentPrefix = arguments.flags.contains("consistent-prefix")
+            if consistentPrefix && arguments.flags.contains("best-effort") {
+                throw Arguments.UsageError(description: "salvage takes --best-effort or --consistent-prefix, not both")
+            }
             return try Commands.salvage(path: arguments.path(), to: destination,
+                                        mode: consistentPrefix ? .consistentPrefix : .bestEffort,
                                         json: arguments.flags.contains("json"))
         default:
             fail("unknown command \(command)")

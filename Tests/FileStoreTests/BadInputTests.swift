@@ -243,7 +243,7 @@ struct BadInputTests {
             var cases = 0
             for file in store.segments + ["MANIFEST"] {
                 let kind = file == "MANIFEST" ? "manifest" : "segment"
-                for line in ["NOTEKIT/2 \(kind)", "NOTEKIT/0 \(kind)", "NOTEKIT/-1 \(kind)", "NOTEKIT/999999999999999999999 \(kind)",
+                for line in ["NOTEKIT/3 \(kind)", "NOTEKIT/0 \(kind)", "NOTEKIT/-1 \(kind)", "NOTEKIT/999999999999999999999 \(kind)",
                              "NOTEKIT/1 \(kind == "segment" ? "manifest" : "segment")", "NOTEKIT/1", "notekit/1 \(kind)"] {
                     var files = store.files
                     let bytes = store.files[file]!

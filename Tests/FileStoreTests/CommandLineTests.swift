@@ -84,14 +84,15 @@ struct CommandLineTests {
         let run = try notekit("stats", url.path, "--json")
         #expect(run.status == 0)
         let json = run.json
-        #expect(json["formatVersion"] as? Int == 1)
+        // The manifest's: the migration replaced Fixtures/v3's version 1 manifest with a version 2 one.
+        #expect(json["formatVersion"] as? Int == 2)
         #expect(json["schemaVersion"] as? String == "4.0.0")
         #expect((json["entities"] as? [String: Int])?["Note"] == NotesFixtureData.notes(version: 3).count)
         #expect(json["segments"] as? Int == 1)
         #expect((json["bytes"] as? Int ?? 0) > 1000)
         #expect(StoreFiles.contents(of: url) == before)
         let text = try notekit("stats", url.path)
-        #expect(text.output.contains("format version   1") && text.output.contains("NoteRevision"))
+        #expect(text.output.contains("format version   2") && text.output.contains("NoteRevision"))
     }
 
     @Test("verify passes a healthy store, even a copy nobody may write")
@@ -163,7 +164,7 @@ struct CommandLineTests {
         #expect(future.status == 1)
         #expect((future.json["problems"] as? [[String: Any]])?.first?["kind"] as? String == "unsupportedFormatVersion")
         let stats = try notekit("stats", url.path)
-        #expect(stats.status == 5 && stats.errors.contains("format version 7; this build reads version 1"))
+        #expect(stats.status == 5 && stats.errors.contains("format version 7; this build reads versions 1, 2"))
     }
 
     @Test("verify reports a relationship pointing at nothing")
@@ -372,7 +373,7 @@ struct CommandLineContractTests {
         for command in ["stats", "dump", "compact"] {
             let run = try cli.notekit(command, url.path)
             #expect(run.status == 5, "\(command): \(run.errors)")
-            #expect(run.errors.contains("format version 7; this build reads version 1"), "\(command)")
+            #expect(run.errors.contains("format version 7; this build reads versions 1, 2"), "\(command)")
         }
     }
 
@@ -381,11 +382,11 @@ struct CommandLineContractTests {
         let text = try cli.notekit("--version")
         #expect(text.status == 0)
         #expect(text.output.hasPrefix("notekit 0.1.0-dev"), "\(text.output)")
-        #expect(text.output.contains("store format 1") && text.output.contains("notes schema 4.0.0"))
+        #expect(text.output.contains("store format 2 (reads 1, 2)") && text.output.contains("notes schema 4.0.0"))
         let json = try cli.notekit("--version", "--json")
         #expect(json.status == 0)
         #expect(json.json["version"] as? String == "0.1.0-dev")
-        #expect(json.json["formatVersions"] as? [Int] == [1])
+        #expect(json.json["formatVersions"] as? [Int] == [1, 2])
         #expect(json.json["notesSchemaVersion"] as? String == "4.0.0")
     }
 
@@ -418,7 +419,7 @@ struct CommandLineContractTests {
                 try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
             }
         }
-        #expect(try document("stats", url.path, "--json")["formatVersion"] as? Int == 1)
+        #expect(try document("stats", url.path, "--json")["formatVersion"] as? Int == 2)
         #expect(try document("verify", url.path, "--json")["ok"] as? Bool == true)
         let schema = try document("schema", url.path, "--json")
         let schemas = try #require(schema["schemas"] as? [[String: Any]])

@@ -136,7 +136,7 @@ struct FileStoreRecoveryTests {
         text.replaceSubrange(0..<9, with: Data("NOTEKIT/9".utf8))
         try text.write(to: segment)
         let before = StoreFiles.contents(of: url)
-        #expect(throws: FileStoreError.unsupportedFormatVersion(file: segment.path, found: 9, supported: [1])) {
+        #expect(throws: FileStoreError.unsupportedFormatVersion(file: segment.path, found: 9, supported: [1, 2])) {
             _ = try StoreFiles.open(url, NotesSchema.models)
         }
         #expect(StoreFiles.contents(of: url) == before)
@@ -145,9 +145,9 @@ struct FileStoreRecoveryTests {
 
         let manifest = url.appendingPathComponent("MANIFEST")
         var manifestBytes = try Data(contentsOf: manifest)
-        manifestBytes.replaceSubrange(0..<9, with: Data("NOTEKIT/2".utf8))
+        manifestBytes.replaceSubrange(0..<9, with: Data("NOTEKIT/3".utf8))
         try manifestBytes.write(to: manifest)
-        #expect(throws: FileStoreError.unsupportedFormatVersion(file: manifest.path, found: 2, supported: [1])) {
+        #expect(throws: FileStoreError.unsupportedFormatVersion(file: manifest.path, found: 3, supported: [1, 2])) {
             _ = try StoreFiles.open(url, NotesSchema.models)
         }
     }

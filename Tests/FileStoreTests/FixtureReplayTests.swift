@@ -23,14 +23,14 @@ enum SchemaSpelling: String, CaseIterable, CustomStringConvertible, Sendable {
 }
 
 /// DOMAIN.md M1–M6: the committed fixtures, written through frozen declarations, reopen under today's models.
-@Suite("Migration fixtures: v1–v3 reopen under today's models")
+@Suite("Migration fixtures: v1–v4 reopen under today's models")
 struct FixtureReplayTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Fixtures")
 
     static func fixture(_ version: Int) -> URL { fixtures.appendingPathComponent("v\(version)") }
 
-    @Test("Every fixture matches its checksum list: committed fixtures are never modified", arguments: [1, 2, 3])
+    @Test("Every fixture matches its checksum list: committed fixtures are never modified", arguments: [1, 2, 3, 4])
     func checksums(version: Int) throws {
         #expect(try StoreFixture.verify(Self.fixture(version)) == [])
     }
@@ -53,6 +53,62 @@ struct FixtureReplayTests {
         #expect(throws: FetchError.unknownEntity("Note"), "today's Note is not a model of the frozen schema") {
             try ModelContext(container).fetchCount(FetchDescriptor<Note>())
         }
+    }
+
+    @Test("M1: Fixtures/v4 was written through its frozen declarations (today's schema until the next change), in store format version 2")
+    func m1FormatVersionTwo() throws {
+        let frozen = try Schema(versionedSchema: AttachmentSchema.self)
+        #expect(frozen.contentHash == (try Schema(versionedSchema: NotesSchema.self)).contentHash)
+        let fixture = Self.fixture(4)
+        let manifest = try String(contentsOf: fixture.appendingPathComponent("MANIFEST"), encoding: .utf8)
+        let segment = try String(contentsOf: StoreFiles.segment(fixture), encoding: .utf8)
+        #expect(manifest.hasPrefix("NOTEKIT/2 manifest\n") && segment.hasPrefix("NOTEKIT/2 segment\n"))
+        #expect(manifest.contains(#""schemas":[{"hash":"\#(frozen.contentHash)""#), "the manifest copies the schema")
+        #expect(segment.contains(#""hash":"\#(frozen.contentHash)""#))
+        for version in 1...3 {
+            let older = try String(contentsOf: Self.fixture(version).appendingPathComponent("MANIFEST"), encoding: .utf8)
+            #expect(older.hasPrefix("NOTEKIT/1 manifest\n"), "v\(version) stays in format version 1")
+        }
+        let (container, copy) = try StoreFixture.openCopy(of: fixture, schema: frozen) { $0.mode = .readOnly }
+        defer { try? FileManager.default.removeItem(at: copy) }
+        let stored = try container.store.fetch(StoreFetchRequest(entity: "NoteAttachment", resultType: .count))
+        #expect(stored.count == NotesFixtureData.attachments(version: 4).count)
+        #expect(try StoreVerifier.verify(at: copy).ok)
+    }
+
+    @Test("M6: reopening a v4 store (format version 2) keeps notes, nested folders, filing, drawings, revisions and attachments, and migrates nothing",
+          arguments: SchemaSpelling.allCases)
+    func m6v4(spelling: SchemaSpelling) throws {
+        try replay(version: 4, spelling, attachments: true) { context in
+            let hierarchy = FolderHierarchy(context: context)
+            let folders = try context.fetch(FetchDescriptor<Folder>())
+            let byName = Dictionary(uniqueKeysWithValues: folders.map { ($0.name, $0) })
+            #expect(Set(byName.keys) == Set(NotesFixtureData.folders(version: 4).map(\.name)))
+            for spec in NotesFixtureData.folders(version: 4) {
+                #expect(byName[spec.name]?.parent?.name == spec.parent, "\(spec.name)'s parent")
+            }
+            #expect(try hierarchy.isForest())
+            try expectNotes(version: 4, in: context)
+            let attachments = try context.fetch(FetchDescriptor<NoteAttachment>())
+            let expected = NotesFixtureData.attachments(version: 4)
+            #expect(Set(attachments.map(\.id)) == Set(expected.map(\.id)))
+            for spec in expected {
+                let attachment = try #require(attachments.first { $0.id == spec.id })
+                #expect(attachment.fileName == spec.fileName && attachment.originalName == spec.originalName)
+                #expect(attachment.contentType == spec.contentType && attachment.size == spec.size)
+                #expect(attachment.note?.id == spec.note, "\(spec.originalName) stays attached to its note")
+            }
+            for note in try context.fetch(FetchDescriptor<Note>()) {
+                #expect(Set(note.attachments.map(\.id)) == Set(expected.filter { $0.note == note.id }.map(\.id)))
+            }
+        }
+        // Today's schema is the fixture's: the history holds its one schema, no migration was recorded.
+        let (container, copy) = try StoreFixture.openCopy(of: Self.fixture(4), schema: try spelling.todaysSchema())
+        defer { try? FileManager.default.removeItem(at: copy) }
+        #expect(container.schema.version == AttachmentSchema.versionIdentifier)
+        try StoreFiles.close(container)
+        #expect(try StoreInspector.schemaHistory(at: copy).map(\.contentHash)
+                    == [try Schema(versionedSchema: AttachmentSchema.self).contentHash])
     }
 
     @Test("M2: naming only Note registers all five entities")
@@ -132,26 +188,32 @@ struct FixtureReplayTests {
         #expect(fileHashes(copy) == before)
     }
 
-    @Test("M6: every frozen schema has its fixture and the current schema is one version past the newest")
+    @Test("M6: every frozen schema has its fixture, each migrates to the next, and the newest is today's")
     func m6() throws {
         let frozen: [any VersionedSchema.Type] = [PreRevisionSchema.self, PreNestedFolderSchema.self,
-                                                  PreAttachmentSchema.self]
+                                                  PreAttachmentSchema.self, AttachmentSchema.self]
         for (index, schema) in frozen.enumerated() {
             #expect(schema.versionIdentifier == Schema.Version(index + 1, 0, 0))
             #expect(FileManager.default.fileExists(atPath: Self.fixture(index + 1).appendingPathComponent("MANIFEST").path))
         }
-        // A new schema version needs a new frozen declaration, a new Fixtures/vN and a replay test like those above.
-        #expect(NotesSchema.versionIdentifier == Schema.Version(frozen.count + 1, 0, 0),
-                "NotesSchema changed version: add Fixtures/v\(frozen.count + 1) through a frozen declaration")
+        for (older, newer) in zip(frozen, frozen.dropFirst()) {
+            let migration = try LightweightMigration(from: try Schema(versionedSchema: older),
+                                                     to: try Schema(versionedSchema: newer))
+            #expect(!migration.diff.isRefused && !migration.diff.changes.isEmpty, "\(older) to \(newer)")
+        }
+        // A schema change makes today's schema differ from the newest frozen one: freeze today's declarations
+        // (the version they replace) first, write Fixtures/vN through them, and add a replay test like those above.
         let newest = try Schema(versionedSchema: frozen.last!)
         let today = try Schema(versionedSchema: NotesSchema.self)
-        let migration = try LightweightMigration(from: newest, to: today)
-        #expect(!migration.diff.isRefused && !migration.diff.changes.isEmpty)
+        #expect(NotesSchema.versionIdentifier == frozen.last!.versionIdentifier
+                    && today.contentHash == newest.contentHash,
+                "NotesSchema changed: freeze the version it replaces and add Fixtures/v\(frozen.count + 1)")
     }
 
     /// Copies the fixture, opens it with today's models, checks; edits, saves, reopens, checks; compacts, reopens,
     /// checks again.
-    private func replay(version: Int, _ spelling: SchemaSpelling, check: (ModelContext) throws -> Void) throws {
+    private func replay(version: Int, _ spelling: SchemaSpelling, attachments: Bool = false,
+                        check: (ModelContext) throws -> Void) throws {
         let (container, copy) = try StoreFixture.openCopy(of: Self.fixture(version),
                                                           schema: try spelling.todaysSchema())
         defer { try? FileManager.default.removeItem(at: copy) }
@@ -174,7 +236,7 @@ struct FixtureReplayTests {
         let compacted = try StoreFiles.open(copy, NotesSchema.models)
         try check(ModelContext(compacted))
         let text = try String(contentsOf: StoreFiles.segment(copy, 2), encoding: .utf8)
-        #expect(text.contains(#""k":"rows","e":"NoteAttachment""#) == false, "no attachments to write")
+        #expect(text.contains(#""k":"rows","e":"NoteAttachment""#) == attachments, "attachments to write, or none")
         #expect(text.contains(#""k":"rows","e":"Note""#), "compaction writes the state in today's schema")
         try StoreFiles.close(compacted)
     }

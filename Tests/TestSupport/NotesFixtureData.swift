@@ -3,7 +3,7 @@ import NoteKit
 import NoteKitNotes
 import NoteKitFileStore
 
-/// What Fixtures/v1–v3 hold, described once: the generator writes it through the frozen declarations, and the
+/// What Fixtures/v1–v4 hold, described once: the generator writes it through the frozen declarations, and the
 /// replay tests check that today's models read exactly this back.
 public enum NotesFixtureData {
     public struct Folder: Sendable, Equatable {
@@ -20,6 +20,17 @@ public enum NotesFixtureData {
         public let eventDate: Date?
         public let updatedAt: Date
         public let capturedAt: Date
+    }
+
+    /// A note's attached file, as the store records it (version 4 and later). The file's bytes live in the
+    /// application's attachment directory, not in the store: the fixture holds the records only.
+    public struct Attachment: Sendable, Equatable {
+        public let id: UUID
+        public let note: UUID
+        public let fileName: String
+        public let originalName: String
+        public let contentType: String
+        public let size: Int64
     }
 
     public struct Note: Sendable, Equatable {
@@ -46,7 +57,7 @@ public enum NotesFixtureData {
         Data((0..<count).map { UInt8((($0 &* 31) &+ Int(seed) &* 7) % 256) })
     }
 
-    /// The folders of the fixture of `version` (1, 2 or 3).
+    /// The folders of the fixture of `version` (1 to 4).
     public static func folders(version: Int) -> [Folder] {
         var folders = [
             Folder(id: uuid(1), name: "Inbox", parent: nil),
@@ -63,7 +74,7 @@ public enum NotesFixtureData {
         return folders
     }
 
-    /// The notes of the fixture of `version` (1, 2 or 3).
+    /// The notes of the fixture of `version` (1 to 4).
     public static func notes(version: Int) -> [Note] {
         let revisions = version >= 2
         var notes = [
@@ -97,12 +108,26 @@ public enum NotesFixtureData {
         return notes
     }
 
+    /// The attachments of the fixture of `version`: none before version 4.
+    public static func attachments(version: Int) -> [Attachment] {
+        guard version >= 4 else { return [] }
+        return [
+            Attachment(id: uuid(61), note: uuid(24), fileName: "F17E0000-0000-4000-8000-00000000003D.pdf",
+                       originalName: "Q3 agenda.pdf", contentType: "application/pdf", size: 48_213),
+            Attachment(id: uuid(62), note: uuid(24), fileName: "F17E0000-0000-4000-8000-00000000003E.png",
+                       originalName: "whiteboard.png", contentType: "image/png", size: 1_204_551),
+            Attachment(id: uuid(63), note: uuid(22), fileName: "F17E0000-0000-4000-8000-00000000003F.jpg",
+                       originalName: "crème brûlée.jpg", contentType: "image/jpeg", size: 0),
+        ]
+    }
+
     /// The frozen schema of `version`.
     public static func versionedSchema(_ version: Int) -> any VersionedSchema.Type {
         switch version {
         case 1: PreRevisionSchema.self
         case 2: PreNestedFolderSchema.self
-        default: PreAttachmentSchema.self
+        case 3: PreAttachmentSchema.self
+        default: AttachmentSchema.self
         }
     }
 
@@ -114,7 +139,8 @@ public enum NotesFixtureData {
             switch version {
             case 1: populateV1(context)
             case 2: populateV2(context)
-            default: populateV3(context)
+            case 3: populateV3(context)
+            default: populateV4(context)
             }
         }
     }
@@ -208,6 +234,49 @@ public enum NotesFixtureData {
                 revision.capturedAt = revisionSpec.capturedAt
                 note.revisions.append(revision)
             }
+        }
+    }
+
+    private static func populateV4(_ context: ModelContext) {
+        typealias V = AttachmentSchema
+        var folders: [String: V.Folder] = [:]
+        for spec in self.folders(version: 4) {
+            let folder = V.Folder()
+            folder.id = spec.id
+            folder.name = spec.name
+            context.insert(folder)
+            folders[spec.name] = folder
+        }
+        for spec in self.folders(version: 4) {
+            folders[spec.name]?.parent = spec.parent.flatMap { folders[$0] }
+        }
+        var notes: [UUID: V.Note] = [:]
+        for spec in self.notes(version: 4) {
+            let note = V.Note()
+            note.id = spec.id; note.title = spec.title; note.body = spec.body; note.eventDate = spec.eventDate
+            note.createdAt = spec.createdAt; note.updatedAt = spec.updatedAt
+            context.insert(note)
+            notes[spec.id] = note
+            note.folder = spec.folder.flatMap { folders[$0] }
+            if let bytes = spec.drawing {
+                let drawing = V.NoteDrawing()
+                drawing.id = UUID(uuid: (0xD0, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, spec.id.uuid.15))
+                drawing.data = bytes
+                note.drawing = drawing
+            }
+            for revisionSpec in spec.revisions {
+                let revision = V.NoteRevision()
+                revision.id = revisionSpec.id; revision.title = revisionSpec.title; revision.body = revisionSpec.body
+                revision.eventDate = revisionSpec.eventDate; revision.updatedAt = revisionSpec.updatedAt
+                revision.capturedAt = revisionSpec.capturedAt
+                note.revisions.append(revision)
+            }
+        }
+        for spec in attachments(version: 4) {
+            let attachment = V.NoteAttachment()
+            attachment.id = spec.id; attachment.fileName = spec.fileName; attachment.originalName = spec.originalName
+            attachment.contentType = spec.contentType; attachment.size = spec.size
+            notes[spec.note]?.attachments.append(attachment)
         }
     }
 }

@@ -45,11 +45,11 @@ public enum StoreFiles {
         return url.appendingPathComponent("segments/" + String(repeating: "0", count: 6 - digits.count) + digits + ".seg")
     }
 
-    /// The problems `StoreVerifier` finds in the store at `url` other than a torn tail (which the next writable open
-    /// recovers).
+    /// The problems `StoreVerifier` finds in the store at `url` other than a torn tail and the warnings (which the
+    /// next writable open recovers or repairs).
     public static func unrecoverableProblems(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) -> [String] {
         do {
-            return try StoreVerifier.verify(at: url, fileSystem: fileSystem).problems.filter { $0.kind != .tornTail }
+            return try StoreVerifier.verify(at: url, fileSystem: fileSystem).damage
                 .map(\.description)
         } catch {
             return ["verify could not read the store: \(error)"]

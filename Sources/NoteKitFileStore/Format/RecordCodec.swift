@@ -86,15 +86,60 @@ struct MigrationRecord {
     }
 }
 
-/// What the manifest says: the store's identity and its segments in replay order.
+/// What the manifest says: the store's identity, its segments in replay order and (format version 2) its copy of
+/// the schema history.
 struct Manifest: Equatable {
     var store: UUID
     var segments: [Int]
     var nextSegment: Int
     var created: Date
+    /// The schema history, oldest first, as a second copy of the segments' `schema` and `migration` records
+    /// (docs/FORMAT.md, *Version 2*); nil for a version 1 manifest, which has none. Every manifest written has it.
+    var schemas: [ManifestSchema]?
 }
 
-/// Turns records into framed JSON lines, ready to append, in format version 1 (docs/FORMAT.md). One encoder writes
+/// One schema of the manifest's copy of the schema history: its content hash and its `Codable` form, exactly as
+/// a `schema` record holds them. The form is kept as bytes and decoded only when it is used (a salvage whose
+/// segments lost the schema record): an open or refresh reads the manifest often and needs only to compare it.
+struct ManifestSchema: Equatable {
+    /// The content hash the manifest gives.
+    var hash: String
+    /// The schema's `Codable` form, as JSON.
+    var body: [UInt8]
+
+    init(hash: String, body: [UInt8]) {
+        self.hash = hash
+        self.body = body
+    }
+
+    /// The copy of `schema` a manifest holds.
+    init(_ schema: Schema) {
+        hash = schema.contentHash
+        body = [UInt8](RecordEncoder.schemaBody(schema))
+    }
+
+    /// The schema, when its form decodes and matches its hash; nil otherwise (the copy is then no copy).
+    var schema: Schema? {
+        guard let schema = try? JSONDecoder().decode(Schema.self, from: Data(body)), schema.contentHash == hash
+        else { return nil }
+        return schema
+    }
+
+    /// The history `schemas` as a manifest copies it.
+    static func copies(of schemas: [Schema]) -> [ManifestSchema] { schemas.map(ManifestSchema.init) }
+
+    /// Whether `copies` is a copy of the history `schemas`: the same schemas in the same order. Members may come in
+    /// any order (docs/FORMAT.md, *The payload JSON*), so a copy whose bytes are not the writer's is decoded and
+    /// compared; one the writer wrote is told by its bytes.
+    static func copies(_ copies: [ManifestSchema]?, match schemas: [Schema]) -> Bool {
+        guard let copies, copies.count == schemas.count else { return false }
+        return zip(copies, schemas).allSatisfy { copy, schema in
+            copy.hash == schema.contentHash && (copy.body == ManifestSchema(schema).body || copy.schema == schema)
+        }
+    }
+}
+
+/// Turns records into framed JSON lines, ready to append, in the current format version (docs/FORMAT.md). One encoder writes
 /// the current version; the decoder registry (``RecordDecoding``) holds one decoder per version read. Each method
 /// returns the whole record (header, payload, newline), written in place so that a large payload is never copied.
 struct RecordEncoder {
@@ -114,7 +159,8 @@ struct RecordEncoder {
     }
 
     func manifest(_ manifest: Manifest) -> [UInt8] {
-        var writer = RecordFrame.writer(reservingCapacity: 128)
+        let schemaBytes = (manifest.schemas ?? []).reduce(0) { $0 + $1.body.count + 96 }
+        var writer = RecordFrame.writer(reservingCapacity: 128 + manifest.segments.count * 8 + schemaBytes)
         writer.beginObject()
         writer.key("k"); writer.string("manifest")
         writer.key("store"); writer.uuid(manifest.store)
@@ -124,6 +170,17 @@ struct RecordEncoder {
         writer.endArray()
         writer.key("nextSegment"); writer.int(Int64(manifest.nextSegment))
         writer.key("created"); writer.double(manifest.created.timeIntervalSinceReferenceDate)
+        // Version 2 requires the schema history: a writer that has none to give (no caller) writes an empty one,
+        // which the next writable open completes from the segments.
+        writer.key("schemas")
+        writer.beginArray()
+        for schema in manifest.schemas ?? [] {
+            writer.beginObject()
+            writer.key("hash"); writer.string(schema.hash)
+            writer.key("schema"); writer.raw(schema.body)
+            writer.endObject()
+        }
+        writer.endArray()
         writer.endObject()
         return RecordFrame.seal(writer)
     }
@@ -160,7 +217,7 @@ struct RecordEncoder {
         return RecordFrame.seal(writer)
     }
 
-    private static func schemaBody(_ schema: Schema) -> Data {
+    static func schemaBody(_ schema: Schema) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Encoding the schema's plain value types cannot fail.

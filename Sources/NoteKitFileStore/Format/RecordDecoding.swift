@@ -48,8 +48,26 @@ enum RecordDecoders {
     static func decoder(for version: Int, blobs: BlobStore?) -> (any RecordDecoding)? {
         switch version {
         case RecordDecoderV1.version: RecordDecoderV1(blobs: blobs)
+        case RecordDecoderV2.version: RecordDecoderV2(blobs: blobs)
         default: nil
         }
+    }
+}
+
+/// The decoder of format version 2 (docs/FORMAT.md, *Version 2*): version 1's records, and a manifest that must
+/// carry the schema history.
+struct RecordDecoderV2: RecordDecoding {
+    static let version = 2
+    private let records: RecordDecoderV1
+
+    init(blobs: BlobStore?) { records = RecordDecoderV1(blobs: blobs, manifestSchemas: .required) }
+
+    func decode(_ payload: UnsafeRawBufferPointer, offset: Int, file: String, schema: Schema?) throws -> StoreRecord {
+        try records.decode(payload, offset: offset, file: file, schema: schema)
+    }
+
+    func peek(_ payload: UnsafeRawBufferPointer, offset: Int, file: String) throws -> RecordPeek {
+        try records.peek(payload, offset: offset, file: file)
     }
 }
 
@@ -61,8 +79,19 @@ struct RecordDecoderV1: RecordDecoding {
     let blobs: BlobStore?
     /// What decoding needs of each entity, worked out once instead of per value.
     private let plans = DecodingPlans()
+    /// Whether a manifest has the schema history: refused in version 1, required in version 2.
+    private let manifestSchemas: ManifestSchemas
 
-    init(blobs: BlobStore?) { self.blobs = blobs }
+    enum ManifestSchemas {
+        case refused, required
+    }
+
+    init(blobs: BlobStore?) { self.init(blobs: blobs, manifestSchemas: .refused) }
+
+    init(blobs: BlobStore?, manifestSchemas: ManifestSchemas) {
+        self.blobs = blobs
+        self.manifestSchemas = manifestSchemas
+    }
 
     func decode(_ payload: UnsafeRawBufferPointer, offset: Int, file: String, schema: Schema?) throws -> StoreRecord {
         var reader = JSONReader(payload, baseOffset: offset)
@@ -168,7 +197,7 @@ struct RecordDecoderV1: RecordDecoding {
     }
 
     private func decodeManifest(_ reader: inout JSONReader) throws -> Manifest {
-        var store: UUID?, segments: [Int]?, next: Int?, created: Date?
+        var store: UUID?, segments: [Int]?, next: Int?, created: Date?, schemas: [ManifestSchema]?
         let start = reader
         try reader.readObject { member, key in
             switch key {
@@ -180,13 +209,44 @@ struct RecordDecoderV1: RecordDecoding {
                 segments = numbers
             case "nextSegment": next = Int(try member.readInt64())
             case "created": created = Date(timeIntervalSinceReferenceDate: try member.readDouble())
+            case "schemas" where manifestSchemas == .required: schemas = try readManifestSchemas(&member, record: start)
+            case "schemas":
+                throw fail(member, "a version 1 manifest has no \"schemas\": the schema history is version 2's")
             default: throw fail(member, "unknown key \(String(reflecting: key.string)) in the manifest")
             }
         }
         guard let store, let segments, let next, let created else {
             throw fail(start, "the manifest lacks store, segments, nextSegment or created")
         }
-        return Manifest(store: store, segments: segments, nextSegment: next, created: created)
+        if manifestSchemas == .required && schemas == nil {
+            throw fail(start, "a version 2 manifest lacks \"schemas\", the schema history")
+        }
+        return Manifest(store: store, segments: segments, nextSegment: next, created: created, schemas: schemas)
+    }
+
+    /// The manifest's copy of the schema history: `[{"hash": …, "schema": {…}}, …]`. Each schema's form is kept as
+    /// its bytes (checked to be one JSON object) and decoded only when used: see ``ManifestSchema``. `record` is the
+    /// record's reader, whose buffer holds the bytes.
+    private func readManifestSchemas(_ reader: inout JSONReader, record: JSONReader) throws -> [ManifestSchema] {
+        var schemas: [ManifestSchema] = []
+        try reader.readArray { element in
+            var hash: String?, body: [UInt8]?
+            let entry = element
+            try element.readObject { member, key in
+                switch key {
+                case "hash": hash = try member.readString()
+                case "schema":
+                    guard try member.peek() == .object else { throw fail(member, "a schema in the manifest is an object") }
+                    let from = member.offset - record.offset
+                    try member.skipValue()
+                    body = [UInt8](UnsafeRawBufferPointer(rebasing: record.buffer[from..<(member.offset - record.offset)]))
+                default: throw fail(member, "unknown key \(String(reflecting: key.string)) in the manifest's schemas")
+                }
+            }
+            guard let hash, let body else { throw fail(entry, "a schema in the manifest lacks hash or schema") }
+            schemas.append(ManifestSchema(hash: hash, body: body))
+        }
+        return schemas
     }
 
     private func decodeSchema(_ reader: inout JSONReader) throws -> Schema {

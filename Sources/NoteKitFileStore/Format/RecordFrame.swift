@@ -196,9 +196,10 @@ enum FrameDamage: Sendable, Hashable {
 /// The first line of every store file (docs/FORMAT.md, *Files begin with a magic line*).
 package enum MagicLine {
     /// The format versions this build reads, each with its decoder.
-    package static let supportedVersions: [Int] = [1]
-    /// The version this build writes.
-    package static let currentVersion = 1
+    package static let supportedVersions: [Int] = [1, 2]
+    /// The version this build writes. Version 2 (docs/FORMAT.md, *Version 2*) adds the schema history to the
+    /// manifest; its segments hold the records version 1's do.
+    package static let currentVersion = 2
 
     enum Kind: String {
         case segment, manifest

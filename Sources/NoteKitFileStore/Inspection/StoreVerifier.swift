@@ -77,6 +77,15 @@ public struct VerificationReport: Sendable, Hashable {
         /// A compaction's snapshot followed by fewer rows than it lists: only part of a committed state, which no
         /// open uses.
         case incompleteSnapshot
+        /// The manifest's copy of the schema history (format version 2) is not the one the segments hold: short
+        /// (a crash between a migration's record and its manifest) or different. A warning, not damage: the
+        /// segments hold the truth and the next writable open rewrites the manifest; until then a salvage has one
+        /// copy of the schemas fewer to fall back on.
+        case manifestSchemasDiffer
+
+        /// Whether the kind is a warning: nothing committed is lost or unreadable, and the next writable open
+        /// repairs it.
+        public var isWarning: Bool { self == .manifestSchemasDiffer }
     }
 
     /// Every problem found, in the order it was met; empty for a healthy store.
@@ -84,8 +93,9 @@ public struct VerificationReport: Sendable, Hashable {
     /// Whether the store is healthy.
     public var ok: Bool { problems.isEmpty }
     /// The problems that are damage: all but a torn tail, which is what a save in progress in another process looks
-    /// like to a reader (or one a crash cut short, which the next writable open sets aside).
-    public var damage: [Problem] { problems.filter { $0.kind != .tornTail } }
+    /// like to a reader (or one a crash cut short, which the next writable open sets aside), and the warnings
+    /// (``Kind/isWarning``).
+    public var damage: [Problem] { problems.filter { $0.kind != .tornTail && !$0.kind.isWarning } }
 }
 
 /// Reads everything of a store, writes nothing, and reports every problem instead of stopping at the first.
@@ -212,6 +222,22 @@ public enum StoreVerifier {
                 problem(path, snapshot.offset, .incompleteSnapshot,
                         "the snapshot lists \(snapshot.rows) rows and \(snapshot.arrived) follow it intact: "
                             + "no open uses part of a snapshot")
+            }
+        }
+
+        // The manifest's copy of the schema history, against the segments' when they were read whole: a damaged
+        // segment's history is not the truth to compare with, nor is one a torn tail may have cut short (a
+        // migration's record being appended, or lost in a crash before the manifest was replaced).
+        if let copies = manifest.schemas, report.problems.isEmpty {
+            let truth = ManifestSchema.copies(of: schemas)
+            if !ManifestSchema.copies(copies, match: schemas) {
+                func names(_ list: [ManifestSchema]) -> String {
+                    list.isEmpty ? "none" : list.map { String($0.hash.prefix(12)) }.joined(separator: ", ")
+                }
+                problem(layout.manifest, 0, .manifestSchemasDiffer,
+                        "the manifest's copy of the schema history (\(names(copies))) is not the segments' "
+                            + "(\(names(truth))); the segments hold the truth, and the next writable open rewrites "
+                            + "the manifest")
             }
         }
 

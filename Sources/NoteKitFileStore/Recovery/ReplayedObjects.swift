@@ -92,6 +92,33 @@ struct ReplayedObjects {
         return nil
     }
 
+    /// Whether object `id` exists.
+    func contains(_ id: PersistentIdentifier) -> Bool { index[id] != nil }
+
+    /// The first relationship `changes` would set to an object that does not exist once they are applied: a
+    /// salvage that keeps transactions after a lost one leaves such a transaction out, so that no relationship of
+    /// its result points at nothing.
+    func danglingTarget(in changes: ChangeSet) -> (source: PersistentIdentifier, target: PersistentIdentifier)? {
+        let deleted = Set(changes.deleted.map(\.id)), inserted = Set(changes.inserted.map(\.id))
+        func exists(_ id: PersistentIdentifier) -> Bool {
+            inserted.contains(id) || (index[id] != nil && !deleted.contains(id))
+        }
+        for row in changes.inserted {
+            for target in row.relationships.flatMap(\.identifiers) where !exists(target) { return (row.id, target) }
+        }
+        for update in changes.updated {
+            for change in update.relationships {
+                switch change.kind {
+                case .toOne(let target?) where !exists(target): return (update.id, target)
+                case .toMany(let added, _):
+                    if let target = added.first(where: { !exists($0) }) { return (update.id, target) }
+                default: break
+                }
+            }
+        }
+        return nil
+    }
+
     /// Converts every object from `previous` to the migration's schema and applies the values it recorded, as one
     /// transaction; returns why it does not apply (and changes nothing).
     mutating func migrate(from previous: Schema, by migration: MigrationRecord, consecutive: Bool = true) -> String? {

@@ -6,8 +6,27 @@ import Foundation
 import NoteKit
 
 extension FileStore {
+    /// What a salvage keeps of the transactions after the first one it loses (a damaged record, or an intact one
+    /// that no longer applies).
+    ///
+    /// sqlite3's `.recover` is the prior art for ``bestEffort``: it keeps everything it can still read and place.
+    /// ``consistentPrefix`` is what a point-in-time read gives: a state the store really was in.
+    public enum SalvageMode: String, Sendable, Hashable, CaseIterable {
+        /// Keeps every later intact transaction whose objects survive: an update or delete of an object that
+        /// exists, an insert of one that does not exist yet, with every relationship it sets pointing at an
+        /// object that exists. The result may be a state the store was never in (a later edit kept, an earlier
+        /// one lost), and every transaction left out is reported with the lost one it depends on. The default.
+        case bestEffort
+        /// Keeps every transaction before the first one lost and none after it, so the result is the state the
+        /// store was in just before it; each later transaction is reported as left out. A compaction's whole
+        /// snapshot later in the log is a committed state again: it, and what follows it, are kept.
+        case consistentPrefix
+    }
+
     /// What a salvage kept and what it left out.
     public struct SalvageReport: Sendable, Hashable {
+        /// The mode the salvage ran in.
+        public var mode: SalvageMode = .bestEffort
         /// Transactions copied into the new store.
         public var transactionsKept: Int = 0
         /// Objects in the new store.
@@ -32,8 +51,13 @@ extension FileStore {
             public var length: Int
             /// Why it was left out, as a sentence.
             public var reason: String
-            /// One line naming the file, the offset, the length and the reason, as `notekit salvage` prints it.
-            public var description: String { "\(file) at byte \(offset) (\(length) bytes): \(reason)" }
+            /// The number of the transaction left out, when the part is an intact `tx` or `migration` record.
+            public var transaction: UInt64? = nil
+            /// One line naming the file, the offset, the length, the transaction when known and the reason, as
+            /// `notekit salvage` prints it.
+            public var description: String {
+                "\(file) at byte \(offset) (\(length) bytes\(transaction.map { ", transaction \($0)" } ?? "")): \(reason)"
+            }
         }
 
         /// Whether anything was left out.
@@ -50,19 +74,29 @@ extension FileStore {
     /// state rebuilt so far only when all the rows it lists arrived intact (otherwise the segment is left out and
     /// the state of the segments before it stands; when it is used, what the older segments left out is not
     /// reported, since the snapshot holds all they committed). A transaction is kept when it applies to the state rebuilt so
-    /// far (one that updates or deletes an object a lost transaction created is left out, and so is one whose
-    /// number does not follow, which marks a gap). The new store holds the result as a snapshot, with the stored
-    /// schema history; ``SalvageReport/segmentsUsed`` names the segments it comes from.
+    /// far, as `mode` says: with ``SalvageMode/bestEffort`` every later transaction whose objects survive is kept
+    /// (one that updates or deletes an object a lost transaction created, or sets a relationship to one, is left
+    /// out); with ``SalvageMode/consistentPrefix`` nothing after the first transaction lost is kept. Each
+    /// transaction left out is reported with its number and the lost one it depends on. A schema record that is
+    /// damaged is taken from the manifest's copy of the schema history (format version 2), when that copy agrees
+    /// with the segments. The new store holds the result as a snapshot, with the stored schema history;
+    /// ``SalvageReport/segmentsUsed`` names the segments it comes from.
+    ///
+    /// ```swift
+    /// let report = try FileStore.salvage(from: damaged, to: rescued, mode: .consistentPrefix)
+    /// for part in report.skippedRecords { print("left out", part) }
+    /// ```
     ///
     /// - Parameters:
     ///   - source: the damaged store's directory.
     ///   - destination: where to create the new store; it must not exist.
+    ///   - mode: what to keep after the first transaction lost; ``SalvageMode/bestEffort`` by default.
     ///   - fileSystem: the file operations to use.
     /// - Throws: ``FileStoreError/nothingToSalvage(path:reason:)`` when no segment holds a whole state (a schema,
     ///   and every row of any snapshot used), ``FileStoreError/inconsistentSegments(file:reason:)`` when
     ///   `destination` exists; I/O errors.
     /// - Complexity: reads every segment once; memory is proportional to the state rebuilt.
-    public static func salvage(from source: URL, to destination: URL,
+    public static func salvage(from source: URL, to destination: URL, mode: SalvageMode = .bestEffort,
                                fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> SalvageReport {
         let layout = StoreLayout(root: source.path), target = StoreLayout(root: destination.path)
         guard !fileSystem.exists(target.root) else {
@@ -71,7 +105,7 @@ extension FileStore {
         // Read over a pinned manifest: a compaction in another process while this reads is not damage.
         let source = try PinnedRead(layout: layout, fileSystem: fileSystem)
             .run(damage: { $0.report.isComplete ? nil : $0.report }) { pin in
-                try readSource(pin, layout: layout, fileSystem: fileSystem)
+                try readSource(pin, layout: layout, mode: mode, fileSystem: fileSystem)
             }
         var report = source.report
         let (schemas, schema, state, storeID, sourceBlobs) = (source.schemas, source.schema, source.state,
@@ -92,7 +126,7 @@ extension FileStore {
             }
         }
         let log = try SegmentLog.create(layout: target, fileSystem: fileSystem, store: storeID ?? UUID(), now: Date(),
-                                        records: records)
+                                        records: records, schemas: schemas)
         try log.close()
         let targetBlobs = BlobStore(directory: target.blobs, fileSystem: fileSystem)
         for blob in referencedExternalData(rows, schema: schema).values.sorted(by: { $0.name < $1.name }) {
@@ -123,9 +157,10 @@ extension FileStore {
     /// which are missing) and rebuilds the state they hold.
     ///
     /// - Throws: ``FileStoreError/nothingToSalvage(path:reason:)`` when no segment holds a whole state.
-    private static func readSource(_ pin: PinnedRead.Pin, layout: StoreLayout,
+    private static func readSource(_ pin: PinnedRead.Pin, layout: StoreLayout, mode: SalvageMode,
                                    fileSystem: any StoreFileSystem) throws -> SourceRead {
         var report = SalvageReport()
+        report.mode = mode
         // Every segment file counts, named by the manifest or not; the manifest only says which store they must
         // belong to, and which are missing.
         let manifest = try? pin.manifest
@@ -142,19 +177,48 @@ extension FileStore {
         let numbers = Set(present ?? manifest?.segments ?? []).sorted()
 
         let sourceBlobs = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
+        // The manifest's copy of the schema history (format version 2), for an opening whose schema records are
+        // damaged: used whole or not at all.
+        var copy = SchemaCopy(manifest: manifest, layout: layout, segments: numbers, fileSystem: fileSystem)
         var schemas: [Schema] = []
-        var state = SalvageState()
+        var state = SalvageState(mode: mode)
         for number in numbers {
             let path = layout.segment(number)
             // What stands before this segment, restored when the segment turns out to hold a partial snapshot.
             let before = (state: state, schemas: schemas, kept: report.transactionsKept, used: report.segmentsUsed)
             var segment = SegmentProgress(number: number)
             var fileEnd = 0
+            // Damage met in the segment's opening (before its first transaction), which may have held schemas.
+            var openingDamage: [Int] = []
+            var openingLooked = false
             do {
                 try SegmentScan.walk(path, number: number, fileSystem: fileSystem, blobs: sourceBlobs) { entry in
                     fileEnd = entry.next
                     guard segment.leftOut == nil else { return }
                     let (offset, next) = (entry.recordOffset, entry.next)
+                    // A record after an opening that lost a schema record: the opening's history is taken from the
+                    // manifest's copy, when it agrees with what the opening kept (docs/FORMAT.md, *Version 2*).
+                    // The opening ends at the first record that is neither a schema nor the segment's: a compaction's
+                    // history or snapshot, or (a new store's segment 1) the first transaction. It is looked at once.
+                    if !openingDamage.isEmpty, !openingLooked, let kind = try? entry.peek.kind,
+                       kind == .snapshot || kind == .history || (schemas.isEmpty && kind != .schema && kind != .segment) {
+                        openingLooked = true
+                        if let history = copy.opening(ending: (number, offset), keeping: segment.openingSchemasRead),
+                           history.count > segment.openingSchemasRead.count {
+                            segment.restoreOpeningSchemas(history, at: openingDamage[0])
+                            schemas = before.schemas + history
+                            state.schemaInForce(history.last!)
+                            let note = "; the schema history was taken from the manifest's copy"
+                            for index in report.skippedBytes.indices where report.skippedBytes[index].file == path
+                                && openingDamage.contains(report.skippedBytes[index].offset) {
+                                report.skippedBytes[index].reason += note
+                            }
+                            for index in report.skippedRecords.indices where report.skippedRecords[index].file == path
+                                && openingDamage.contains(report.skippedRecords[index].offset) {
+                                report.skippedRecords[index].reason += note
+                            }
+                        }
+                    }
                     do {
                         let record = try entry.decode(schema: schemas.last)
                         if let reason = segment.take(record, at: offset, after: state.lastTransaction) {
@@ -166,9 +230,10 @@ extension FileStore {
                             schemas.append(schema)
                             state.schemaInForce(schema)
                         case .migration(let migration):
-                            if let previous = schemas.last, let reason = state.migrate(from: previous, by: migration) {
+                            if let previous = schemas.last, let reason = state.migrate(from: previous, by: migration,
+                                                                                          at: (path, offset)) {
                                 report.skippedRecords.append(.init(file: path, offset: offset, length: next - offset,
-                                                                   reason: reason))
+                                                                   reason: reason, transaction: migration.number))
                             } else {
                                 report.transactionsKept += 1
                             }
@@ -180,23 +245,30 @@ extension FileStore {
                                 segment.leftOut = (offset, "it belongs to store \(header.store), not \(storeID!)")
                             }
                         default:
-                            if let reason = state.apply(record) {
+                            if let reason = state.apply(record, at: (path, offset)) {
+                                var number: UInt64?
+                                if case .transaction(let transaction) = record { number = transaction.number }
                                 report.skippedRecords.append(.init(file: path, offset: offset, length: next - offset,
-                                                                   reason: reason))
+                                                                   reason: reason, transaction: number))
                             } else if case .transaction = record {
                                 report.transactionsKept += 1
                             }
                         }
                     } catch {
+                        state.damaged(at: (path, offset))
                         report.skippedRecords.append(.init(file: path, offset: offset, length: next - offset,
                                                            reason: "\(error)"))
                     }
                 } undecodable: { offset, length, reason in
                     fileEnd = offset + length
+                    if segment.inOpening { openingDamage.append(offset) }
+                    state.damaged(at: (path, offset))
                     report.skippedRecords.append(.init(file: path, offset: offset, length: length, reason: reason))
                 } damaged: { damage in
                     let (offset, length, reason) = (damage.offset, damage.length, damage.reason)
                     fileEnd = offset + length
+                    if segment.inOpening { openingDamage.append(offset) }
+                    state.damaged(at: (path, offset))
                     report.skippedBytes.append(.init(file: path, offset: offset, length: length, reason: reason))
                 }
             } catch FileStoreError.inconsistentSegments(_, _) {
@@ -251,6 +323,18 @@ private struct SegmentProgress {
     private var openingOffset: Int?
     private var openingHasHistory = false
     private var isOpening = true
+
+    /// Whether no transaction has been read yet: what is damaged here may have been one of the opening's schemas.
+    var inOpening: Bool { isOpening && snapshot == nil }
+    /// The schemas of the opening read intact so far.
+    var openingSchemasRead: [Schema] { openingSchemas }
+
+    /// Takes `history` for the opening's schemas, whose records (from `offset` on) were damaged.
+    mutating func restoreOpeningSchemas(_ history: [Schema], at offset: Int) {
+        openingSchemas = history
+        if openingOffset == nil { openingOffset = offset }
+        used = true
+    }
     /// The snapshot: where it is, how many rows it lists and how many arrived.
     private var snapshot: (offset: Int, rows: Int, arrived: Int)?
     /// Whether any record of the segment changed the state.
@@ -320,23 +404,50 @@ private struct SegmentProgress {
     }
 }
 
-/// The state a salvage rebuilds: like a replay, but a transaction that does not apply is left out, not fatal. A
-/// transaction after a gap in the numbering still applies when the objects it touches exist.
+/// The state a salvage rebuilds: like a replay, but a transaction that does not apply is left out, not fatal, and
+/// what the mode keeps after the first one lost (``FileStore/SalvageMode``). It remembers what was lost, so that a
+/// transaction left out for depending on it says which.
 private struct SalvageState {
+    let mode: FileStore.SalvageMode
     private var objects = ReplayedObjects()
     var rows: [ModelSnapshot] { objects.rows }
     var lastTransaction: UInt64 { objects.lastTransaction }
+    /// The highest transaction number met in an intact record (kept or not), to tell which numbers were lost.
+    private var lastSeen: UInt64 = 0
+    /// Where the last damaged or undecodable record was, since the last intact transaction.
+    private var damage: (file: String, offset: Int)?
+    /// Runs of transaction numbers no intact record holds, with where the damage that lost them was.
+    private var lost: [(numbers: ClosedRange<UInt64>, file: String?, offset: Int?)] = []
+    /// The objects that intact transactions left out had inserted, by the transaction's number.
+    private var insertedByLost: [PersistentIdentifier: UInt64] = [:]
+    /// With a consistent prefix: the first loss, after which nothing is kept (until a whole snapshot).
+    private var stop: String?
 
-    /// Applies `record`, or returns why it was left out.
-    mutating func apply(_ record: StoreRecord) -> String? {
+    init(mode: FileStore.SalvageMode) { self.mode = mode }
+
+    /// Notes a damaged or undecodable record at `place`: it may have held a transaction.
+    mutating func damaged(at place: (file: String, offset: Int)) {
+        if damage == nil { damage = place }
+    }
+
+    /// Applies `record`, found at `place`, or returns why it was left out.
+    mutating func apply(_ record: StoreRecord, at place: (file: String, offset: Int)) -> String? {
         switch record {
         case let .snapshot(last, _):
+            // A compaction's snapshot is a committed state: what was lost before it is in it (the segment is left
+            // out whole when its rows do not all arrive, and this state with it).
             objects.beginSnapshot(after: last)
+            lastSeen = max(lastSeen, last)
+            stop = nil
+            damage = nil
             return nil
         case .rows(_, let rows):
             return objects.addSnapshotRows(rows)
         case .transaction(let transaction):
-            return objects.apply(transaction, consecutive: false)
+            let consecutive = mode == .consistentPrefix
+            return take(transaction.number, at: place, changes: transaction.changes) {
+                $0.apply(transaction, consecutive: consecutive)
+            }
         case .segment, .schema, .manifest, .migration, .history, .trim:
             // A salvaged store starts a new history: what a damaged log says of it is not worth the doubt.
             return nil
@@ -345,7 +456,128 @@ private struct SalvageState {
 
     mutating func schemaInForce(_ schema: Schema) { objects.schemaInForce(schema) }
 
-    mutating func migrate(from previous: Schema, by migration: MigrationRecord) -> String? {
-        objects.migrate(from: previous, by: migration, consecutive: false)
+    mutating func migrate(from previous: Schema, by migration: MigrationRecord,
+                          at place: (file: String, offset: Int)) -> String? {
+        let consecutive = mode == .consistentPrefix
+        return take(migration.number, at: place, changes: ChangeSet(updated: migration.fills)) {
+            $0.migrate(from: previous, by: migration, consecutive: consecutive)
+        }
+    }
+
+    /// Applies transaction `number` (with `changes`) by `body` when the mode keeps it, and remembers what a
+    /// transaction left out inserted.
+    private mutating func take(_ number: UInt64, at place: (file: String, offset: Int), changes: ChangeSet,
+                               _ body: (inout ReplayedObjects) -> String?) -> String? {
+        if number > lastSeen + 1 {
+            lost.append(((lastSeen + 1)...(number - 1), damage?.file, damage?.offset))
+        }
+        lastSeen = max(lastSeen, number)
+        damage = nil
+        if let stop {
+            return "transaction \(number) comes after \(stop); a consistent-prefix salvage keeps nothing after the "
+                + "first transaction lost"
+        }
+        var reason: String?
+        if mode == .bestEffort, let (source, target) = objects.danglingTarget(in: changes) {
+            reason = "transaction \(number) sets \(source) to point at \(target), which does not exist"
+        } else {
+            reason = body(&objects)
+        }
+        guard var reason else { return nil }
+        reason += explanation(of: changes, before: number)
+        for row in changes.inserted { insertedByLost[row.id] = number }
+        if mode == .consistentPrefix {
+            stop = lost.last.map { "the lost transaction \(Self.numbers($0.numbers))" } ?? "transaction \(number)"
+        }
+        return reason
+    }
+
+    /// What a transaction left out depends on that was lost: the transaction that inserted an object it names, or
+    /// the transactions lost before it, which may have.
+    private func explanation(of changes: ChangeSet, before number: UInt64) -> String {
+        var named = changes.updated.map(\.id) + changes.deleted.map(\.id)
+        for row in changes.inserted { named += row.relationships.flatMap(\.identifiers) }
+        for update in changes.updated {
+            for change in update.relationships {
+                switch change.kind {
+                case .toOne(let target?): named.append(target)
+                case .toMany(let added, _): named += added
+                case .toOne(nil): break
+                }
+            }
+        }
+        let inserted = Set(changes.inserted.map(\.id))
+        let missing = named.filter { !objects.contains($0) && !inserted.contains($0) }
+        if let id = missing.first(where: { insertedByLost[$0] != nil }), let by = insertedByLost[id] {
+            return "; \(id) was inserted by the lost transaction \(by)"
+        }
+        if let id = missing.first, let gap = lost.last(where: { $0.numbers.upperBound < number }) {
+            let place = gap.file.map { " (damaged at \($0) byte \(gap.offset ?? 0))" } ?? ""
+            return "; \(id) may have been inserted by the lost transaction \(Self.numbers(gap.numbers))\(place)"
+        }
+        if let gap = lost.last(where: { $0.numbers.upperBound < number }) {
+            return "; the lost transaction \(Self.numbers(gap.numbers)) comes before it"
+        }
+        return ""
+    }
+
+    private static func numbers(_ range: ClosedRange<UInt64>) -> String {
+        range.count == 1 ? "\(range.lowerBound)" : "\(range.lowerBound)–\(range.upperBound)"
+    }
+}
+
+/// The manifest's copy of the schema history, as a salvage uses it: for an opening whose `schema` records are
+/// damaged, the schemas it held are the copy's up to the one in force where the opening ends. That one is the
+/// schema the first later `migration` record migrates from (their hashes name them), or the copy's last when no
+/// migration follows. The segments win: a copy that does not hold, in order, every schema the opening kept intact
+/// is not used.
+private struct SchemaCopy {
+    private let schemas: [Schema]?
+    private let layout: StoreLayout
+    private let segments: [Int]
+    private let fileSystem: any StoreFileSystem
+    /// Every intact `migration` record of the segments: where it is and the hash it migrates from. Read once, when
+    /// first needed (only a damaged opening needs it).
+    private var migrations: [(segment: Int, offset: Int, from: String)]?
+
+    init(manifest: Manifest?, layout: StoreLayout, segments: [Int], fileSystem: any StoreFileSystem) {
+        let copies = manifest?.schemas ?? []
+        let decoded = copies.compactMap(\.schema)
+        schemas = decoded.isEmpty || decoded.count != copies.count ? nil : decoded
+        self.layout = layout
+        self.segments = segments
+        self.fileSystem = fileSystem
+    }
+
+    /// The opening's schema history, for an opening that ends at `end` (segment, offset) and kept `kept` intact;
+    /// nil when the copy cannot tell it.
+    mutating func opening(ending end: (segment: Int, offset: Int), keeping kept: [Schema]) -> [Schema]? {
+        guard let schemas else { return nil }
+        let next = migrationRecords().first { ($0.segment, $0.offset) > end }
+        guard let last = next.map({ migration in schemas.lastIndex { $0.contentHash == migration.from } })
+                ?? schemas.indices.last else { return nil }
+        let history = Array(schemas[...last])
+        // Every schema the opening kept is in the history, in order.
+        var remaining = history[...]
+        for schema in kept {
+            guard let found = remaining.firstIndex(where: { $0.contentHash == schema.contentHash }) else { return nil }
+            remaining = remaining[(found + 1)...]
+        }
+        return history
+    }
+
+    private mutating func migrationRecords() -> [(segment: Int, offset: Int, from: String)] {
+        if let migrations { return migrations }
+        var found: [(segment: Int, offset: Int, from: String)] = []
+        for number in segments {
+            _ = try? SegmentScan.walk(layout.segment(number), number: number, fileSystem: fileSystem, blobs: nil) {
+                entry in
+                guard (try? entry.peek.kind) == .migration,
+                      case .migration(let migration)? = try? entry.decode(schema: nil) else { return }
+                found.append((number, entry.recordOffset, migration.fromHash))
+            } undecodable: { _, _, _ in } damaged: { _ in }
+        }
+        migrations = found
+        return found
     }
 }

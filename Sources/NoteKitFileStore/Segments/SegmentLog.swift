@@ -49,13 +49,13 @@ final class SegmentLog {
         return SegmentLog(layout: layout, fileSystem: fileSystem, manifest: manifest, active: file)
     }
 
-    /// Creates the files of a new, empty store: its first segment (with the framed `records` after the segment
-    /// record), then
-    /// its manifest.
+    /// Creates the files of a new store: its first segment (with the framed `records` after the segment record),
+    /// then its manifest, which copies `schemas`, the history those records hold.
     static func create(layout: StoreLayout, fileSystem: any StoreFileSystem, store: UUID, now: Date,
-                       records: [[UInt8]]) throws -> SegmentLog {
+                       records: [[UInt8]], schemas: [Schema]) throws -> SegmentLog {
         for directory in [layout.root, layout.segments, layout.blobs] { try fileSystem.makeDirectory(directory) }
-        let manifest = Manifest(store: store, segments: [1], nextSegment: 2, created: now)
+        let manifest = Manifest(store: store, segments: [1], nextSegment: 2, created: now,
+                                schemas: ManifestSchema.copies(of: schemas))
         let file = try createSegment(1, store: store, now: now, records: records, layout: layout, fileSystem: fileSystem)
         let log = SegmentLog(layout: layout, fileSystem: fileSystem, manifest: manifest, active: file)
         try log.replaceManifest(with: manifest)
@@ -135,11 +135,13 @@ final class SegmentLog {
     }
 
     /// Closes the active segment and starts a new one holding `records`, then replaces the manifest so it lists
-    /// the new segment after the current ones (rotation) or alone (compaction).
+    /// the new segment after the current ones (rotation) or alone (compaction). The manifest copies `schemas`, the
+    /// whole schema history (a compaction writes it again), or keeps its copy when nil (rotation).
     ///
     /// - Returns: the segments the manifest no longer lists.
     @discardableResult
-    func startSegment(with records: some Sequence<[UInt8]>, replacingAll: Bool, now: Date) throws -> [Int] {
+    func startSegment(with records: some Sequence<[UInt8]>, replacingAll: Bool, schemas: [Schema]? = nil,
+                      now: Date) throws -> [Int] {
         if !replacingAll {
             // The segment being closed stays in the store: with deferred durability its last records may not be
             // flushed yet, and nothing would flush them once appends go to the next segment.
@@ -157,6 +159,7 @@ final class SegmentLog {
         var next = manifest
         next.segments = replacingAll ? [number] : manifest.segments + [number]
         next.nextSegment = number + 1
+        if let schemas { next.schemas = ManifestSchema.copies(of: schemas) }
         do {
             try replaceManifest(with: next)
         } catch {
@@ -173,6 +176,23 @@ final class SegmentLog {
         reservedEnd = file.size
         manifest = next
         return dropped
+    }
+
+    /// Replaces the manifest with one whose copy of the schema history is `schemas` (the segments'), unless it
+    /// holds exactly that already: after a migration's record is flushed, and when a writable open finds the copy
+    /// missing (a version 1 manifest), short (a crash between a migration's record and its manifest) or different.
+    ///
+    /// - Returns: whether the manifest was replaced.
+    /// - Throws: the write's errors; ``FileStoreError/writesStopped(reason:)`` when the rename or the directory's
+    ///   flush failed (whether the new manifest is in place is then unknown).
+    @discardableResult
+    func replaceSchemas(with schemas: [Schema]) throws -> Bool {
+        guard !ManifestSchema.copies(manifest.schemas, match: schemas) else { return false }
+        var next = manifest
+        next.schemas = ManifestSchema.copies(of: schemas)
+        try replaceManifest(with: next)
+        manifest = next
+        return true
     }
 
     /// Writes the manifest under a temporary name, flushes it, renames it over `MANIFEST` and flushes the directory.
