@@ -80,6 +80,10 @@ enum Commands {
                 print("note: \(tail.file) ends in an incomplete record at byte \(tail.offset): a save in progress, or one "
                       + "a crash cut short, which the next writable open sets aside")
             }
+            for checkpoint in report.problems where checkpoint.kind == .damagedCheckpoint {
+                print("note: \(checkpoint.file) at byte \(checkpoint.offset): \(checkpoint.message) (derived data: the "
+                      + "store opens by replaying its segments, and the next writable open writes a new checkpoint)")
+            }
         } else {
             for problem in report.problems {
                 fail("\(problem.file) at byte \(problem.offset): \(problem.kind.rawValue): \(problem.message)")

@@ -507,6 +507,18 @@ struct CheckpointReadingTests {
         }
         #expect(reason.contains("out of range"))
 
+        // A row placed past the opening, four gigabytes long: damage, and nothing that size is read.
+        var farRow = bytes
+        let table = item.rowTable.page * 4096 + 5 * 16
+        withUnsafeBytes(of: UInt32.max.littleEndian) { farRow.replaceSubrange((table + 8)..<(table + 12), with: $0) }
+        Self.reseal(&farRow, page: item.rowTable.page)
+        try Self.write(farRow, to: url)
+        guard case .damaged(let far) = Self.outcome(url, expected: expected) else {
+            Issue.record("a row placed outside the opening was not damage")
+            return
+        }
+        #expect(far.contains("outside the snapshot's rows"))
+
         // Two entries of the rank index swapped: the walk meets keys out of order.
         var swapped = bytes
         let first = index.page * 4096

@@ -46,11 +46,11 @@ public enum StoreFiles {
     }
 
     /// The problems `StoreVerifier` finds in the store at `url` other than a torn tail (which the next writable open
-    /// recovers).
+    /// recovers) and a stale or damaged checkpoint (derived data, which no open trusts and the next writable open
+    /// rewrites; a crash between a compaction's manifest and its checkpoint leaves the old one stale).
     public static func unrecoverableProblems(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) -> [String] {
         do {
-            return try StoreVerifier.verify(at: url, fileSystem: fileSystem).problems.filter { $0.kind != .tornTail }
-                .map(\.description)
+            return try StoreVerifier.verify(at: url, fileSystem: fileSystem).damage.map(\.description)
         } catch {
             return ["verify could not read the store: \(error)"]
         }

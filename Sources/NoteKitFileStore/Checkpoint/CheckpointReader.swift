@@ -41,7 +41,8 @@ final class CheckpointReader: Sendable {
             let segmentPath = layout.segment(segment)
             try checkTies(header, segmentPath: segmentPath, fileSystem: fileSystem)
             let file = CheckpointFile(path: path, segmentPath: segmentPath, fileSystem: fileSystem,
-                                      lastTransaction: header.lastTransaction, blobs: blobs)
+                                      lastTransaction: header.lastTransaction,
+                                      rowBytes: header.snapshotOffset..<header.end, blobs: blobs)
             var bases: [String: CheckpointRowBase] = [:]
             for (entity, described) in zip(schema.entities, header.entities) {
                 bases[entity.name] = CheckpointRowBase(file: file, entity: entity, described: described)
@@ -203,14 +204,19 @@ final class CheckpointFile: Sendable {
     let segmentPath: String
     let fileSystem: any StoreFileSystem
     let lastTransaction: UInt64
+    /// Where rows may be in the segment: after the snapshot record, before the opening's end. A row table entry
+    /// pointing elsewhere is damage, so no read is larger than the opening.
+    let rowBytes: Range<Int>
     let blobs: BlobStore?
     private let pages = Locked<[Int: [UInt8]]>([:])
 
-    init(path: String, segmentPath: String, fileSystem: any StoreFileSystem, lastTransaction: UInt64, blobs: BlobStore?) {
+    init(path: String, segmentPath: String, fileSystem: any StoreFileSystem, lastTransaction: UInt64,
+         rowBytes: Range<Int>, blobs: BlobStore?) {
         self.path = path
         self.segmentPath = segmentPath
         self.fileSystem = fileSystem
         self.lastTransaction = lastTransaction
+        self.rowBytes = rowBytes
         self.blobs = blobs
     }
 
@@ -313,11 +319,17 @@ final class CheckpointRowBase: RowBase {
         for (i, number) in numbers.enumerated() where found[i] == nil && wanted[number] == nil {
             guard number >= 0, number < count else { throw damage("row number \(number) of \(entityName) is out of range") }
             let (page, at) = try file.entry(number, of: described.rowTable, size: Checkpoint.rowEntrySize)
-            wanted[number] = page.withUnsafeBytes { buffer in
-                CheckpointRow(offset: Int(UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: at, as: UInt64.self))),
+            let place = page.withUnsafeBytes { buffer in
+                CheckpointRow(offset: Int(truncatingIfNeeded: UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: at, as: UInt64.self))),
                               length: Int(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: at + 8, as: UInt32.self))),
                               checksum: UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: at + 12, as: UInt32.self)))
             }
+            guard place.offset > file.rowBytes.lowerBound, place.length > 1,
+                  place.length <= file.rowBytes.upperBound - place.offset else {
+                throw damage("row \(number) of \(entityName) is placed at bytes \(place.offset)..+\(place.length), outside "
+                             + "the snapshot's rows", page: described.rowTable.page + number / Checkpoint.perPage(Checkpoint.rowEntrySize))
+            }
+            wanted[number] = place
         }
         guard !wanted.isEmpty else { return found.map { $0! } }
         let order = wanted.sorted { $0.value.offset < $1.value.offset }
@@ -333,9 +345,6 @@ final class CheckpointRowBase: RowBase {
                   order[end].value.offset + order[end].value.length - runStart <= 1 << 20 {
                 runEnd = order[end].value.offset + order[end].value.length
                 end += 1
-            }
-            guard order[start].value.length > 0, order[start].value.length <= RecordFrame.maximumPayloadLength else {
-                throw damage("row \(order[start].key) of \(entityName) has an impossible length")
             }
             let bytes = try file.fileSystem.read(file.segmentPath, from: runStart, count: runEnd - runStart)
             guard bytes.count == runEnd - runStart else {

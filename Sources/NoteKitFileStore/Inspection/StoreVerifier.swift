@@ -85,8 +85,10 @@ public struct VerificationReport: Sendable, Hashable {
 
     /// Every problem found, in the order it was met; empty for a healthy store.
     public var problems: [Problem] = []
-    /// Whether the store is healthy.
-    public var ok: Bool { problems.isEmpty }
+    /// Whether the store is healthy: no problem was found, except perhaps a damaged or stale checkpoint
+    /// (``Kind/damagedCheckpoint``, listed in ``problems``), which is derived data no open trusts: a crash or a
+    /// concurrent compaction leaves one stale for a moment, and the next writable open writes a new one.
+    public var ok: Bool { problems.allSatisfy { $0.kind == .damagedCheckpoint } }
     /// The problems that are damage: all but a torn tail, which is what a save in progress in another process looks
     /// like to a reader (or one a crash cut short, which the next writable open sets aside), and a damaged or stale
     /// checkpoint (derived data, which no open trusts and the next writable open rewrites).
