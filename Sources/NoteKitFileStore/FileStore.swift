@@ -84,6 +84,8 @@ public final class FileStore: DataStore {
         /// When the first save not flushed yet was written, by the monotonic clock.
         var unsyncedSince: ContinuousClock.Instant?
         var lastCompactionError: String?
+        /// Why the last compaction's checkpoint was not written (the compaction itself succeeded).
+        var lastCheckpointError: String?
         /// How far a read-only open has read the log, for ``refresh()``; nil for a writable open.
         var position: ReadPosition?
         var lastRefreshCheck: ContinuousClock.Instant?
@@ -841,6 +843,10 @@ public final class FileStore: DataStore {
         /// had, so they may be missing those commits. Nil once a refresh succeeds again. ``FileStore/refresh()``
         /// throws the error itself.
         public var lastRefreshError: String?
+        /// Why the last compaction of this open wrote no `CHECKPOINT` (docs/FORMAT.md, *Version 2*), if it failed
+        /// to: the compaction succeeded (the checkpoint is derived data, and the store opens by replaying without
+        /// it). Nil when it was written, and before any compaction.
+        public var lastCheckpointError: String?
     }
 
     /// The store's current statistics.
@@ -854,7 +860,8 @@ public final class FileStore: DataStore {
                 segments: state.log?.manifest.segments ?? [],
                 logBytes: logBytes, operationsLogged: state.operationsLogged,
                 garbageRatio: state.operationsLogged == 0 ? 0 : max(0, 1 - Double(live) / Double(state.operationsLogged)),
-                lastCompactionError: state.lastCompactionError, lastRefreshError: state.lastRefreshError)
+                lastCompactionError: state.lastCompactionError, lastRefreshError: state.lastRefreshError,
+                lastCheckpointError: state.lastCheckpointError)
         }
     }
 
@@ -896,8 +903,11 @@ public final class FileStore: DataStore {
         // that the encoded store (as large as the segment) is never in memory at once.
         var allRows: [ModelSnapshot] = []
         var chunks: [(entity: Schema.Entity, rows: ArraySlice<ModelSnapshot>)] = []
+        var entityRows: [[ModelSnapshot]] = []
         for entity in schema.entities {
-            let rows = state.rows.snapshots(of: entity.name)[...]
+            let whole = state.rows.snapshots(of: entity.name)
+            entityRows.append(whole)
+            let rows = whole[...]
             allRows += rows
             var start = rows.startIndex
             while start < rows.endIndex {
@@ -907,16 +917,25 @@ public final class FileStore: DataStore {
             }
         }
         if case .latest(let count) = configuration.historyRetention { state.rows.history.keepLatest(count, slack: 0) }
+        let schemaCount = opening.count
         opening += historyRecords(state.rows.history)
+        let historyCount = opening.count - schemaCount
         opening.append(encoder.snapshot(lastTransaction: state.lastTransaction, rowCount: allRows.count))
         let encoder = encoder
-        let records = [AnySequence(opening), AnySequence(chunks.lazy.map { encoder.rows(entity: $0.entity, $0.rows) })]
-            .joined()
+        // The checkpoint learns each row's place from the encoder (its span in its record) and the segment's writer
+        // (the record's offset), without reading anything back.
+        let places = CheckpointPlaces(entities: schema.entities)
+        let records = [AnySequence(opening), AnySequence(chunks.lazy.map { chunk in
+            var spans: [Range<Int>]? = []
+            let record = encoder.rows(entity: chunk.entity, chunk.rows, spans: &spans)
+            places.encoded(record, entity: chunk.entity.name, spans: spans ?? [])
+            return record
+        })].joined()
 
         let schemas = state.schemas
         let dropped = try recordingStop(&state) {
             try log.startSegment(with: records, replacingAll: true, schemas: schemas,
-                                 now: configuration.clocks.wall())
+                                 now: configuration.clocks.wall(), recorded: places.written)
         }
         // The new state is committed; what follows only reclaims space, and a crash here is cleaned up at open.
         var removedSegments: [String] = []
@@ -926,11 +945,31 @@ public final class FileStore: DataStore {
         }
         // Readers in other processes may hold objects naming the blobs no object names now: those are retired,
         // and deleted by a later compaction or writable open once past their grace period.
-        let reclaimed = (try? blobs.reclaim(keeping: Self.referencedBlobs(allRows, schema: schema),
+        let referenced = Self.referencedBlobs(allRows, schema: schema)
+        let reclaimed = (try? blobs.reclaim(keeping: referenced,
                                             now: configuration.clocks.wall(),
                                             gracePeriod: configuration.retiredBlobGracePeriod, tolerant: true))
             ?? BlobStore.Reclaimed()
         try? fileSystem.syncDirectory(layout.segments)
+        // Derived data, written once the manifest names its segment: a failure fails nothing (docs/FORMAT.md,
+        // *The checkpoint file*).
+        do {
+            let opening = try places.opening(store: log.manifest.store, segment: log.activeSegment,
+                                             schemaRecords: schemaCount, historyRecords: historyCount,
+                                             lastTransaction: state.lastTransaction, rowCount: allRows.count)
+            let rows = state.rows
+            let file = try Checkpoint.encode(
+                opening, schema: schema,
+                entities: zip(schema.entities, entityRows).map { entity, entityRows in
+                    Checkpoint.EntityRows(entity: entity, rows: entityRows, places: places.places[entity.name] ?? [])
+                },
+                indexEntries: { rows.indexEntries(of: $0, index: $1) },
+                blobs: referenced)
+            try Checkpoint.write(file, layout: layout, fileSystem: fileSystem)
+            state.lastCheckpointError = nil
+        } catch {
+            state.lastCheckpointError = "\(error)"
+        }
         state.closedSegmentBytes = 0
         state.operationsLogged = allRows.count
         state.bytesAfterCompaction = log.activeSize

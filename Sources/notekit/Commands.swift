@@ -81,7 +81,7 @@ enum Commands {
                       + "a crash cut short, which the next writable open sets aside")
             }
             for warning in report.problems where warning.kind.isWarning {
-                print("warning: \(warning.file): \(warning.kind.rawValue): \(warning.message)")
+                print("warning: \(warning.file) at byte \(warning.offset): \(warning.kind.rawValue): \(warning.message)")
             }
         } else {
             for problem in report.problems {

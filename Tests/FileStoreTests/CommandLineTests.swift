@@ -130,6 +130,27 @@ struct CommandLineTests {
         #expect(!text.errors.contains("salvage"), "no salvage hint for a torn tail")
     }
 
+    @Test("verify reports a damaged checkpoint as a damagedCheckpoint warning with its offset, exiting 0")
+    func verifyDamagedCheckpoint() throws {
+        let url = try store()
+        let container = try StoreFiles.open(url, NotesSchema.models) { $0.automaticCompaction = nil }
+        try StoreFiles.store(container).compact()
+        try StoreFiles.close(container)
+        let path = url.appendingPathComponent("CHECKPOINT")
+        var bytes = try Data(contentsOf: path)
+        bytes[4096 + 9] ^= 0x04
+        try bytes.write(to: path)
+        let run = try notekit("verify", url.path, "--json")
+        #expect(run.status == 0)
+        #expect(run.json["ok"] as? Bool == true)
+        let problems = run.json["problems"] as? [[String: Any]] ?? []
+        #expect(problems.map { $0["kind"] as? String } == ["damagedCheckpoint"])
+        #expect(problems.first?["offset"] as? Int == 4096 + 9)
+        let text = try notekit("verify", url.path)
+        #expect(text.status == 0 && text.output.contains("CHECKPOINT at byte \(4096 + 9)"), "\(text.output)")
+        #expect(!text.errors.contains("salvage"), "no salvage hint for a checkpoint")
+    }
+
     @Test("verify reports a byte flipped in the middle as a checksum mismatch at that record")
     func verifyFlippedByte() throws {
         let url = try store()

@@ -201,6 +201,8 @@ enum PermutedRecords {
     /// - Returns: the record kinds met, in the order first met.
     static func rewrite(_ url: URL) throws -> [String] {
         var kinds: [String] = []
+        // The checkpoint describes the segment's bytes, which this rewrites: it goes, as derived data may.
+        try? FileManager.default.removeItem(at: url.appendingPathComponent("CHECKPOINT"))
         let segments = url.appendingPathComponent("segments")
         let files = try FileManager.default.contentsOfDirectory(atPath: segments.path).sorted()
             .map { segments.appendingPathComponent($0) } + [url.appendingPathComponent("MANIFEST")]

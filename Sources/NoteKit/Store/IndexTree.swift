@@ -370,3 +370,36 @@ extension IndexTree {
         }
     }
 }
+
+extension IndexEntry {
+    /// The order of an ``IndexTree``'s entries, as a three-way comparison: key components in turn
+    /// (``StoredValue/compare(_:_:)``), then identifiers. For what keeps an index outside memory (the file store's
+    /// checkpoint) in the same order as the tree.
+    package static func compare(_ a: IndexEntry, _ b: IndexEntry) -> Int { IndexTree.order(a, b) }
+
+    /// How the first `bound.count` components of `key` compare with `bound`: the comparison an ``IndexBound``
+    /// makes in an ``IndexTree``.
+    package static func compare(_ key: [StoredValue], prefix bound: [StoredValue]) -> Int {
+        IndexTree.order(key, prefix: bound)
+    }
+}
+
+extension IndexTree {
+    /// ``IndexEntry/compare(_:_:)``: the tree's own order, digests aside.
+    fileprivate static func order(_ a: IndexEntry, _ b: IndexEntry) -> Int {
+        let c = compareKeys(a.key, b.key, count: min(a.key.count, b.key.count))
+        return c != 0 ? c : compareIDs(a.id, b.id)
+    }
+
+    fileprivate static func order(_ key: [StoredValue], prefix bound: [StoredValue]) -> Int {
+        compareKeys(key, bound, count: min(key.count, bound.count))
+    }
+
+    /// Every entry, in order.
+    var entries: [IndexEntry] {
+        var entries: [IndexEntry] = []
+        entries.reserveCapacity(count)
+        scan(from: nil, to: nil) { entries.append($0); return true }
+        return entries
+    }
+}

@@ -45,6 +45,15 @@ package final class RowStorage {
         tables[entity]?.rows.compactMap { $0 } ?? []
     }
 
+    /// The entries of `entity`'s declared index `index` (its position in `Schema.Entity.indexes`), in the index's
+    /// order: what a checkpoint lists, without sorting again.
+    ///
+    /// - Complexity: O(rows of the entity).
+    package func indexEntries(of entity: String, index: Int) -> [IndexEntry] {
+        guard let table = tables[entity], index < table.indexes.count else { return [] }
+        return table.indexes[index].entries
+    }
+
     /// The holder of a unique key, if any.
     package func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) -> PersistentIdentifier? {
         guard let table = tables[entity], constraint < table.uniques.count else { return nil }

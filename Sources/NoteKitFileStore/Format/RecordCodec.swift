@@ -235,6 +235,13 @@ struct RecordEncoder {
     }
 
     func rows(entity: Schema.Entity, _ rows: ArraySlice<ModelSnapshot>) -> [UInt8] {
+        var spans: [Range<Int>]? = nil
+        return self.rows(entity: entity, rows, spans: &spans)
+    }
+
+    /// A `rows` record, and with `spans` non-nil each row object's bytes in it (from its `{` to after its `}`, as
+    /// offsets in the framed record returned): what a checkpoint's `rowTable` lists, found while encoding.
+    func rows(entity: Schema.Entity, _ rows: ArraySlice<ModelSnapshot>, spans: inout [Range<Int>]?) -> [UInt8] {
         var writer = RecordFrame.writer(reservingCapacity: rows.count * 256 + 64)
         writer.beginObject()
         writer.key("k"); writer.string("rows")
@@ -243,9 +250,11 @@ struct RecordEncoder {
         writer.beginArray()
         for row in rows {
             writer.beginObject()
+            let start = writer.bytes.count - 1
             writer.key("id"); writer.uuid(row.id.primaryKey)
             writeWholeRow(row, of: entity, to: &writer)
             writer.endObject()
+            if spans != nil { spans!.append(start..<writer.bytes.count) }
         }
         writer.endArray()
         writer.endObject()

@@ -165,7 +165,9 @@ struct RecordDecoderV1: RecordDecoding {
         case .manifest: return .manifest(try decodeManifest(&reader))
         case .schema: return .schema(try decodeSchema(&reader))
         case .snapshot: return try decodeSnapshot(&reader)
-        case .rows: return try decodeRows(&reader, schema: try require(schema, reader))
+        case .rows:
+            var spans: [Range<Int>]? = nil
+            return try decodeRows(&reader, schema: try require(schema, reader), spans: &spans)
         case .transaction: return .transaction(try decodeTransaction(&reader, schema: try require(schema, reader)))
         case .migration: return .migration(try decodeMigration(&reader))
         case .history: return try decodeHistory(&reader)
@@ -449,7 +451,50 @@ struct RecordDecoderV1: RecordDecoding {
 
     // MARK: Data records
 
-    private func decodeRows(_ reader: inout JSONReader, schema: Schema) throws -> StoreRecord {
+    /// A `rows` record's entity, rows, and each row object's bytes (from its `{` to after its `}`, as offsets in
+    /// `file`): what a checkpoint built from a segment lists. Rows decode the same in every format version.
+    ///
+    /// - Throws: ``FileStoreError/undecodableRecord(file:offset:reason:)``, also when the record is not `rows`.
+    func decodeRows(_ payload: UnsafeRawBufferPointer, offset: Int, file: String, schema: Schema) throws
+        -> (entity: String, rows: [ModelSnapshot], spans: [Range<Int>]) {
+        var reader = JSONReader(payload, baseOffset: offset)
+        do {
+            guard try recordKind(reader, readingNumber: false).kind == .rows else {
+                throw fail(reader, "the record is not a rows record")
+            }
+            var spans: [Range<Int>]? = []
+            guard case let .rows(entity, rows) = try decodeRows(&reader, schema: schema, spans: &spans) else {
+                throw fail(reader, "the record is not a rows record")
+            }
+            try reader.finish()
+            return (entity, rows, spans ?? [])
+        } catch let error as JSONReadError {
+            throw FileStoreError.undecodableRecord(file: file, offset: error.offset, reason: error.reason)
+        } catch let error as DecodingFailure {
+            throw FileStoreError.undecodableRecord(file: file, offset: error.offset, reason: error.reason)
+        }
+    }
+
+    /// One row object of `entity` as a `rows` record holds it (`{"id":…,"a":{…},"r":{…}}`), alone in `bytes`, whose
+    /// first byte is at `offset` in `file`: how a checkpoint's rows are read back.
+    ///
+    /// - Throws: ``FileStoreError/undecodableRecord(file:offset:reason:)``.
+    func decodeRow(_ bytes: UnsafeRawBufferPointer, offset: Int, file: String, entity: Schema.Entity) throws
+        -> ModelSnapshot {
+        var reader = JSONReader(bytes, baseOffset: offset)
+        do {
+            let row = try readWholeRow(&reader, entity: entity, withEntityKey: false)
+            try reader.finish()
+            return row
+        } catch let error as JSONReadError {
+            throw FileStoreError.undecodableRecord(file: file, offset: error.offset, reason: error.reason)
+        } catch let error as DecodingFailure {
+            throw FileStoreError.undecodableRecord(file: file, offset: error.offset, reason: error.reason)
+        }
+    }
+
+    private func decodeRows(_ reader: inout JSONReader, schema: Schema, spans: inout [Range<Int>]?) throws
+        -> StoreRecord {
         // The rows are in the entity's layout: `"e"` is read first, wherever it stands (the writer puts it second).
         let entity = try entity(ofObjectAt: reader, schema: schema, role: "a rows record")
         var rows: [ModelSnapshot] = []
@@ -459,7 +504,9 @@ struct RecordDecoderV1: RecordDecoding {
             case "e": try member.skipValue()
             case "rows":
                 try member.readArray { element in
+                    let start = element.offset
                     rows.append(try readWholeRow(&element, entity: entity, withEntityKey: false))
+                    if spans != nil { spans!.append(start..<element.offset) }
                 }
             default: throw fail(member, "unknown key \(String(reflecting: key.string)) in a rows record")
             }

@@ -85,16 +85,23 @@ public struct VerificationReport: Sendable, Hashable {
 
         /// Whether the kind is a warning: nothing committed is lost or unreadable, and the next writable open
         /// repairs it.
-        public var isWarning: Bool { self == .manifestSchemasDiffer }
+        public var isWarning: Bool { self == .manifestSchemasDiffer || self == .damagedCheckpoint }
+
+        /// `CHECKPOINT` is damaged, or stale: it does not describe exactly the rows, order and keys of the opening of
+        /// the manifest's first segment (docs/FORMAT.md, *Version 2*). A warning, not damage: the checkpoint is
+        /// derived data, an open ignores it and replays the segments, and the next writable open writes a new one.
+        case damagedCheckpoint
     }
 
     /// Every problem found, in the order it was met; empty for a healthy store.
     public var problems: [Problem] = []
-    /// Whether the store is healthy.
-    public var ok: Bool { problems.isEmpty }
+    /// Whether the store is healthy: no problem was found, except perhaps a damaged or stale checkpoint
+    /// (``Kind/damagedCheckpoint``, listed in ``problems``), which is derived data no open trusts: a crash or a
+    /// concurrent compaction leaves one stale for a moment, and the next writable open writes a new one.
+    public var ok: Bool { problems.allSatisfy { $0.kind == .damagedCheckpoint } }
     /// The problems that are damage: all but a torn tail, which is what a save in progress in another process looks
     /// like to a reader (or one a crash cut short, which the next writable open sets aside), and the warnings
-    /// (``Kind/isWarning``).
+    /// (``Kind/isWarning``: a manifest's schema copy that differs, a damaged or stale checkpoint).
     public var damage: [Problem] { problems.filter { $0.kind != .tornTail && !$0.kind.isWarning } }
 }
 
@@ -284,6 +291,7 @@ public enum StoreVerifier {
         }
         let referenced = schemas.last.map { FileStore.referencedBlobs(rows, schema: $0) } ?? []
         strayEntries(layout, manifest: manifest, referencedBlobs: referenced, fileSystem: fileSystem, problem)
+        checkpoint(layout, manifest: manifest, fileSystem: fileSystem, problem)
         return report
     }
 
@@ -317,6 +325,60 @@ public enum StoreVerifier {
                     : "\(found) whose name the store's format does not produce: the store neither reads nor deletes it")
             }
         }
+    }
+
+    /// Checks `CHECKPOINT`, when there is one, in full: it must be byte for byte the checkpoint the opening of the
+    /// manifest's first segment gives (every page, every row's place and checksum, the rows, order and keys),
+    /// which is what a compaction writes. Anything else is reported as `damagedCheckpoint` at the first byte that
+    /// differs; a link, FIFO or other entry that is not a regular file is refused as every store file is.
+    private static func checkpoint(_ layout: StoreLayout, manifest: Manifest, fileSystem: any StoreFileSystem,
+                                   _ problem: (String, Int, VerificationReport.Kind, String) -> Void) {
+        let path = layout.checkpoint
+        let found: [UInt8], expected: [UInt8]
+        let first = manifest.segments[0]
+        do {
+            guard try fileSystem.status(path) != nil else { return }
+        } catch {
+            let (kind, offset) = classify(error)
+            problem(path, offset, kind, "\(error)")
+            return
+        }
+        do {
+            expected = try Checkpoint.build(segment: layout.segment(first), number: first, store: manifest.store,
+                                            fileSystem: fileSystem)
+        } catch {
+            problem(path, 0, .damagedCheckpoint, "stale: segment \(first), the manifest's first, has no compaction's "
+                    + "opening for it to describe (\(error)); no open uses it")
+            return
+        }
+        do {
+            found = try fileSystem.read(path, from: 0, count: expected.count + 1)
+        } catch {
+            let (kind, offset) = classify(error)
+            problem(path, offset, kind, "\(error)")
+            return
+        }
+        guard found != expected else { return }
+        let header: CheckpointHeader
+        do { header = try CheckpointReader.readHeader(path, fileSystem: fileSystem) } catch let damage as CheckpointDamage {
+            problem(path, damage.offset, .damagedCheckpoint, damage.reason + "; no open uses it")
+            return
+        } catch {
+            problem(path, 0, .damagedCheckpoint, "\(error); no open uses it")
+            return
+        }
+        if header.store != manifest.store || header.segment != first {
+            problem(path, 0, .damagedCheckpoint, "stale: it describes segment \(header.segment) of store "
+                    + "\(header.store), not segment \(first), the manifest's first; no open uses it")
+            return
+        }
+        let offset = (0..<min(found.count, expected.count)).first { found[$0] != expected[$0] } ?? min(found.count, expected.count)
+        let page = offset / Checkpoint.pageSize
+        problem(path, offset, .damagedCheckpoint, found.count != expected.count && offset == min(found.count, expected.count)
+                ? "\(found.count > expected.count ? "longer" : "shorter") than the \(expected.count) bytes segment "
+                    + "\(first)'s opening gives; no open uses it"
+                : "page \(page) differs from what segment \(first)'s opening gives (a row's place, a key's order or "
+                    + "a checksum that is not the segment's, or a stale checkpoint of another compaction); no open uses it")
     }
 
     /// Whether `blobs/` holds a retired copy of blob `name` (one listing).

@@ -138,10 +138,13 @@ final class SegmentLog {
     /// the new segment after the current ones (rotation) or alone (compaction). The manifest copies `schemas`, the
     /// whole schema history (a compaction writes it again), or keeps its copy when nil (rotation).
     ///
+    /// `recorded` gets each record as it goes into the file, the `segment` record first, with the offset of its
+    /// header: where a checkpoint finds the records it describes, without reading the file again.
+    ///
     /// - Returns: the segments the manifest no longer lists.
     @discardableResult
     func startSegment(with records: some Sequence<[UInt8]>, replacingAll: Bool, schemas: [Schema]? = nil,
-                      now: Date) throws -> [Int] {
+                      now: Date, recorded: (_ offset: Int, _ record: [UInt8]) -> Void = { _, _ in }) throws -> [Int] {
         if !replacingAll {
             // The segment being closed stays in the store: with deferred durability its last records may not be
             // flushed yet, and nothing would flush them once appends go to the next segment.
@@ -155,7 +158,7 @@ final class SegmentLog {
         }
         let number = manifest.nextSegment
         let file = try Self.createSegment(number, store: manifest.store, now: now, records: records,
-                                          layout: layout, fileSystem: fileSystem)
+                                          layout: layout, fileSystem: fileSystem, recorded: recorded)
         var next = manifest
         next.segments = replacingAll ? [number] : manifest.segments + [number]
         next.nextSegment = number + 1
@@ -220,13 +223,18 @@ final class SegmentLog {
     }
 
     private static func createSegment(_ number: Int, store: UUID, now: Date, records: some Sequence<[UInt8]>,
-                                      layout: StoreLayout,
-                                      fileSystem: any StoreFileSystem) throws -> any StoreFile {
+                                      layout: StoreLayout, fileSystem: any StoreFileSystem,
+                                      recorded: (_ offset: Int, _ record: [UInt8]) -> Void = { _, _ in })
+        throws -> any StoreFile {
         let path = layout.segment(number)
         // A file of this number can only be a leftover of an interrupted operation: no manifest names it.
         if fileSystem.exists(path) { try fileSystem.remove(path) }
         var bytes = MagicLine.bytes(.segment)
-        bytes += RecordEncoder().segment(SegmentHeader(store: store, number: number, created: now))
+        let segmentRecord = RecordEncoder().segment(SegmentHeader(store: store, number: number, created: now))
+        recorded(bytes.count, segmentRecord)
+        bytes += segmentRecord
+        // The file offset of `bytes[0]`.
+        var written = 0
         let file = try fileSystem.create(path)
         do {
             // Written in pieces of about 8 MiB rather than concatenated: a compaction's records are as large as
@@ -238,9 +246,12 @@ final class SegmentLog {
             for record in records {
                 if !bytes.isEmpty && bytes.count + record.count > piece {
                     try bytes.withUnsafeBytes { try file.append($0) }
+                    written += bytes.count
                     bytes.removeAll(keepingCapacity: true)
                 }
+                recorded(written + bytes.count, record)
                 if record.count >= piece {
+                    written += record.count
                     try record.withUnsafeBytes { try file.append($0) }
                 } else {
                     bytes += record

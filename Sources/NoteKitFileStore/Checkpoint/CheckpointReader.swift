@@ -1,0 +1,456 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import NoteKit
+
+/// One open's reading of a store's `CHECKPOINT` (docs/FORMAT.md, *Using a checkpoint*): its header, checked
+/// against the manifest, the segment and the schema, and each entity's rows as a ``RowBase`` that reads pages and
+/// rows on demand through the ``StoreFileSystem`` seam, checks each against its checksum, and caches it.
+///
+/// ``open(layout:fileSystem:store:segment:schema:blobs:)`` checks every condition that does not need the open's
+/// replay: the header, the tie to the segment, the sections' bounds, the declarations. What remains for the open
+/// is to compare the opening's schema history (``header``'s `schemas` range of the segment) with the replay's,
+/// and to see that the log after ``CheckpointHeader/end`` holds no migration.
+final class CheckpointReader: Sendable {
+    let header: CheckpointHeader
+    /// Each entity's rows, by name.
+    let bases: [String: CheckpointRowBase]
+
+    private init(header: CheckpointHeader, bases: [String: CheckpointRowBase]) {
+        self.header = header
+        self.bases = bases
+    }
+
+    /// The reader of the checkpoint at `layout`, or why it cannot be used.
+    ///
+    /// - Parameters:
+    ///   - store, segment: the manifest's store and first segment.
+    ///   - schema: the schema in force, whose entities, indexes and unique constraints the checkpoint must declare.
+    ///   - blobs: where rows read their external data.
+    /// - Returns: `.failure` with the file, offset and reason when the checkpoint is missing, unreadable, of
+    ///   another version, damaged, stale, or written for other declarations. Never throws.
+    /// - Complexity: reads the header's pages and two records' frames of the segment; nothing else.
+    static func open(layout: StoreLayout, fileSystem: any StoreFileSystem, store: UUID, segment: Int,
+                     schema: Schema, blobs: BlobStore?) -> Result<CheckpointReader, CheckpointDamage> {
+        let path = layout.checkpoint
+        do {
+            let header = try readHeader(path, fileSystem: fileSystem)
+            try check(header, path: path, store: store, segment: segment, schema: schema)
+            let segmentPath = layout.segment(segment)
+            try checkTies(header, segmentPath: segmentPath, fileSystem: fileSystem)
+            let file = CheckpointFile(path: path, segmentPath: segmentPath, fileSystem: fileSystem,
+                                      lastTransaction: header.lastTransaction,
+                                      rowBytes: header.snapshotOffset..<header.end, blobs: blobs)
+            var bases: [String: CheckpointRowBase] = [:]
+            for (entity, described) in zip(schema.entities, header.entities) {
+                bases[entity.name] = CheckpointRowBase(file: file, entity: entity, described: described)
+            }
+            return .success(CheckpointReader(header: header, bases: bases))
+        } catch let damage as CheckpointDamage {
+            return .failure(damage)
+        } catch {
+            return .failure(CheckpointDamage(file: path, offset: 0, reason: "\(error)"))
+        }
+    }
+
+    /// Reads and decodes the magic line and header record, and checks the file's size against the pages.
+    static func readHeader(_ path: String, fileSystem: any StoreFileSystem) throws -> CheckpointHeader {
+        guard let status = try fileSystem.status(path) else {
+            throw CheckpointDamage(file: path, offset: 0, reason: "there is no checkpoint")
+        }
+        let size = status.size
+        let pageSize = Checkpoint.pageSize
+        guard size >= pageSize, size % pageSize == 0 else {
+            throw CheckpointDamage(file: path, offset: size - size % pageSize,
+                                   reason: "\(size) bytes: not a whole number of \(pageSize)-byte pages")
+        }
+        var bytes = try fileSystem.read(path, from: 0, count: pageSize)
+        let magic = Checkpoint.magic
+        guard bytes.count == pageSize else {
+            throw CheckpointDamage(file: path, offset: bytes.count, reason: "the file is shorter than its first page")
+        }
+        guard bytes.starts(with: magic) else {
+            let line = bytes.prefix(64).split(separator: 0x0A, maxSplits: 1).first.map { String(decoding: $0, as: UTF8.self) }
+            let reason = line.flatMap { line -> String? in
+                guard line.hasSuffix(" checkpoint"), line.hasPrefix("NOTEKIT/") else { return nil }
+                return "format version \(line.dropFirst(8).dropLast(11)), this build reads version 2"
+            } ?? "it does not begin with a NOTEKIT/2 checkpoint line"
+            throw CheckpointDamage(file: path, offset: 0, reason: reason)
+        }
+        let claimed = bytes.withUnsafeBytes { RecordFrame.parseHeader($0, at: magic.count) }
+        guard let claimed else {
+            throw CheckpointDamage(file: path, offset: magic.count, reason: "malformed header record")
+        }
+        let needed = magic.count + RecordFrame.headerLength + claimed.length + 1
+        guard claimed.length <= Checkpoint.maximumHeaderLength, needed <= size else {
+            throw CheckpointDamage(file: path, offset: magic.count,
+                                   reason: "a header of \(claimed.length) bytes does not fit the file")
+        }
+        if needed > bytes.count {
+            bytes += try fileSystem.read(path, from: bytes.count, count: needed - bytes.count)
+        }
+        return try bytes.withUnsafeBytes { buffer in
+            switch RecordFrame.scan(UnsafeRawBufferPointer(rebasing: buffer[..<needed]), at: magic.count) {
+            case let .record(payload, _):
+                let header = try Checkpoint.decodeHeader(UnsafeRawBufferPointer(rebasing: buffer[payload]),
+                                                         offset: payload.lowerBound, file: path)
+                try checkSections(header, path: path, headerEnd: needed, fileSize: size)
+                return header
+            case .truncated(let reason), .invalid(_, let reason):
+                throw CheckpointDamage(file: path, offset: magic.count, reason: "the header record: \(reason)")
+            }
+        }
+    }
+
+    /// The sections lie in the file, after the header, without overlapping, each exactly as long as its count.
+    private static func checkSections(_ header: CheckpointHeader, path: String, headerEnd: Int, fileSize: Int) throws {
+        guard header.pageSize == Checkpoint.pageSize else {
+            throw CheckpointDamage(file: path, offset: 0, reason: "page size \(header.pageSize); this build reads 4096")
+        }
+        let firstBodyPage = (headerEnd + Checkpoint.pageSize - 1) / Checkpoint.pageSize
+        let filePages = fileSize / Checkpoint.pageSize
+        var taken: [(range: Range<Int>, name: String)] = []
+        for (name, section, size) in header.sections {
+            guard section.entries >= 0, section.entries <= Int(UInt32.max),
+                  section.pages == Checkpoint.pages(section.entries, size: size) else {
+                throw CheckpointDamage(file: path, offset: 0,
+                                       reason: "\(name): \(section.entries) entries do not take \(section.pages) pages")
+            }
+            guard section.pages == 0 || (section.page >= firstBodyPage && section.page + section.pages <= filePages)
+            else {
+                throw CheckpointDamage(file: path, offset: 0,
+                                       reason: "\(name): pages \(section.page)..<\(section.page + section.pages) lie "
+                                           + "outside the body, pages \(firstBodyPage)..<\(filePages)")
+            }
+            if section.pages > 0 { taken.append((section.page..<(section.page + section.pages), name)) }
+        }
+        taken.sort { $0.range.lowerBound < $1.range.lowerBound }
+        for (a, b) in zip(taken, taken.dropFirst()) where a.range.overlaps(b.range) {
+            throw CheckpointDamage(file: path, offset: b.range.lowerBound * Checkpoint.pageSize,
+                                   reason: "\(b.name) overlaps \(a.name)")
+        }
+    }
+
+    /// The header describes `segment` of `store`, and declares `schema`'s entities, indexes and unique constraints.
+    private static func check(_ header: CheckpointHeader, path: String, store: UUID, segment: Int, schema: Schema) throws {
+        guard header.store == store, header.segment == segment else {
+            throw CheckpointDamage(file: path, offset: 0, reason: "it describes segment \(header.segment) of store "
+                                   + "\(header.store), not the first segment \(segment) of store \(store)")
+        }
+        guard header.entities.map(\.name) == schema.entities.map(\.name) else {
+            throw CheckpointDamage(file: path, offset: 0, reason: "it lists entities "
+                                   + "\(header.entities.map(\.name)), the schema \(schema.entities.map(\.name))")
+        }
+        var total = 0
+        for (entity, described) in zip(schema.entities, header.entities) {
+            guard described.indexes.map(\.properties) == entity.indexes,
+                  described.uniques.map(\.properties) == entity.uniqueConstraints else {
+                throw CheckpointDamage(file: path, offset: 0,
+                                       reason: "it was written for other indexes or unique constraints of \(entity.name)")
+            }
+            guard described.rows <= Int(UInt32.max), described.indexes.allSatisfy({ $0.section.entries == described.rows }),
+                  described.uniques.allSatisfy({ $0.section.entries <= described.rows }) else {
+                throw CheckpointDamage(file: path, offset: 0, reason: "the counts of \(entity.name)'s sections disagree")
+            }
+            total += described.rows
+        }
+        guard total == header.rowCount else {
+            throw CheckpointDamage(file: path, offset: 0,
+                                   reason: "its entities hold \(total) rows, the snapshot \(header.rowCount)")
+        }
+        let r = header
+        guard r.segmentRecord.end == r.schemas.lowerBound, r.schemas.lowerBound < r.schemas.upperBound,
+              r.schemas.upperBound <= r.history.lowerBound, r.history.upperBound <= r.snapshotOffset,
+              r.snapshotOffset <= r.lastRecord.offset, r.lastRecord.end == r.end else {
+            throw CheckpointDamage(file: path, offset: 0, reason: "the opening's parts are not in order")
+        }
+    }
+
+    /// The segment's bytes at `segmentRecord` and `lastRecord` are records of exactly those lengths and checksums.
+    /// The segment record is read whole and checked; the last record's header and final newline (its payload is
+    /// rows, each checked against the row table when read).
+    private static func checkTies(_ header: CheckpointHeader, segmentPath: String, fileSystem: any StoreFileSystem) throws {
+        let tie = header.segmentRecord
+        guard tie.length <= 4096 else {
+            throw CheckpointDamage(file: segmentPath, offset: tie.offset, reason: "a segment record is not that long")
+        }
+        let record = try fileSystem.read(segmentPath, from: tie.offset, count: tie.end - tie.offset)
+        let intact = record.withUnsafeBytes { buffer -> Bool in
+            guard case .record(let payload, let next) = RecordFrame.scan(buffer, at: 0), next == buffer.count,
+                  payload.count == tie.length else { return false }
+            return RecordFrame.parseHeader(buffer, at: 0)?.checksum == tie.checksum
+        }
+        guard intact else {
+            throw CheckpointDamage(file: segmentPath, offset: tie.offset,
+                                   reason: "the segment record is not the one the checkpoint describes")
+        }
+        let last = header.lastRecord
+        let frame = try fileSystem.read(segmentPath, from: last.offset, count: RecordFrame.headerLength)
+        let newline = try fileSystem.read(segmentPath, from: last.end - 1, count: 1)
+        let claimed = frame.withUnsafeBytes { RecordFrame.parseHeader($0, at: 0) }
+        guard let claimed, claimed.length == last.length, claimed.checksum == last.checksum, newline == [0x0A] else {
+            throw CheckpointDamage(file: segmentPath, offset: last.offset,
+                                   reason: "the opening's last record is not the one the checkpoint describes")
+        }
+    }
+}
+
+/// The pages and rows one checkpoint reads, shared by its entities' bases: each page read once, checked against
+/// its checksum, and kept.
+final class CheckpointFile: Sendable {
+    let path: String
+    let segmentPath: String
+    let fileSystem: any StoreFileSystem
+    let lastTransaction: UInt64
+    /// Where rows may be in the segment: after the snapshot record, before the opening's end. A row table entry
+    /// pointing elsewhere is damage, so no read is larger than the opening.
+    let rowBytes: Range<Int>
+    let blobs: BlobStore?
+    private let pages = Locked<[Int: [UInt8]]>([:])
+
+    init(path: String, segmentPath: String, fileSystem: any StoreFileSystem, lastTransaction: UInt64,
+         rowBytes: Range<Int>, blobs: BlobStore?) {
+        self.path = path
+        self.segmentPath = segmentPath
+        self.fileSystem = fileSystem
+        self.lastTransaction = lastTransaction
+        self.rowBytes = rowBytes
+        self.blobs = blobs
+    }
+
+    /// Page `number`, checked.
+    ///
+    /// - Throws: ``CheckpointDamage`` when it is short or fails its checksum; the I/O error.
+    func page(_ number: Int) throws -> [UInt8] {
+        if let page = pages.withLock({ $0[number] }) { return page }
+        let offset = number * Checkpoint.pageSize
+        let bytes = try fileSystem.read(path, from: offset, count: Checkpoint.pageSize)
+        guard bytes.count == Checkpoint.pageSize else {
+            throw CheckpointDamage(file: path, offset: offset + bytes.count, reason: "page \(number) is cut short")
+        }
+        let intact = bytes.withUnsafeBytes { buffer in
+            CRC32C.masked(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[..<Checkpoint.pageBody])))
+                == UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: Checkpoint.pageBody, as: UInt32.self))
+        }
+        guard intact else {
+            throw CheckpointDamage(file: path, offset: offset, reason: "page \(number) fails its checksum")
+        }
+        pages.withLock { $0[number] = bytes }
+        return bytes
+    }
+
+    /// Entry `index` of `section` (entries of `size` bytes): its page, and its offset in the page.
+    func entry(_ index: Int, of section: CheckpointSection, size: Int) throws -> (page: [UInt8], at: Int) {
+        let perPage = Checkpoint.perPage(size)
+        return (try page(section.page + index / perPage), (index % perPage) * size)
+    }
+
+    /// The number of pages read and kept, for tests.
+    var pagesRead: Int { pages.withLock { $0.count } }
+}
+
+/// One entity's rows in a checkpoint, as a ``RowBase``.
+final class CheckpointRowBase: RowBase {
+    let entityName: String
+    let count: Int
+    private let file: CheckpointFile
+    private let entity: Schema.Entity
+    private let described: CheckpointHeader.Entity
+    private let indexSlots: [[Int]]
+    private let uniqueSlots: [[Int]]
+    private let cache = Locked<[Int: ModelSnapshot]>([:])
+
+    init(file: CheckpointFile, entity: Schema.Entity, described: CheckpointHeader.Entity) {
+        self.file = file
+        self.entity = entity
+        self.described = described
+        entityName = entity.name
+        count = described.rows
+        indexSlots = entity.indexes.map { $0.compactMap(entity.attributeIndex(named:)) }
+        uniqueSlots = entity.uniqueConstraints.map { $0.compactMap(entity.attributeIndex(named:)) }
+    }
+
+    private func damage(_ reason: String, page: Int? = nil) -> CheckpointDamage {
+        CheckpointDamage(file: file.path, offset: (page ?? 0) * Checkpoint.pageSize, reason: reason)
+    }
+
+    /// The row number stored as entry `index` of an index or unique section, checked to be a row.
+    private func rowNumber(at index: Int, of section: CheckpointSection) throws -> Int {
+        let (page, at) = try file.entry(index, of: section, size: Checkpoint.rowNumberSize)
+        let number = Int(page.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: at, as: UInt32.self)) })
+        guard number < count else {
+            throw damage("row number \(number) of \(entityName) is out of range (\(count) rows)",
+                         page: section.page + index / Checkpoint.perPage(Checkpoint.rowNumberSize))
+        }
+        return number
+    }
+
+    func rowNumber(of primaryKey: UUID) throws -> Int? {
+        let target = IndexEntryWords.words(primaryKey)
+        var lo = 0, hi = count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            let (page, at) = try file.entry(mid, of: described.ids, size: Checkpoint.idEntrySize)
+            let (words, number) = page.withUnsafeBytes { buffer in
+                ((UInt64(bigEndian: buffer.loadUnaligned(fromByteOffset: at, as: UInt64.self)),
+                  UInt64(bigEndian: buffer.loadUnaligned(fromByteOffset: at + 8, as: UInt64.self))),
+                 Int(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: at + 16, as: UInt32.self))))
+            }
+            if words == target {
+                guard number < count else {
+                    throw damage("row number \(number) of \(entityName) is out of range (\(count) rows)")
+                }
+                return number
+            }
+            if words < target { lo = mid + 1 } else { hi = mid }
+        }
+        return nil
+    }
+
+    func rows(_ numbers: [Int]) throws -> [ModelSnapshot] {
+        var found = [ModelSnapshot?](repeating: nil, count: numbers.count)
+        cache.withLock { cache in
+            for (i, number) in numbers.enumerated() { found[i] = cache[number] }
+        }
+        // The rows not read yet, each once, in the segment's order, read in runs of neighbouring bytes.
+        var wanted: [Int: CheckpointRow] = [:]
+        for (i, number) in numbers.enumerated() where found[i] == nil && wanted[number] == nil {
+            guard number >= 0, number < count else { throw damage("row number \(number) of \(entityName) is out of range") }
+            let (page, at) = try file.entry(number, of: described.rowTable, size: Checkpoint.rowEntrySize)
+            let place = page.withUnsafeBytes { buffer in
+                CheckpointRow(offset: Int(truncatingIfNeeded: UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: at, as: UInt64.self))),
+                              length: Int(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: at + 8, as: UInt32.self))),
+                              checksum: UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: at + 12, as: UInt32.self)))
+            }
+            guard place.offset > file.rowBytes.lowerBound, place.length > 1,
+                  place.length <= file.rowBytes.upperBound - place.offset else {
+                throw damage("row \(number) of \(entityName) is placed at bytes \(place.offset)..+\(place.length), outside "
+                             + "the snapshot's rows", page: described.rowTable.page + number / Checkpoint.perPage(Checkpoint.rowEntrySize))
+            }
+            wanted[number] = place
+        }
+        guard !wanted.isEmpty else { return found.map { $0! } }
+        let order = wanted.sorted { $0.value.offset < $1.value.offset }
+        let decoder = RecordDecoderV1(blobs: file.blobs)
+        var decoded: [Int: ModelSnapshot] = [:]
+        var start = 0
+        while start < order.count {
+            // A run: rows whose gaps are small (a comma, or a record boundary), up to about 1 MiB.
+            var end = start + 1
+            let runStart = order[start].value.offset
+            var runEnd = runStart + order[start].value.length
+            while end < order.count, order[end].value.offset >= runEnd, order[end].value.offset - runEnd <= 256,
+                  order[end].value.offset + order[end].value.length - runStart <= 1 << 20 {
+                runEnd = order[end].value.offset + order[end].value.length
+                end += 1
+            }
+            let bytes = try file.fileSystem.read(file.segmentPath, from: runStart, count: runEnd - runStart)
+            guard bytes.count == runEnd - runStart else {
+                throw CheckpointDamage(file: file.segmentPath, offset: runStart + bytes.count,
+                                       reason: "the segment ends before the rows the checkpoint lists")
+            }
+            try bytes.withUnsafeBytes { buffer in
+                for (number, place) in order[start..<end] {
+                    let row = UnsafeRawBufferPointer(rebasing: buffer[(place.offset - runStart)..<(place.offset - runStart + place.length)])
+                    guard CRC32C.masked(CRC32C.checksum(row)) == place.checksum else {
+                        throw CheckpointDamage(file: file.segmentPath, offset: place.offset,
+                                               reason: "row \(number) of \(entityName) fails its checksum")
+                    }
+                    do {
+                        var snapshot = try decoder.decodeRow(row, offset: place.offset, file: file.segmentPath,
+                                                             entity: entity)
+                        snapshot.version = file.lastTransaction
+                        decoded[number] = snapshot
+                    } catch {
+                        throw CheckpointDamage(file: file.segmentPath, offset: place.offset,
+                                               reason: "row \(number) of \(entityName) does not decode: \(error)")
+                    }
+                }
+            }
+            start = end
+        }
+        cache.withLock { cache in cache.merge(decoded) { old, _ in old } }
+        return numbers.enumerated().map { i, number in found[i] ?? decoded[number]! }
+    }
+
+    private func row(_ number: Int) throws -> ModelSnapshot { try rows([number])[0] }
+
+    func scanIndex(_ index: Int, from lower: IndexBound?, to upper: IndexBound?, reverse: Bool,
+                   _ body: (IndexEntry, Int) throws -> Bool) throws {
+        guard index >= 0, index < described.indexes.count else { throw damage("\(entityName) has no index \(index)") }
+        let section = described.indexes[index].section
+        let slots = indexSlots[index]
+        func entry(_ row: ModelSnapshot) -> IndexEntry { IndexEntry(key: slots.map { row.attributes[$0] }, id: row.id) }
+        /// The first position whose entry's key prefix is past the bound (`after`) or at or after it.
+        func position(of bound: IndexBound, after: Bool) throws -> Int {
+            var lo = 0, hi = section.entries
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                let c = IndexEntry.compare(entry(try row(try rowNumber(at: mid, of: section))).key, prefix: bound.values)
+                if after ? c > 0 : c >= 0 { hi = mid } else { lo = mid + 1 }
+            }
+            return lo
+        }
+        func within(_ key: [StoredValue]) -> Bool {
+            if let lower {
+                let c = IndexEntry.compare(key, prefix: lower.values)
+                if lower.isInclusive ? c < 0 : c <= 0 { return false }
+            }
+            if let upper {
+                let c = IndexEntry.compare(key, prefix: upper.values)
+                if upper.isInclusive ? c > 0 : c >= 0 { return false }
+            }
+            return true
+        }
+        let lo = try lower.map { try position(of: $0, after: !$0.isInclusive) } ?? 0
+        let hi = try upper.map { try position(of: $0, after: $0.isInclusive) } ?? section.entries
+        guard lo < hi else { return }
+        var previous: IndexEntry?
+        var next = reverse ? hi - 1 : lo
+        var batch = 8
+        while reverse ? next >= lo : next < hi {
+            let positions = reverse ? Array(stride(from: next, to: max(lo, next - batch + 1) - 1, by: -1))
+                : Array(next..<min(hi, next + batch))
+            let numbers = try positions.map { try rowNumber(at: $0, of: section) }
+            for (position, (number, row)) in zip(positions, zip(numbers, try rows(numbers))) {
+                let current = entry(row)
+                if let previous {
+                    let c = IndexEntry.compare(previous, current)
+                    guard reverse ? c > 0 : c < 0 else {
+                        throw damage("index \(index) of \(entityName) is out of order at entry \(position)",
+                                     page: section.page + position / Checkpoint.perPage(Checkpoint.rowNumberSize))
+                    }
+                }
+                guard within(current.key) else {
+                    throw damage("index \(index) of \(entityName) holds entry \(position) outside the range its order gives it",
+                                 page: section.page + position / Checkpoint.perPage(Checkpoint.rowNumberSize))
+                }
+                previous = current
+                guard try body(current, number) else { return }
+            }
+            next = reverse ? next - positions.count : next + positions.count
+            batch = min(batch * 2, 512)
+        }
+    }
+
+    func uniqueHolder(_ constraint: Int, key: [StoredValue]) throws -> Int? {
+        guard constraint >= 0, constraint < described.uniques.count else {
+            throw damage("\(entityName) has no unique constraint \(constraint)")
+        }
+        guard !key.contains(where: \.isNull) else { return nil }
+        let section = described.uniques[constraint].section
+        let slots = uniqueSlots[constraint]
+        var lo = 0, hi = section.entries
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            let number = try rowNumber(at: mid, of: section)
+            let row = try row(number)
+            let c = Checkpoint.compareKeys(slots.map { row.attributes[$0] }, key)
+            if c == 0 { return number }
+            if c < 0 { lo = mid + 1 } else { hi = mid }
+        }
+        return nil
+    }
+}
