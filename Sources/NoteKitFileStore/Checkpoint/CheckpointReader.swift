@@ -36,11 +36,14 @@ final class CheckpointReader: Sendable {
                      schema: Schema, blobs: BlobStore?) -> Result<CheckpointReader, CheckpointDamage> {
         let path = layout.checkpoint
         do {
-            let header = try readHeader(path, fileSystem: fileSystem)
+            // Both files are read through handles opened once: another process's compaction may replace the
+            // checkpoint and delete the segment meanwhile, and this open goes on reading the pair it checked.
+            let checkpoint = try fileSystem.openForReading(path)
+            let header = try readHeader(checkpoint)
             try check(header, path: path, store: store, segment: segment, schema: schema)
-            let segmentPath = layout.segment(segment)
-            try checkTies(header, segmentPath: segmentPath, fileSystem: fileSystem)
-            let file = CheckpointFile(path: path, segmentPath: segmentPath, fileSystem: fileSystem,
+            let segmentFile = try fileSystem.openForReading(layout.segment(segment))
+            try checkTies(header, segment: segmentFile)
+            let file = CheckpointFile(checkpoint: checkpoint, segment: segmentFile,
                                       lastTransaction: header.lastTransaction,
                                       rowBytes: header.snapshotOffset..<header.end, blobs: blobs)
             var bases: [String: CheckpointRowBase] = [:]
@@ -57,16 +60,23 @@ final class CheckpointReader: Sendable {
 
     /// Reads and decodes the magic line and header record, and checks the file's size against the pages.
     static func readHeader(_ path: String, fileSystem: any StoreFileSystem) throws -> CheckpointHeader {
-        guard let status = try fileSystem.status(path) else {
+        guard try fileSystem.kind(of: path) != nil else {
             throw CheckpointDamage(file: path, offset: 0, reason: "there is no checkpoint")
         }
-        let size = status.size
+        return try readHeader(fileSystem.openForReading(path))
+    }
+
+    /// Reads and decodes the magic line and header record of the checkpoint open as `file`, and checks the file's
+    /// size against the pages.
+    static func readHeader(_ file: any StoreReadableFile) throws -> CheckpointHeader {
+        let path = file.path
+        let size = try file.size()
         let pageSize = Checkpoint.pageSize
         guard size >= pageSize, size % pageSize == 0 else {
             throw CheckpointDamage(file: path, offset: size - size % pageSize,
                                    reason: "\(size) bytes: not a whole number of \(pageSize)-byte pages")
         }
-        var bytes = try fileSystem.read(path, from: 0, count: pageSize)
+        var bytes = try file.read(from: 0, count: pageSize)
         let magic = Checkpoint.magic
         guard bytes.count == pageSize else {
             throw CheckpointDamage(file: path, offset: bytes.count, reason: "the file is shorter than its first page")
@@ -89,7 +99,7 @@ final class CheckpointReader: Sendable {
                                    reason: "a header of \(claimed.length) bytes does not fit the file")
         }
         if needed > bytes.count {
-            bytes += try fileSystem.read(path, from: bytes.count, count: needed - bytes.count)
+            bytes += try file.read(from: bytes.count, count: needed - bytes.count)
         }
         return try bytes.withUnsafeBytes { buffer in
             switch RecordFrame.scan(UnsafeRawBufferPointer(rebasing: buffer[..<needed]), at: magic.count) {
@@ -171,12 +181,13 @@ final class CheckpointReader: Sendable {
     /// The segment's bytes at `segmentRecord` and `lastRecord` are records of exactly those lengths and checksums.
     /// The segment record is read whole and checked; the last record's header and final newline (its payload is
     /// rows, each checked against the row table when read).
-    private static func checkTies(_ header: CheckpointHeader, segmentPath: String, fileSystem: any StoreFileSystem) throws {
+    private static func checkTies(_ header: CheckpointHeader, segment: any StoreReadableFile) throws {
+        let segmentPath = segment.path
         let tie = header.segmentRecord
         guard tie.length <= 4096 else {
             throw CheckpointDamage(file: segmentPath, offset: tie.offset, reason: "a segment record is not that long")
         }
-        let record = try fileSystem.read(segmentPath, from: tie.offset, count: tie.end - tie.offset)
+        let record = try segment.read(from: tie.offset, count: tie.end - tie.offset)
         let intact = record.withUnsafeBytes { buffer -> Bool in
             guard case .record(let payload, let next) = RecordFrame.scan(buffer, at: 0), next == buffer.count,
                   payload.count == tie.length else { return false }
@@ -187,8 +198,8 @@ final class CheckpointReader: Sendable {
                                    reason: "the segment record is not the one the checkpoint describes")
         }
         let last = header.lastRecord
-        let frame = try fileSystem.read(segmentPath, from: last.offset, count: RecordFrame.headerLength)
-        let newline = try fileSystem.read(segmentPath, from: last.end - 1, count: 1)
+        let frame = try segment.read(from: last.offset, count: RecordFrame.headerLength)
+        let newline = try segment.read(from: last.end - 1, count: 1)
         let claimed = frame.withUnsafeBytes { RecordFrame.parseHeader($0, at: 0) }
         guard let claimed, claimed.length == last.length, claimed.checksum == last.checksum, newline == [0x0A] else {
             throw CheckpointDamage(file: segmentPath, offset: last.offset,
@@ -200,9 +211,11 @@ final class CheckpointReader: Sendable {
 /// The pages and rows one checkpoint reads, shared by its entities' bases: each page read once, checked against
 /// its checksum, and kept.
 final class CheckpointFile: Sendable {
-    let path: String
-    let segmentPath: String
-    let fileSystem: any StoreFileSystem
+    /// The checkpoint and the segment it describes, each open once.
+    let checkpoint: any StoreReadableFile
+    let segment: any StoreReadableFile
+    var path: String { checkpoint.path }
+    var segmentPath: String { segment.path }
     let lastTransaction: UInt64
     /// Where rows may be in the segment: after the snapshot record, before the opening's end. A row table entry
     /// pointing elsewhere is damage, so no read is larger than the opening.
@@ -210,11 +223,10 @@ final class CheckpointFile: Sendable {
     let blobs: BlobStore?
     private let pages = Locked<[Int: [UInt8]]>([:])
 
-    init(path: String, segmentPath: String, fileSystem: any StoreFileSystem, lastTransaction: UInt64,
+    init(checkpoint: any StoreReadableFile, segment: any StoreReadableFile, lastTransaction: UInt64,
          rowBytes: Range<Int>, blobs: BlobStore?) {
-        self.path = path
-        self.segmentPath = segmentPath
-        self.fileSystem = fileSystem
+        self.checkpoint = checkpoint
+        self.segment = segment
         self.lastTransaction = lastTransaction
         self.rowBytes = rowBytes
         self.blobs = blobs
@@ -226,7 +238,7 @@ final class CheckpointFile: Sendable {
     func page(_ number: Int) throws -> [UInt8] {
         if let page = pages.withLock({ $0[number] }) { return page }
         let offset = number * Checkpoint.pageSize
-        let bytes = try fileSystem.read(path, from: offset, count: Checkpoint.pageSize)
+        let bytes = try checkpoint.read(from: offset, count: Checkpoint.pageSize)
         guard bytes.count == Checkpoint.pageSize else {
             throw CheckpointDamage(file: path, offset: offset + bytes.count, reason: "page \(number) is cut short")
         }
@@ -346,7 +358,7 @@ final class CheckpointRowBase: RowBase {
                 runEnd = order[end].value.offset + order[end].value.length
                 end += 1
             }
-            let bytes = try file.fileSystem.read(file.segmentPath, from: runStart, count: runEnd - runStart)
+            let bytes = try file.segment.read(from: runStart, count: runEnd - runStart)
             guard bytes.count == runEnd - runStart else {
                 throw CheckpointDamage(file: file.segmentPath, offset: runStart + bytes.count,
                                        reason: "the segment ends before the rows the checkpoint lists")

@@ -417,6 +417,12 @@ final class POSIXReadableFile: StoreReadableFile {
 
     deinit { _ = closeDescriptor(descriptor) }
 
+    func size() throws -> Int {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw StoreIOError(operation: "stat", path: path, code: errno) }
+        return Int(status.st_size)
+    }
+
     func read(from offset: Int, count limit: Int) throws -> [UInt8] {
         guard limit > 0, offset >= 0 else { return [] }
         var bytes = [UInt8](repeating: 0, count: limit)

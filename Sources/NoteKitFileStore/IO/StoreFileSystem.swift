@@ -168,6 +168,10 @@ extension StoreFileSystem {
 public protocol StoreReadableFile: AnyObject, Sendable {
     /// The path the file was opened at.
     var path: String { get }
+    /// The file's length now.
+    ///
+    /// - Throws: the file system's error, naming the file.
+    func size() throws -> Int
     /// At most `count` bytes from `offset` (fewer at the end of the file, none past it).
     ///
     /// - Throws: the file system's error, naming the file.
@@ -182,6 +186,13 @@ final class PathReadableFile: StoreReadableFile {
     init(path: String, fileSystem: any StoreFileSystem) {
         self.path = path
         self.fileSystem = fileSystem
+    }
+
+    func size() throws -> Int {
+        guard let status = try fileSystem.status(path) else {
+            throw StoreIOError(operation: "stat", path: path, code: ENOENT)
+        }
+        return status.size
     }
 
     func read(from offset: Int, count: Int) throws -> [UInt8] {
