@@ -545,7 +545,8 @@ public final class FileStore: DataStore {
     public func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
         state.withLock { state in
             refreshAutomatically(&state)
-            return ids.map { state.rows.snapshot(for: $0) }
+            // No base yet (the store is opened by replaying its log), so the reads cannot throw.
+            return state.rows.withoutBase { rows in try ids.map { try rows.snapshot(for: $0) } }
         }
     }
 
@@ -571,7 +572,7 @@ public final class FileStore: DataStore {
     public func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) -> PersistentIdentifier? {
         state.withLock { state in
             refreshAutomatically(&state)
-            return state.rows.identifier(entity: entity, uniqueConstraint: constraint, key: key)
+            return state.rows.withoutBase { try $0.identifier(entity: entity, uniqueConstraint: constraint, key: key) }
         }
     }
 
@@ -583,7 +584,9 @@ public final class FileStore: DataStore {
         -> [PersistentIdentifier] {
         state.withLock { state in
             refreshAutomatically(&state)
-            return state.rows.identifiers(entity: entity, relationship: relationship, referencing: target)
+            return state.rows.withoutBase {
+                try $0.identifiers(entity: entity, relationship: relationship, referencing: target)
+            }
         }
     }
 
@@ -884,7 +887,7 @@ public final class FileStore: DataStore {
         var allRows: [ModelSnapshot] = []
         var chunks: [(entity: Schema.Entity, rows: ArraySlice<ModelSnapshot>)] = []
         for entity in schema.entities {
-            let rows = state.rows.snapshots(of: entity.name)[...]
+            let rows = try state.rows.snapshots(of: entity.name)[...]
             allRows += rows
             var start = rows.startIndex
             while start < rows.endIndex {
