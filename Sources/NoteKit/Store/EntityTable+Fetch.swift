@@ -119,6 +119,7 @@ extension EntityTable {
             let inOrder = path?.deliversOrder ?? request.sort.isEmpty
             let canStop = inOrder && limit != nil && request.resultType != .count
             var matchedPositions: [Int] = []
+            if canStop { matchedPositions.reserveCapacity(limit!) }
             let batch = { canStop ? limit! - matched.count : Self.batchSize }
             let visit: (ModelSnapshot, Int) throws -> Bool = { row, position in
                 if try consider(row) { matchedPositions.append(position) }
@@ -190,6 +191,7 @@ extension EntityTable {
             case base(Int)
         }
         var pending: [Reached] = []
+        pending.reserveCapacity(max(1, min(Self.batchSize, batch())))
         var stopped = false
         func flush() throws {
             let numbers = pending.compactMap { if case .base(let number) = $0 { number } else { nil } }

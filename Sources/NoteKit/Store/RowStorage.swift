@@ -370,7 +370,10 @@ struct EntityTable {
 
     /// Whether base row `number` is in memory or deleted (then the base's copy and its keys are stale).
     @inline(__always)
-    func isOverridden(_ number: Int) -> Bool { changed[number] != nil || deleted.contains(number) }
+    func isOverridden(_ number: Int) -> Bool {
+        // Most bases have no change over them: skip the hashing then.
+        (!changed.isEmpty && changed[number] != nil) || (!deleted.isEmpty && deleted.contains(number))
+    }
 
     /// The holder of `key` for unique constraint `constraint`.
     func uniqueHolder(_ constraint: Int, key: [StoredValue]) throws -> PersistentIdentifier? {
