@@ -486,5 +486,12 @@ struct RowBaseTests {
         #expect(top.snapshots.map(\.id) == (0..<20).map { Self.id("Note", 990 - 10 * $0) })
         #expect(base.rowsRead == 20, "the top 20 read \(base.rowsRead) rows")
         #expect(base.rowCalls == 1)
+        // A scan that may stop early, through a filter that rejects almost every row, still reads in batches
+        // that grow (from what it needs) to the full batch size.
+        base.resetCounts()
+        let last = try based.fetch(StoreFetchRequest(
+            entity: "Note", filter: .compare(.attribute(0), .equal, .value(.string("t999"))), limit: 1))
+        #expect(last.snapshots.map(\.id) == [Self.id("Note", 999)])
+        #expect(base.rowCalls <= 10, "\(base.rowCalls) calls of rows(_:) to scan 1,000 rows for a first match")
     }
 }

@@ -120,7 +120,14 @@ extension EntityTable {
             let canStop = inOrder && limit != nil && request.resultType != .count
             var matchedPositions: [Int] = []
             if canStop { matchedPositions.reserveCapacity(limit!) }
-            let batch = { canStop ? limit! - matched.count : Self.batchSize }
+            // A scan that can stop reads what it still needs, then twice as much each time a batch falls short
+            // (a filter rejecting most rows), up to `batchSize`.
+            var batches = 0
+            let batch = {
+                batches += 1
+                guard canStop else { return Self.batchSize }
+                return batches == 1 ? limit! : max(limit! - matched.count, 8 << min(batches, 5))
+            }
             let visit: (ModelSnapshot, Int) throws -> Bool = { row, position in
                 if try consider(row) { matchedPositions.append(position) }
                 return !(canStop && matched.count >= limit!)
@@ -181,8 +188,9 @@ extension EntityTable {
 
     /// Visits the rows an index scan over the base and the rows in memory reaches, in the index's order (key, then
     /// identifier), each with its position, until `body` returns false: the base's entries (less those of rows
-    /// changed or deleted since) merged with the in-memory index's. Base rows are read `batch()` at a time
-    /// (at most ``batchSize``), in one ``RowBase/rows(_:)`` call each.
+    /// changed or deleted since) merged with the in-memory index's. Rows are handed to `body` in batches of
+    /// `batch()` (asked before each batch, at most ``batchSize``), the base's rows of a batch read in one
+    /// ``RowBase/rows(_:)`` call.
     func scanOverBase(_ path: AccessPath, batch: () -> Int, _ body: (ModelSnapshot, Int) throws -> Bool) throws {
         guard let base else { return }
         /// A row reached: in memory (with its position), or a base row number still to read.
@@ -190,8 +198,9 @@ extension EntityTable {
             case memory(ModelSnapshot, Int)
             case base(Int)
         }
+        var threshold = max(1, min(Self.batchSize, batch()))
         var pending: [Reached] = []
-        pending.reserveCapacity(max(1, min(Self.batchSize, batch())))
+        pending.reserveCapacity(threshold)
         var stopped = false
         func flush() throws {
             let numbers = pending.compactMap { if case .base(let number) = $0 { number } else { nil } }
@@ -206,10 +215,11 @@ extension EntityTable {
                 }
             }
             pending.removeAll(keepingCapacity: true)
+            if !stopped { threshold = max(1, min(Self.batchSize, batch())) }
         }
         func push(_ reached: Reached) throws {
             pending.append(reached)
-            if pending.count >= max(1, min(Self.batchSize, batch())) { try flush() }
+            if pending.count >= threshold { try flush() }
         }
         func memory(_ entry: IndexEntry) -> Reached {
             // The in-memory index holds entries of rows in memory only.
