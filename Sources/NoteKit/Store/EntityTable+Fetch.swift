@@ -92,20 +92,17 @@ extension EntityTable {
         var matched: [ModelSnapshot] = []
         var examined = 0
 
-        /// Whether the row matched (and was appended).
-        @discardableResult
-        func consider(_ row: ModelSnapshot) throws -> Bool {
+        func consider(_ row: ModelSnapshot) throws {
             examined += 1
-            if !request.excluding.isEmpty && request.excluding.contains(row.id) { return false }
+            if !request.excluding.isEmpty && request.excluding.contains(row.id) { return }
             if let filter = request.filter {
                 do {
-                    guard try filter.matches(row) else { return false }
+                    guard try filter.matches(row) else { return }
                 } catch is UnwrappedNil {
                     throw FetchError.unwrappedNil(entity: entity.name, model: row.id)
                 }
             }
             matched.append(row)
-            return true
         }
 
         if base != nil {
@@ -115,31 +112,7 @@ extension EntityTable {
                 plan.indexRange = path.hasRange
                 plan.sortedByIndex = path.deliversOrder
             }
-            // As below: stop early only when the scan's order is the answer's and no count is wanted.
-            let inOrder = path?.deliversOrder ?? request.sort.isEmpty
-            let canStop = inOrder && limit != nil && request.resultType != .count
-            var matchedPositions: [Int] = []
-            if canStop { matchedPositions.reserveCapacity(limit!) }
-            // A scan that can stop reads what it still needs, then twice as much each time a batch falls short
-            // (a filter rejecting most rows), up to `batchSize`.
-            var batches = 0
-            let batch = {
-                batches += 1
-                guard canStop else { return Self.batchSize }
-                return batches == 1 ? limit! : max(limit! - matched.count, 8 << min(batches, 5))
-            }
-            let visit: (ModelSnapshot, Int) throws -> Bool = { row, position in
-                if try consider(row) { matchedPositions.append(position) }
-                return !(canStop && matched.count >= limit!)
-            }
-            if let path { try scanOverBase(path, batch: batch, visit) } else { try forEachRow(batch: batch, visit) }
-            if path != nil && !inOrder && request.sort.isEmpty {
-                // Insertion order: a base row's number, then the inserted rows'.
-                let order = matchedPositions.indices.sorted { matchedPositions[$0] < matchedPositions[$1] }
-                matched = order.map { matched[$0] }
-            } else if !inOrder {
-                try Self.sortRows(&matched, by: request.sort, entity: entity.name)
-            }
+            (matched, examined) = try matchOverBase(request, path: path, limit: limit)
         } else if let path {
             plan.index = indexSlots[path.index].map { entity.attributes[$0].name }
             plan.indexEqualityPrefix = path.equalityPrefix
@@ -184,6 +157,65 @@ extension EntityTable {
         }
         result.plan.recordsReturned = request.resultType == .count ? result.count : window.count
         return result
+    }
+
+    /// The rows of a fetch over a base that match its filter, in the answer's order (before its offset and limit),
+    /// and how many rows were examined: as the scans of rows in memory in ``fetch(_:)``, over the base's rows and
+    /// the changes laid over them. Kept apart so that the fetches without a base stay as they were.
+    @inline(never)
+    func matchOverBase(_ request: StoreFetchRequest, path: AccessPath?, limit: Int?) throws
+        -> (matched: [ModelSnapshot], examined: Int) {
+        var matched: [ModelSnapshot] = []
+        var examined = 0
+        /// Whether the row matched (and was appended).
+        func consider(_ row: ModelSnapshot) throws -> Bool {
+            examined += 1
+            if !request.excluding.isEmpty && request.excluding.contains(row.id) { return false }
+            if let filter = request.filter {
+                do {
+                    guard try filter.matches(row) else { return false }
+                } catch is UnwrappedNil {
+                    throw FetchError.unwrappedNil(entity: entity.name, model: row.id)
+                }
+            }
+            matched.append(row)
+            return true
+        }
+        // As below: stop early only when the scan's order is the answer's and no count is wanted.
+        let inOrder = path?.deliversOrder ?? request.sort.isEmpty
+        let canStop = inOrder && limit != nil && request.resultType != .count
+        var matchedPositions: [Int] = []
+        if canStop { matchedPositions.reserveCapacity(limit!) }
+        // A scan that can stop reads what it still needs, then twice as much each time a batch falls short
+        // (a filter rejecting most rows), up to `batchSize`.
+        var batches = 0
+        if let path {
+            try scanOverBase(path, batch: {
+                batches += 1
+                guard canStop else { return Self.batchSize }
+                return batches == 1 ? limit! : max(limit! - matched.count, 8 << min(batches, 5))
+            }, { row, position in
+                if try consider(row) { matchedPositions.append(position) }
+                return !(canStop && matched.count >= limit!)
+            })
+        } else {
+            try forEachRow(batch: {
+                batches += 1
+                guard canStop else { return Self.batchSize }
+                return batches == 1 ? limit! : max(limit! - matched.count, 8 << min(batches, 5))
+            }, { row, position in
+                if try consider(row) { matchedPositions.append(position) }
+                return !(canStop && matched.count >= limit!)
+            })
+        }
+        if path != nil && !inOrder && request.sort.isEmpty {
+            // Insertion order: a base row's number, then the inserted rows'.
+            let order = matchedPositions.indices.sorted { matchedPositions[$0] < matchedPositions[$1] }
+            matched = order.map { matched[$0] }
+        } else if !inOrder {
+            try Self.sortRows(&matched, by: request.sort, entity: entity.name)
+        }
+        return (matched, examined)
     }
 
     /// Visits the rows an index scan over the base and the rows in memory reaches, in the index's order (key, then

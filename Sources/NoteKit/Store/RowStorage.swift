@@ -24,7 +24,10 @@ import Foundation
 package final class RowStorage {
     /// The schema the rows follow.
     package let schema: Schema
-    private var tables: [String: EntityTable]
+    /// The tables in the schema's entity order; `numbers` finds them by entity name. An array, not a dictionary
+    /// of tables, so that reading a table (`tables[n].fetch(…)`) does not copy it.
+    private var tables: [EntityTable]
+    private let numbers: [String: Int]
     /// Increases by one with each applied change set.
     package private(set) var generation: UInt64 = 0
     /// A record of every change set applied, less what was deleted from history.
@@ -36,7 +39,9 @@ package final class RowStorage {
     /// Empty storage for `schema`.
     package init(schema: Schema) {
         self.schema = schema
-        tables = Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, EntityTable(entity: $0)) })
+        tables = schema.entities.map { EntityTable(entity: $0) }
+        numbers = Dictionary(schema.entities.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        hasBase = false
         noActionReferences = NoActionReferences(schema: schema)
     }
 
@@ -47,13 +52,15 @@ package final class RowStorage {
     /// - Complexity: O(entities); no base is read.
     package init(schema: Schema, bases: [String: any RowBase], generation: UInt64) {
         self.schema = schema
-        tables = Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, EntityTable(entity: $0, base: bases[$0.name])) })
+        tables = schema.entities.map { EntityTable(entity: $0, base: bases[$0.name]) }
+        numbers = Dictionary(schema.entities.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        hasBase = tables.contains { $0.base != nil }
         noActionReferences = NoActionReferences(schema: schema)
         self.generation = generation
     }
 
     /// Whether some entity's rows start from a base (then reads may throw ``RowBaseFailure``).
-    package var hasBase: Bool { tables.values.contains { $0.base != nil } }
+    package private(set) var hasBase: Bool
 
     /// Runs `read`, a read of storage that has no base (an in-memory store, a store loaded by replaying its log),
     /// which therefore cannot throw: for the callers that have no error to report.
@@ -73,11 +80,12 @@ package final class RowStorage {
     /// - Complexity: one hash look-up; over a base, one ``RowBase/rowNumber(of:)`` and one ``RowBase/rows(_:)``
     ///   for a row not changed since.
     package func snapshot(for id: PersistentIdentifier) throws -> ModelSnapshot? {
-        try tables[id.entityName]?.row(id)
+        guard let number = numbers[id.entityName] else { return nil }
+        return try tables[number].row(id)
     }
 
     /// How many rows `entity` has. Never reads a base.
-    package func count(of entity: String) -> Int { tables[entity]?.count ?? 0 }
+    package func count(of entity: String) -> Int { numbers[entity].map { tables[$0].count } ?? 0 }
 
     /// Every row of `entity`, in insertion order (a base's rows, each in its place even when changed since, then
     /// the rows inserted since).
@@ -85,10 +93,10 @@ package final class RowStorage {
     /// - Throws: ``RowBaseFailure``.
     /// - Complexity: O(rows); a base is read a few hundred rows per call.
     package func snapshots(of entity: String) throws -> [ModelSnapshot] {
-        guard let table = tables[entity] else { return [] }
+        guard let number = numbers[entity] else { return [] }
         var rows: [ModelSnapshot] = []
-        rows.reserveCapacity(table.count)
-        try table.forEachRow { row, _ in
+        rows.reserveCapacity(tables[number].count)
+        try tables[number].forEachRow { row, _ in
             rows.append(row)
             return true
         }
@@ -100,8 +108,8 @@ package final class RowStorage {
     /// - Throws: ``RowBaseFailure``.
     package func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) throws
         -> PersistentIdentifier? {
-        guard let table = tables[entity], constraint < table.uniques.count else { return nil }
-        return try table.uniqueHolder(constraint, key: key)
+        guard let number = numbers[entity], constraint < tables[number].uniques.count else { return nil }
+        return try tables[number].uniqueHolder(constraint, key: key)
     }
 
     /// Rows of `entity` whose relationship `relationship` targets `target`, in insertion order.
@@ -110,9 +118,9 @@ package final class RowStorage {
     /// - Complexity: O(rows of `entity`).
     package func identifiers(entity: String, relationship: Int, referencing target: PersistentIdentifier) throws
         -> [PersistentIdentifier] {
-        guard let table = tables[entity] else { return [] }
+        guard let number = numbers[entity] else { return [] }
         var ids: [PersistentIdentifier] = []
-        try table.forEachRow { row, _ in
+        try tables[number].forEachRow { row, _ in
             if row.relationships[relationship].contains(target) { ids.append(row.id) }
             return true
         }
@@ -131,10 +139,10 @@ package final class RowStorage {
         guard hasBase else { return }
         var read: [String: [PersistentIdentifier: EntityTable.Located?]] = [:]
         func locate(_ id: PersistentIdentifier) throws -> ModelSnapshot? {
-            guard let table = tables[id.entityName] else { return nil }
-            if let known = table.known(id) { return known?.row }
+            guard let number = numbers[id.entityName] else { return nil }
+            if let known = tables[number].known(id) { return known?.row }
             if let earlier = read[id.entityName]?[id] { return earlier?.row }
-            let found = try table.readBase(id)
+            let found = try tables[number].readBase(id)
             read[id.entityName, default: [:]][id] = .some(found)
             return found?.row
         }
@@ -143,7 +151,7 @@ package final class RowStorage {
             guard let row = try locate(deletion.id) else { continue }
             for target in noActionReferences.targets(of: row) { _ = try locate(target) }
         }
-        for (entity, rows) in read { tables[entity]!.prepared.merge(rows) { $1 } }
+        for (entity, rows) in read { tables[numbers[entity]!].prepared.merge(rows) { $1 } }
     }
 
     /// Checks that `changes` can be applied: inserted objects are new, updated and deleted ones exist, and no
@@ -154,21 +162,23 @@ package final class RowStorage {
         try prepare(changes)
         var touched = Set<String>()
         for row in changes.inserted {
-            guard let table = tables[row.id.entityName] else { throw SaveError.objectNotFound(row.id) }
-            if try table.contains(row.id) { throw SaveError.duplicateIdentifier(row.id) }
+            guard let number = numbers[row.id.entityName] else { throw SaveError.objectNotFound(row.id) }
+            if try tables[number].contains(row.id) { throw SaveError.duplicateIdentifier(row.id) }
             touched.insert(row.id.entityName)
         }
         for update in changes.updated {
-            guard tables[update.id.entityName]?.resolved(update.id) != nil else {
+            guard let number = numbers[update.id.entityName], tables[number].resolved(update.id) != nil else {
                 throw SaveError.objectNotFound(update.id)
             }
             touched.insert(update.id.entityName)
         }
-        for deletion in changes.deleted where tables[deletion.id.entityName]?.resolved(deletion.id) == nil {
-            throw SaveError.objectNotFound(deletion.id)
+        for deletion in changes.deleted {
+            guard let number = numbers[deletion.id.entityName], tables[number].resolved(deletion.id) != nil else {
+                throw SaveError.objectNotFound(deletion.id)
+            }
         }
-        for name in touched where !(tables[name]!.uniqueSlots.isEmpty) {
-            try tables[name]!.validateUniqueness(changes)
+        for name in touched where !(tables[numbers[name]!].uniqueSlots.isEmpty) {
+            try tables[numbers[name]!].validateUniqueness(changes)
         }
     }
 
@@ -196,20 +206,29 @@ package final class RowStorage {
     package func applyRows(_ changes: ChangeSet) {
         generation += 1
         let references = noActionReferences.updates(deleting: changes.deleted) {
-            self.tables[$0.entityName]?.resolved($0)?.row
+            guard let number = self.numbers[$0.entityName] else { return nil }
+            return self.tables[number].resolved($0)?.row
         }
         for update in references {
-            tables[update.id.entityName]?.update(update, version: generation)
+            if let number = numbers[update.id.entityName] { tables[number].update(update, version: generation) }
         }
-        for deletion in changes.deleted { tables[deletion.id.entityName]?.remove(deletion.id) }
-        for update in changes.updated { tables[update.id.entityName]?.update(update, version: generation) }
+        for deletion in changes.deleted {
+            if let number = numbers[deletion.id.entityName] { tables[number].remove(deletion.id) }
+        }
+        for update in changes.updated {
+            if let number = numbers[update.id.entityName] { tables[number].update(update, version: generation) }
+        }
         var inserted: [String: [ModelSnapshot]] = [:]
         for var row in changes.inserted {
             row.version = generation
             inserted[row.id.entityName, default: []].append(row)
         }
-        for (entity, rows) in inserted { tables[entity]?.insert(rows) }
-        for name in tables.keys where !tables[name]!.prepared.isEmpty { tables[name]!.prepared = [:] }
+        for (entity, rows) in inserted {
+            if let number = numbers[entity] { tables[number].insert(rows) }
+        }
+        if hasBase {
+            for number in tables.indices where !tables[number].prepared.isEmpty { tables[number].prepared = [:] }
+        }
     }
 
     /// Replaces every row at once (a store's initial load): indexes are built once, not row by row. An entity
@@ -219,8 +238,15 @@ package final class RowStorage {
     package func load(_ rows: [ModelSnapshot], generation: UInt64) {
         var byEntity: [String: [ModelSnapshot]] = [:]
         for row in rows { byEntity[row.id.entityName, default: []].append(row) }
-        for (name, table) in tables where table.base != nil { tables[name] = EntityTable(entity: table.entity) }
-        for (name, entityRows) in byEntity { tables[name]?.load(entityRows) }
+        if hasBase {
+            for number in tables.indices where tables[number].base != nil {
+                tables[number] = EntityTable(entity: tables[number].entity)
+            }
+            hasBase = false
+        }
+        for (name, entityRows) in byEntity {
+            if let number = numbers[name] { tables[number].load(entityRows) }
+        }
         self.generation = generation
     }
 
@@ -231,8 +257,8 @@ package final class RowStorage {
     /// - Throws: ``FetchError/unknownEntity(_:)``, ``FetchError/unwrappedNil(entity:model:)``,
     ///   ``RowBaseFailure``.
     package func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult {
-        guard let table = tables[request.entity] else { throw FetchError.unknownEntity(request.entity) }
-        return try table.fetch(request)
+        guard let number = numbers[request.entity] else { throw FetchError.unknownEntity(request.entity) }
+        return try tables[number].fetch(request)
     }
 }
 
@@ -449,7 +475,7 @@ struct EntityTable {
             }
         }
         // The indexes in memory cover the base rows changed since as well.
-        let live = Array(changed.values) + rows.compactMap { $0 }
+        let live = changed.isEmpty ? rows.compactMap { $0 } : Array(changed.values) + rows.compactMap { $0 }
         for (number, slots) in indexSlots.enumerated() {
             indexes[number].bulkLoad(live.map { IndexEntry(key: Self.key($0, slots), id: $0.id) })
         }
