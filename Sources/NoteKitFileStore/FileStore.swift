@@ -557,7 +557,8 @@ public final class FileStore: DataStore {
     public func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
         state.withLock { state in
             refreshAutomatically(&state)
-            return ids.map { state.rows.snapshot(for: $0) }
+            // No base yet (the store is opened by replaying its log), so the reads cannot throw.
+            return state.rows.withoutBase { rows in try ids.map { try rows.snapshot(for: $0) } }
         }
     }
 
@@ -583,7 +584,7 @@ public final class FileStore: DataStore {
     public func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) -> PersistentIdentifier? {
         state.withLock { state in
             refreshAutomatically(&state)
-            return state.rows.identifier(entity: entity, uniqueConstraint: constraint, key: key)
+            return state.rows.withoutBase { try $0.identifier(entity: entity, uniqueConstraint: constraint, key: key) }
         }
     }
 
@@ -595,7 +596,9 @@ public final class FileStore: DataStore {
         -> [PersistentIdentifier] {
         state.withLock { state in
             refreshAutomatically(&state)
-            return state.rows.identifiers(entity: entity, relationship: relationship, referencing: target)
+            return state.rows.withoutBase {
+                try $0.identifiers(entity: entity, relationship: relationship, referencing: target)
+            }
         }
     }
 
@@ -905,7 +908,7 @@ public final class FileStore: DataStore {
         var chunks: [(entity: Schema.Entity, rows: ArraySlice<ModelSnapshot>)] = []
         var entityRows: [[ModelSnapshot]] = []
         for entity in schema.entities {
-            let whole = state.rows.snapshots(of: entity.name)
+            let whole = try state.rows.snapshots(of: entity.name)
             entityRows.append(whole)
             let rows = whole[...]
             allRows += rows
@@ -963,7 +966,7 @@ public final class FileStore: DataStore {
                 entities: zip(schema.entities, entityRows).map { entity, entityRows in
                     Checkpoint.EntityRows(entity: entity, rows: entityRows, places: places.places[entity.name] ?? [])
                 },
-                indexEntries: { rows.indexEntries(of: $0, index: $1) },
+                indexEntries: { try rows.indexEntries(of: $0, index: $1) },
                 blobs: referenced)
             try Checkpoint.write(file, layout: layout, fileSystem: fileSystem)
             state.lastCheckpointError = nil

@@ -446,7 +446,7 @@ final class SmallStore: Sendable {
         var states: [UInt64: Set<ModelSnapshot>] = [0: []]
         func save() throws {
             try context.save()
-            states[store.generation] = Self.state(of: store)
+            states[store.generation] = try Self.state(of: store)
         }
         let inbox = Folder(), work = Folder()
         inbox.name = "Inbox"
@@ -550,11 +550,11 @@ final class SmallStore: Sendable {
     }
 
     /// The rows of `store`, without versions.
-    static func state(of store: FileStore) -> Set<ModelSnapshot> {
-        store.state.withLock { state in
+    static func state(of store: FileStore) throws -> Set<ModelSnapshot> {
+        try store.state.withLock { state in
             var rows = Set<ModelSnapshot>()
             for entity in state.rows.schema.entities {
-                for row in state.rows.snapshots(of: entity.name) {
+                for row in try state.rows.snapshots(of: entity.name) {
                     rows.insert(ModelSnapshot(id: row.id, attributes: row.attributes, relationships: row.relationships))
                 }
             }
@@ -635,7 +635,12 @@ final class SmallStore: Sendable {
                 continue
             }
             let transaction = opened.generation
-            let state = Self.state(of: opened)
+            let state: Set<ModelSnapshot>
+            do { state = try Self.state(of: opened) } catch {
+                problems.append("\(name): reading the opened rows threw \(error)")
+                try? opened.close()
+                continue
+            }
             try? opened.close()
             if readOnly, StoreFiles.contents(of: url) != before { problems.append("\(name): a read-only open wrote") }
             if !readOnly {

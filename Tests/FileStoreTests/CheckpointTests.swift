@@ -112,8 +112,8 @@ enum CheckpointFixture {
     static func layout(_ url: URL) -> StoreLayout { StoreLayout(root: url.path) }
 
     /// The rows of `entity` in the store's memory, in insertion order: row number order.
-    static func rows(_ container: ModelContainer, _ entity: String) -> [ModelSnapshot] {
-        StoreFiles.store(container).state.withLock { $0.rows.snapshots(of: entity) }
+    static func rows(_ container: ModelContainer, _ entity: String) throws -> [ModelSnapshot] {
+        try StoreFiles.store(container).state.withLock { try $0.rows.snapshots(of: entity) }
     }
 
     static func manifest(_ url: URL) throws -> Manifest {
@@ -186,7 +186,7 @@ enum CheckpointFixture {
     /// in-memory unique map.
     static func expected(_ container: ModelContainer, entity: Schema.Entity) throws -> Answers {
         var answers = Answers()
-        let rows = self.rows(container, entity.name)
+        let rows = try self.rows(container, entity.name)
         let storage = RowStorage(schema: try schema())
         storage.load(rows, generation: 1)
         answers.rows = strip(rows)
@@ -196,7 +196,7 @@ enum CheckpointFixture {
             let slots = entity.indexes[index].compactMap(entity.attributeIndex(named:))
             for reverse in [false, true] {
                 for bounds in boundsToTry(entity, index) {
-                    var entries = storage.indexEntries(of: entity.name, index: index).filter { entry in
+                    var entries = try storage.indexEntries(of: entity.name, index: index).filter { entry in
                         if let lower = bounds.0 {
                             let c = IndexEntry.compare(entry.key, prefix: lower.values)
                             if lower.isInclusive ? c < 0 : c <= 0 { return false }
@@ -217,7 +217,7 @@ enum CheckpointFixture {
             let slots = properties.compactMap(entity.attributeIndex(named:))
             for row in rows {
                 let key = slots.map { row.attributes[$0] }
-                answers.holders.append(storage.identifier(entity: entity.name, uniqueConstraint: constraint, key: key)
+                answers.holders.append(try storage.identifier(entity: entity.name, uniqueConstraint: constraint, key: key)
                     .flatMap { number[$0] })
             }
             answers.holders.append(nil)
@@ -236,7 +236,7 @@ struct CheckpointWritingTests {
         #expect(reader.header.segment == (try CheckpointFixture.manifest(url)).segments[0])
         for entity in schema.entities {
             let base = try #require(reader.bases[entity.name])
-            #expect(base.count == CheckpointFixture.rows(container, entity.name).count)
+            #expect(try base.count == CheckpointFixture.rows(container, entity.name).count)
             let answers = try CheckpointFixture.answers(base, entity: entity)
             let expected = try CheckpointFixture.expected(container, entity: entity)
             #expect(answers.rows == expected.rows)
@@ -277,7 +277,7 @@ struct CheckpointWritingTests {
     func failedCheckpointWriteFailsNothing(operation: FaultRules.Operation) throws {
         let fileSystem = FaultyFileSystem()
         let (url, container) = try CheckpointFixture.store(count: 50, compact: false) { $0.fileSystem = fileSystem }
-        let before = CheckpointFixture.rows(container, "CheckpointItem")
+        let before = try CheckpointFixture.rows(container, "CheckpointItem")
         fileSystem.arm(FaultRules.Rule(operation, pathContaining: "CHECKPOINT"))
         try StoreFiles.store(container).compact()
         fileSystem.disarm()
@@ -290,7 +290,7 @@ struct CheckpointWritingTests {
         #expect(try CheckpointFixture.manifest(url).segments.count == 1)
         try StoreFiles.close(container)
         let reopened = try StoreFiles.open(url, CheckpointFixture.models)
-        #expect(CheckpointFixture.strip(CheckpointFixture.rows(reopened, "CheckpointItem")) == CheckpointFixture.strip(before))
+        #expect(try CheckpointFixture.strip(CheckpointFixture.rows(reopened, "CheckpointItem")) == CheckpointFixture.strip(before))
     }
 }
 

@@ -105,7 +105,15 @@ extension EntityTable {
             matched.append(row)
         }
 
-        if let path {
+        if base != nil {
+            if let path {
+                plan.index = indexSlots[path.index].map { entity.attributes[$0].name }
+                plan.indexEqualityPrefix = path.equalityPrefix
+                plan.indexRange = path.hasRange
+                plan.sortedByIndex = path.deliversOrder
+            }
+            (matched, examined) = try matchOverBase(request, path: path, limit: limit)
+        } else if let path {
             plan.index = indexSlots[path.index].map { entity.attributes[$0].name }
             plan.indexEqualityPrefix = path.equalityPrefix
             plan.indexRange = path.hasRange
@@ -114,7 +122,8 @@ extension EntityTable {
             let canStop = path.deliversOrder && limit != nil && request.resultType != .count
             var failure: Error?
             indexes[path.index].scan(from: path.lower, to: path.upper, reverse: path.reverse) { entry in
-                guard let row = row(entry.id) else { return true }
+                // Without a base, a position is an index into `rows`.
+                guard let position = positions[entry.id], let row = rows[position] else { return true }
                 do { try consider(row) } catch {
                     failure = error
                     return false
@@ -148,6 +157,137 @@ extension EntityTable {
         }
         result.plan.recordsReturned = request.resultType == .count ? result.count : window.count
         return result
+    }
+
+    /// The rows of a fetch over a base that match its filter, in the answer's order (before its offset and limit),
+    /// and how many rows were examined: as the scans of rows in memory in ``fetch(_:)``, over the base's rows and
+    /// the changes laid over them. Kept apart so that the fetches without a base stay as they were.
+    @inline(never)
+    func matchOverBase(_ request: StoreFetchRequest, path: AccessPath?, limit: Int?) throws
+        -> (matched: [ModelSnapshot], examined: Int) {
+        var matched: [ModelSnapshot] = []
+        var examined = 0
+        /// Whether the row matched (and was appended).
+        func consider(_ row: ModelSnapshot) throws -> Bool {
+            examined += 1
+            if !request.excluding.isEmpty && request.excluding.contains(row.id) { return false }
+            if let filter = request.filter {
+                do {
+                    guard try filter.matches(row) else { return false }
+                } catch is UnwrappedNil {
+                    throw FetchError.unwrappedNil(entity: entity.name, model: row.id)
+                }
+            }
+            matched.append(row)
+            return true
+        }
+        // As below: stop early only when the scan's order is the answer's and no count is wanted.
+        let inOrder = path?.deliversOrder ?? request.sort.isEmpty
+        let canStop = inOrder && limit != nil && request.resultType != .count
+        var matchedPositions: [Int] = []
+        if canStop { matchedPositions.reserveCapacity(limit!) }
+        // A scan that can stop reads what it still needs, then twice as much each time a batch falls short
+        // (a filter rejecting most rows), up to `batchSize`.
+        var batches = 0
+        if let path {
+            try scanOverBase(path, batch: {
+                batches += 1
+                guard canStop else { return Self.batchSize }
+                return batches == 1 ? limit! : max(limit! - matched.count, 8 << min(batches, 5))
+            }, { row, position in
+                if try consider(row) { matchedPositions.append(position) }
+                return !(canStop && matched.count >= limit!)
+            })
+        } else {
+            try forEachRow(batch: {
+                batches += 1
+                guard canStop else { return Self.batchSize }
+                return batches == 1 ? limit! : max(limit! - matched.count, 8 << min(batches, 5))
+            }, { row, position in
+                if try consider(row) { matchedPositions.append(position) }
+                return !(canStop && matched.count >= limit!)
+            })
+        }
+        if path != nil && !inOrder && request.sort.isEmpty {
+            // Insertion order: a base row's number, then the inserted rows'.
+            let order = matchedPositions.indices.sorted { matchedPositions[$0] < matchedPositions[$1] }
+            matched = order.map { matched[$0] }
+        } else if !inOrder {
+            try Self.sortRows(&matched, by: request.sort, entity: entity.name)
+        }
+        return (matched, examined)
+    }
+
+    /// Visits the rows an index scan over the base and the rows in memory reaches, in the index's order (key, then
+    /// identifier), each with its position, until `body` returns false: the base's entries (less those of rows
+    /// changed or deleted since) merged with the in-memory index's. Rows are handed to `body` in batches of
+    /// `batch()` (asked before each batch, at most ``batchSize``), the base's rows of a batch read in one
+    /// ``RowBase/rows(_:)`` call.
+    func scanOverBase(_ path: AccessPath, batch: () -> Int, _ body: (ModelSnapshot, Int) throws -> Bool) throws {
+        guard let base else { return }
+        /// A row reached: in memory (with its position), or a base row number still to read.
+        enum Reached {
+            case memory(ModelSnapshot, Int)
+            case base(Int)
+        }
+        var threshold = max(1, min(Self.batchSize, batch()))
+        var pending: [Reached] = []
+        pending.reserveCapacity(threshold)
+        var stopped = false
+        func flush() throws {
+            let numbers = pending.compactMap { if case .base(let number) = $0 { number } else { nil } }
+            let read = try baseRows(numbers)
+            var next = 0
+            for reached in pending where !stopped {
+                switch reached {
+                case let .memory(row, position): stopped = try !body(row, position)
+                case let .base(number):
+                    stopped = try !body(read[next], number)
+                    next += 1
+                }
+            }
+            pending.removeAll(keepingCapacity: true)
+            if !stopped { threshold = max(1, min(Self.batchSize, batch())) }
+        }
+        func push(_ reached: Reached) throws {
+            pending.append(reached)
+            if pending.count >= threshold { try flush() }
+        }
+        func memory(_ entry: IndexEntry) -> Reached {
+            // The in-memory index holds entries of rows in memory only.
+            let position = positions[entry.id]!
+            return .memory(memoryRow(position), position)
+        }
+        var cursor = indexes[path.index].cursor(from: path.lower, to: path.upper, reverse: path.reverse)
+        /// Whether an in-memory entry comes before a base entry in the scan's direction.
+        func before(_ a: IndexEntry, _ b: IndexEntry) -> Bool {
+            let order = IndexTree.order(a, b)
+            return path.reverse ? order > 0 : order < 0
+        }
+        var failure: (any Error)?
+        do {
+            try base.scanIndex(path.index, from: path.lower, to: path.upper, reverse: path.reverse) { entry, number in
+                do {
+                    while !stopped, let next = cursor.entry, before(next, entry) {
+                        try push(memory(next))
+                        cursor.advance()
+                    }
+                    if !stopped && !isOverridden(number) { try push(.base(number)) }
+                } catch {
+                    failure = error
+                    return false
+                }
+                return !stopped
+            }
+        } catch {
+            throw RowBaseFailure(entity: entity.name, error: error)
+        }
+        if let failure { throw failure }
+        while !stopped, let next = cursor.entry {
+            try push(memory(next))
+            cursor.advance()
+        }
+        if !stopped { try flush() }
     }
 
     /// Sorts rows by the keys, then by identifier so equal keys come back in a deterministic order, the same one

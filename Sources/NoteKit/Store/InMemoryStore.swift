@@ -27,7 +27,8 @@ public final class InMemoryStore: DataStore {
     ///
     /// - Complexity: O(`ids.count`).
     public func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
-        storage.withLock { storage in ids.map { storage.snapshot(for: $0) } }
+        // The storage has no base (it is made by `RowStorage(schema:)`), so its reads cannot throw.
+        storage.withLock { storage in storage.withoutBase { storage in try ids.map { try storage.snapshot(for: $0) } } }
     }
 
     /// Runs `request` over the saved rows, through the best declared index when one matches the filter or the sort.
@@ -42,7 +43,7 @@ public final class InMemoryStore: DataStore {
     ///
     /// - Complexity: one hash look-up.
     public func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) -> PersistentIdentifier? {
-        storage.withLock { $0.identifier(entity: entity, uniqueConstraint: constraint, key: key) }
+        storage.withLock { $0.withoutBase { try $0.identifier(entity: entity, uniqueConstraint: constraint, key: key) } }
     }
 
     /// The saved objects of `entity` whose relationship at position `relationship` points at `target`.
@@ -50,7 +51,7 @@ public final class InMemoryStore: DataStore {
     /// - Complexity: O(objects of `entity`).
     public func identifiers(entity: String, relationship: Int, referencing target: PersistentIdentifier)
         -> [PersistentIdentifier] {
-        storage.withLock { $0.identifiers(entity: entity, relationship: relationship, referencing: target) }
+        storage.withLock { $0.withoutBase { try $0.identifiers(entity: entity, relationship: relationship, referencing: target) } }
     }
 
     /// Validates `changes` against the saved rows, then applies them all and publishes their history record; nothing

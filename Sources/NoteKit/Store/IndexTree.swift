@@ -218,10 +218,59 @@ struct IndexTree: Sendable {
         return n
     }
 
+    /// A scan of the entries between the bounds (nil = unbounded), ascending or descending when `reverse`, read
+    /// one entry at a time: for merging this index with another ordered source (``RowBase/scanIndex``).
+    ///
+    /// The cursor holds its own copy of the tree (O(1), copy-on-write), so later changes to the tree do not move it.
+    func cursor(from lower: IndexBound?, to upper: IndexBound?, reverse: Bool = false) -> Cursor {
+        guard let (lo, hi) = range(lower, upper) else { return Cursor(chunks: [], at: nil, stop: nil, reverse: reverse) }
+        if !reverse { return Cursor(chunks: chunks, at: lo, stop: hi, reverse: false) }
+        // Descending: from the last entry before `hi` down to `lo`.
+        let last = hi.offset > 0 ? Position(chunk: hi.chunk, offset: hi.offset - 1)
+            : Position(chunk: hi.chunk - 1, offset: chunks[hi.chunk - 1].count - 1)
+        return Cursor(chunks: chunks, at: last, stop: lo, reverse: true)
+    }
+
+    /// One place in a scan (see ``cursor(from:to:reverse:)``).
+    struct Cursor {
+        private let chunks: [[Slot]]
+        /// The entry the cursor is on; nil once past the range.
+        private var at: Position?
+        /// Ascending: the exclusive end; descending: the inclusive first position.
+        private let stop: Position?
+        private let reverse: Bool
+
+        fileprivate init(chunks: [[Slot]], at: Position?, stop: Position?, reverse: Bool) {
+            self.chunks = chunks
+            self.at = at
+            self.stop = stop
+            self.reverse = reverse
+        }
+
+        /// The current entry, or nil when the scan is over.
+        var entry: IndexEntry? { at.map { chunks[$0.chunk][$0.offset].entry } }
+
+        /// Moves to the next entry of the scan.
+        mutating func advance() {
+            guard var position = at, let stop else { return }
+            if reverse {
+                if position.offset > 0 { position.offset -= 1 } else if position.chunk > 0 {
+                    position.chunk -= 1
+                    position.offset = chunks[position.chunk].count - 1
+                } else { at = nil; return }
+                at = position < stop ? nil : position
+            } else {
+                position.offset += 1
+                if position.offset == chunks[position.chunk].count { position = Position(chunk: position.chunk + 1, offset: 0) }
+                at = position < stop ? position : nil
+            }
+        }
+    }
+
     // MARK: - Positions
 
     /// A place between entries: before entry `offset` of chunk `chunk`. The end is (chunks.count, 0).
-    private struct Position: Comparable {
+    fileprivate struct Position: Comparable {
         var chunk: Int
         var offset: Int
         static func < (a: Position, b: Position) -> Bool { (a.chunk, a.offset) < (b.chunk, b.offset) }
@@ -275,6 +324,13 @@ struct IndexTree: Sendable {
     private static func compare(_ a: IndexEntry, _ da: UInt128, _ b: IndexEntry, _ db: UInt128) -> Int {
         if da != db && da & db & Slot.usable != 0 { return da < db ? -1 : 1 }
         if da == db && da & Slot.complete != 0 { return compareIDs(a.id, b.id) }
+        return order(a, b)
+    }
+
+    /// The order of the index (negative when `a` comes first, 0 when equal, positive after): key components in
+    /// turn (``StoredValue/compare(_:_:)``), then identifiers. The digests only ever shortcut this comparison.
+    @inline(__always)
+    static func order(_ a: IndexEntry, _ b: IndexEntry) -> Int {
         let c = compareKeys(a.key, b.key, count: min(a.key.count, b.key.count))
         return c != 0 ? c : compareIDs(a.id, b.id)
     }
@@ -385,12 +441,6 @@ extension IndexEntry {
 }
 
 extension IndexTree {
-    /// ``IndexEntry/compare(_:_:)``: the tree's own order, digests aside.
-    fileprivate static func order(_ a: IndexEntry, _ b: IndexEntry) -> Int {
-        let c = compareKeys(a.key, b.key, count: min(a.key.count, b.key.count))
-        return c != 0 ? c : compareIDs(a.id, b.id)
-    }
-
     fileprivate static func order(_ key: [StoredValue], prefix bound: [StoredValue]) -> Int {
         compareKeys(key, bound, count: min(key.count, bound.count))
     }

@@ -40,6 +40,12 @@ package struct NoActionReferences: Sendable {
     /// Whether the schema has no `.noAction` relationship with an inverse (then there is never anything to drop).
     package var isEmpty: Bool { links.isEmpty }
 
+    /// The targets of `row`'s `.noAction` relationships that have an inverse: the rows a delete of `row` updates.
+    package func targets(of row: ModelSnapshot) -> [PersistentIdentifier] {
+        guard let entityLinks = links[row.id.entityName] else { return [] }
+        return entityLinks.flatMap { row.relationships[$0.slot].identifiers }
+    }
+
     /// The updates that remove each of `deleted` from the inverse of its `.noAction` relationships' targets.
     ///
     /// - Parameter row: the stored row of an identifier, before the deletions are applied.

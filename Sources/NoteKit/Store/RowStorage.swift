@@ -4,17 +4,30 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The rows of a store in memory, with their indexes and unique constraints: the part every store shares.
+/// The rows of a store, with their indexes and unique constraints: the part every store shares.
 ///
 /// ``InMemoryStore`` is this and nothing else; the file store keeps one and appends each change set to its log
 /// before applying it here. Not thread-safe: a store guards it with a lock.
 ///
+/// Each entity's rows are either all in memory (``init(schema:)`` and ``load(_:generation:)``), or start as a
+/// ``RowBase`` (``init(schema:bases:generation:)``, the file store's checkpoint) with every later change laid over
+/// it in memory: base rows changed or deleted since, by row number, and rows inserted since, with in-memory index
+/// entries and unique keys for those rows only. Both answer every read identically.
+///
 /// Saves are split in two so a store can persist between them: ``validate(_:)`` throws and changes nothing;
-/// ``apply(_:)`` cannot fail.
+/// ``apply(_:timestamp:)`` cannot fail. Over a base, `validate` (through ``prepare(_:)``) reads every base row
+/// that `apply` will touch, so `apply` reads nothing from the base. A change set applied without `validate` (a
+/// record replayed or caught up from a log) must be prepared first: ``prepare(_:)``, then ``applyRows(_:)``.
+///
+/// A read of a base that throws surfaces as ``RowBaseFailure``, and changes nothing: the store may drop the base
+/// and replay its log instead. Without bases no method throws it.
 package final class RowStorage {
     /// The schema the rows follow.
     package let schema: Schema
-    private var tables: [String: EntityTable]
+    /// The tables in the schema's entity order; `numbers` finds them by entity name. An array, not a dictionary
+    /// of tables, so that reading a table (`tables[n].fetch(…)`) does not copy it.
+    private var tables: [EntityTable]
+    private let numbers: [String: Int]
     /// Increases by one with each applied change set.
     package private(set) var generation: UInt64 = 0
     /// A record of every change set applied, less what was deleted from history.
@@ -26,74 +39,162 @@ package final class RowStorage {
     /// Empty storage for `schema`.
     package init(schema: Schema) {
         self.schema = schema
-        tables = Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, EntityTable(entity: $0)) })
+        tables = schema.entities.map { EntityTable(entity: $0) }
+        numbers = Dictionary(schema.entities.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        hasBase = false
         noActionReferences = NoActionReferences(schema: schema)
+    }
+
+    /// Storage whose rows are the saved rows of `bases`, read on demand, at store generation `generation`.
+    ///
+    /// - Parameter bases: per entity name, the base holding its rows; an entity without one starts empty, a base
+    ///   of a name the schema does not have is ignored. A base's rows keep the versions it gives them.
+    /// - Complexity: O(entities); no base is read.
+    package init(schema: Schema, bases: [String: any RowBase], generation: UInt64) {
+        self.schema = schema
+        tables = schema.entities.map { EntityTable(entity: $0, base: bases[$0.name]) }
+        numbers = Dictionary(schema.entities.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        hasBase = tables.contains { $0.base != nil }
+        noActionReferences = NoActionReferences(schema: schema)
+        self.generation = generation
+    }
+
+    /// Whether some entity's rows start from a base (then reads may throw ``RowBaseFailure``).
+    package private(set) var hasBase: Bool
+
+    /// Runs `read`, a read of storage that has no base (an in-memory store, a store loaded by replaying its log),
+    /// which therefore cannot throw: for the callers that have no error to report.
+    ///
+    /// - Precondition: ``hasBase`` is false. NoteKit never gives such a caller storage with a base; no input can.
+    package func withoutBase<Result>(_ read: (RowStorage) throws -> Result) -> Result {
+        do { return try read(self) } catch {
+            preconditionFailure("storage without a base threw \(error), which only a base read can")
+        }
     }
 
     // MARK: Reading
 
     /// The row of `id`, if stored.
-    package func snapshot(for id: PersistentIdentifier) -> ModelSnapshot? {
-        tables[id.entityName]?.row(id)
+    ///
+    /// - Throws: ``RowBaseFailure``.
+    /// - Complexity: one hash look-up; over a base, one ``RowBase/rowNumber(of:)`` and one ``RowBase/rows(_:)``
+    ///   for a row not changed since.
+    package func snapshot(for id: PersistentIdentifier) throws -> ModelSnapshot? {
+        guard let number = numbers[id.entityName] else { return nil }
+        return try tables[number].row(id)
     }
 
-    /// How many rows `entity` has.
-    package func count(of entity: String) -> Int { tables[entity]?.count ?? 0 }
+    /// How many rows `entity` has. Never reads a base.
+    package func count(of entity: String) -> Int { numbers[entity].map { tables[$0].count } ?? 0 }
 
-    /// Every row of `entity`, in insertion order.
-    package func snapshots(of entity: String) -> [ModelSnapshot] {
-        tables[entity]?.rows.compactMap { $0 } ?? []
+    /// Every row of `entity`, in insertion order (a base's rows, each in its place even when changed since, then
+    /// the rows inserted since).
+    ///
+    /// - Throws: ``RowBaseFailure``.
+    /// - Complexity: O(rows); a base is read a few hundred rows per call.
+    package func snapshots(of entity: String) throws -> [ModelSnapshot] {
+        guard let number = numbers[entity] else { return [] }
+        var rows: [ModelSnapshot] = []
+        rows.reserveCapacity(tables[number].count)
+        try tables[number].forEachRow { row, _ in
+            rows.append(row)
+            return true
+        }
+        return rows
     }
 
     /// The entries of `entity`'s declared index `index` (its position in `Schema.Entity.indexes`), in the index's
     /// order: what a checkpoint lists, without sorting again.
     ///
-    /// - Complexity: O(rows of the entity).
-    package func indexEntries(of entity: String, index: Int) -> [IndexEntry] {
-        guard let table = tables[entity], index < table.indexes.count else { return [] }
-        return table.indexes[index].entries
+    /// - Throws: ``RowBaseFailure``.
+    /// - Complexity: O(rows of the entity); over a base, O(n log n) and every row read.
+    package func indexEntries(of entity: String, index: Int) throws -> [IndexEntry] {
+        guard let number = numbers[entity], index < tables[number].indexes.count else { return [] }
+        let table = tables[number]
+        guard table.base != nil else { return table.indexes[index].entries }
+        // Over a base the in-memory tree holds only the rows changed since: every row is read and sorted instead.
+        let slots = table.indexSlots[index]
+        var entries = try snapshots(of: entity).map { IndexEntry(key: EntityTable.key($0, slots), id: $0.id) }
+        entries.sort { IndexEntry.compare($0, $1) < 0 }
+        return entries
     }
 
     /// The holder of a unique key, if any.
-    package func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) -> PersistentIdentifier? {
-        guard let table = tables[entity], constraint < table.uniques.count else { return nil }
-        return table.uniques[constraint][key]
+    ///
+    /// - Throws: ``RowBaseFailure``.
+    package func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) throws
+        -> PersistentIdentifier? {
+        guard let number = numbers[entity], constraint < tables[number].uniques.count else { return nil }
+        return try tables[number].uniqueHolder(constraint, key: key)
     }
 
-    /// Rows of `entity` whose relationship `relationship` targets `target`.
-    package func identifiers(entity: String, relationship: Int, referencing target: PersistentIdentifier)
+    /// Rows of `entity` whose relationship `relationship` targets `target`, in insertion order.
+    ///
+    /// - Throws: ``RowBaseFailure``.
+    /// - Complexity: O(rows of `entity`).
+    package func identifiers(entity: String, relationship: Int, referencing target: PersistentIdentifier) throws
         -> [PersistentIdentifier] {
-        guard let table = tables[entity] else { return [] }
-        return table.rows.compactMap { row in
-            guard let row, row.relationships[relationship].contains(target) else { return nil }
-            return row.id
+        guard let number = numbers[entity] else { return [] }
+        var ids: [PersistentIdentifier] = []
+        try tables[number].forEachRow { row, _ in
+            if row.relationships[relationship].contains(target) { ids.append(row.id) }
+            return true
         }
+        return ids
     }
 
     // MARK: Saving
 
-    /// Checks that `changes` can be applied: inserted objects are new, updated and deleted ones exist, and no
-    /// unique constraint would hold two objects with the same key.
+    /// Reads from the bases every row that applying `changes` will touch (updated and deleted rows, and the
+    /// targets of deleted rows' `.noAction` relationships), so that ``applyRows(_:)`` reads nothing from them.
     ///
-    /// - Throws: ``SaveError``; nothing is changed either way.
+    /// Storage without bases has nothing to read. What was read is kept until the next change set is applied.
+    ///
+    /// - Throws: ``RowBaseFailure``; nothing is changed then.
+    package func prepare(_ changes: ChangeSet) throws {
+        guard hasBase else { return }
+        var read: [String: [PersistentIdentifier: EntityTable.Located?]] = [:]
+        func locate(_ id: PersistentIdentifier) throws -> ModelSnapshot? {
+            guard let number = numbers[id.entityName] else { return nil }
+            if let known = tables[number].known(id) { return known?.row }
+            if let earlier = read[id.entityName]?[id] { return earlier?.row }
+            let found = try tables[number].readBase(id)
+            read[id.entityName, default: [:]][id] = .some(found)
+            return found?.row
+        }
+        for update in changes.updated { _ = try locate(update.id) }
+        for deletion in changes.deleted {
+            guard let row = try locate(deletion.id) else { continue }
+            for target in noActionReferences.targets(of: row) { _ = try locate(target) }
+        }
+        for (entity, rows) in read { tables[numbers[entity]!].prepared.merge(rows) { $1 } }
+    }
+
+    /// Checks that `changes` can be applied: inserted objects are new, updated and deleted ones exist, and no
+    /// unique constraint would hold two objects with the same key; over a base, first ``prepare(_:)``s them.
+    ///
+    /// - Throws: ``SaveError``, or ``RowBaseFailure``; nothing is changed either way.
     package func validate(_ changes: ChangeSet) throws {
+        try prepare(changes)
         var touched = Set<String>()
         for row in changes.inserted {
-            guard let table = tables[row.id.entityName] else { throw SaveError.objectNotFound(row.id) }
-            if table.positions[row.id] != nil { throw SaveError.duplicateIdentifier(row.id) }
+            guard let number = numbers[row.id.entityName] else { throw SaveError.objectNotFound(row.id) }
+            if try tables[number].contains(row.id) { throw SaveError.duplicateIdentifier(row.id) }
             touched.insert(row.id.entityName)
         }
         for update in changes.updated {
-            guard tables[update.id.entityName]?.positions[update.id] != nil else {
+            guard let number = numbers[update.id.entityName], tables[number].resolved(update.id) != nil else {
                 throw SaveError.objectNotFound(update.id)
             }
             touched.insert(update.id.entityName)
         }
-        for deletion in changes.deleted where tables[deletion.id.entityName]?.positions[deletion.id] == nil {
-            throw SaveError.objectNotFound(deletion.id)
+        for deletion in changes.deleted {
+            guard let number = numbers[deletion.id.entityName], tables[number].resolved(deletion.id) != nil else {
+                throw SaveError.objectNotFound(deletion.id)
+            }
         }
-        for name in touched where !(tables[name]!.uniqueSlots.isEmpty) {
-            try tables[name]!.validateUniqueness(changes)
+        for name in touched where !(tables[numbers[name]!].uniqueSlots.isEmpty) {
+            try tables[numbers[name]!].validateUniqueness(changes)
         }
     }
 
@@ -115,28 +216,53 @@ package final class RowStorage {
     /// A deleted object's `.noAction` relationships change nothing in the context, but their targets' inverse
     /// would still name the deleted object here: those references are dropped, so that a predicate on the
     /// inverse (`$0.folder == nil`) agrees with reading it (nil), now and after a reopen replays the delete.
+    ///
+    /// - Precondition: over a base, ``prepare(_:)`` (or ``validate(_:)``) read `changes`' rows and nothing
+    ///   changed since. Reads nothing from a base, so it cannot fail.
     package func applyRows(_ changes: ChangeSet) {
         generation += 1
-        for update in noActionReferences.updates(deleting: changes.deleted, row: snapshot(for:)) {
-            tables[update.id.entityName]?.update(update, version: generation)
+        let references = noActionReferences.updates(deleting: changes.deleted) {
+            guard let number = self.numbers[$0.entityName] else { return nil }
+            return self.tables[number].resolved($0)?.row
         }
-        for deletion in changes.deleted { tables[deletion.id.entityName]?.remove(deletion.id) }
-        for update in changes.updated { tables[update.id.entityName]?.update(update, version: generation) }
+        for update in references {
+            if let number = numbers[update.id.entityName] { tables[number].update(update, version: generation) }
+        }
+        for deletion in changes.deleted {
+            if let number = numbers[deletion.id.entityName] { tables[number].remove(deletion.id) }
+        }
+        for update in changes.updated {
+            if let number = numbers[update.id.entityName] { tables[number].update(update, version: generation) }
+        }
         var inserted: [String: [ModelSnapshot]] = [:]
         for var row in changes.inserted {
             row.version = generation
             inserted[row.id.entityName, default: []].append(row)
         }
-        for (entity, rows) in inserted { tables[entity]?.insert(rows) }
+        for (entity, rows) in inserted {
+            if let number = numbers[entity] { tables[number].insert(rows) }
+        }
+        if hasBase {
+            for number in tables.indices where !tables[number].prepared.isEmpty { tables[number].prepared = [:] }
+        }
     }
 
-    /// Replaces every row at once (a store's initial load): indexes are built once, not row by row.
+    /// Replaces every row at once (a store's initial load): indexes are built once, not row by row. An entity
+    /// that had a base no longer has it.
     ///
     /// - Parameter rows: the rows of every entity, each entity's in insertion order.
     package func load(_ rows: [ModelSnapshot], generation: UInt64) {
         var byEntity: [String: [ModelSnapshot]] = [:]
         for row in rows { byEntity[row.id.entityName, default: []].append(row) }
-        for (name, entityRows) in byEntity { tables[name]?.load(entityRows) }
+        if hasBase {
+            for number in tables.indices where tables[number].base != nil {
+                tables[number] = EntityTable(entity: tables[number].entity)
+            }
+            hasBase = false
+        }
+        for (name, entityRows) in byEntity {
+            if let number = numbers[name] { tables[number].load(entityRows) }
+        }
         self.generation = generation
     }
 
@@ -144,26 +270,69 @@ package final class RowStorage {
 
     /// Runs a fetch over the rows.
     ///
-    /// - Throws: ``FetchError/unknownEntity(_:)``, ``FetchError/unwrappedNil(entity:model:)``.
+    /// - Throws: ``FetchError/unknownEntity(_:)``, ``FetchError/unwrappedNil(entity:model:)``,
+    ///   ``RowBaseFailure``.
     package func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult {
-        guard let table = tables[request.entity] else { throw FetchError.unknownEntity(request.entity) }
-        return try table.fetch(request)
+        guard let number = numbers[request.entity] else { throw FetchError.unknownEntity(request.entity) }
+        return try tables[number].fetch(request)
     }
 }
 
+/// A read of an entity's ``RowBase`` that threw, or answered what was not asked: the storage changed nothing, and
+/// the store may stop using the base.
+package struct RowBaseFailure: Error, CustomStringConvertible {
+    /// The entity whose base failed.
+    package var entity: String
+    /// What the base threw, or what was wrong with its answer.
+    package var error: any Error
+
+    package var description: String { "the saved rows of \(entity) could not be read: \(error)" }
+}
+
+/// A base's answer that contradicts the question (so the base is damaged, or not what it claims to be).
+struct RowBaseMismatch: Error, CustomStringConvertible {
+    var description: String
+}
+
 /// One entity's rows in insertion order, with a position map, its indexes and its unique keys.
+///
+/// Over a base, rows `0..<baseCount` are the base's, numbered as it numbers them, and `rows` holds the rows
+/// inserted since, at positions `baseCount...` (position `baseCount + i` is `rows[i]`). A base row changed since is
+/// in `changed` under its number, and in `positions`; a deleted one is in `deleted`. `positions`, `indexes` and
+/// `uniques` cover the rows in memory only (changed and inserted); a scan skips a base entry whose row is in memory
+/// or deleted. Without a base, `baseCount` is 0 and the table is all rows in memory.
 struct EntityTable {
     let entity: Schema.Entity
+    /// The saved rows the table starts from, or nil.
+    let base: (any RowBase)?
+    /// The base's row count (0 without a base).
+    let baseCount: Int
     var positions: [PersistentIdentifier: Int] = [:]
     var rows: ContiguousArray<ModelSnapshot?> = []
     var holes = 0
+    /// Base rows changed since, by row number.
+    var changed: [Int: ModelSnapshot] = [:]
+    /// Base rows deleted since: their identifiers, and their row numbers.
+    var deletedIDs: [PersistentIdentifier: Int] = [:]
+    var deleted = Set<Int>()
+    /// Base rows read by ``RowStorage/prepare(_:)`` for the next change set applied (nil: the base does not hold
+    /// the identifier). A base never changes, so these never go stale; a row in memory takes precedence.
+    var prepared: [PersistentIdentifier: Located?] = [:]
     let indexSlots: [[Int]]
     var indexes: [IndexTree]
     let uniqueSlots: [[Int]]
     var uniques: [[[StoredValue]: PersistentIdentifier]]
 
-    init(entity: Schema.Entity) {
+    /// A row and its position in insertion order (over a base, a base row's number).
+    struct Located {
+        var position: Int
+        var row: ModelSnapshot
+    }
+
+    init(entity: Schema.Entity, base: (any RowBase)? = nil) {
         self.entity = entity
+        self.base = base
+        baseCount = base?.count ?? 0
         // Schema validation guarantees every name resolves.
         indexSlots = entity.indexes.map { $0.compactMap(entity.attributeIndex(named:)) }
         indexes = indexSlots.map { IndexTree(keyCount: $0.count) }
@@ -171,10 +340,125 @@ struct EntityTable {
         uniques = uniqueSlots.map { _ in [:] }
     }
 
-    var count: Int { positions.count }
+    var count: Int { baseCount - deleted.count + positions.count - changed.count }
 
-    func row(_ id: PersistentIdentifier) -> ModelSnapshot? {
-        positions[id].flatMap { rows[$0] }
+    /// The rows in memory: inserted ones, and base rows changed since.
+    private var memoryCount: Int { positions.count }
+
+    /// The row in memory at `position` (which `positions` gave).
+    func memoryRow(_ position: Int) -> ModelSnapshot {
+        // `positions` only holds positions of rows in memory.
+        position < baseCount ? changed[position]! : rows[position - baseCount]!
+    }
+
+    func row(_ id: PersistentIdentifier) throws -> ModelSnapshot? {
+        if let position = positions[id] { return memoryRow(position) }
+        guard base != nil, deletedIDs[id] == nil else { return nil }
+        if let found = prepared[id] { return found?.row }
+        return try readBase(id)?.row
+    }
+
+    /// The row of `id` as far as memory knows it: a row in memory, or one ``RowStorage/prepare(_:)`` read.
+    func resolved(_ id: PersistentIdentifier) -> Located? {
+        if let found = known(id) { return found }
+        assertionFailure("\(id) was not prepared")
+        return nil
+    }
+
+    /// The row of `id` when memory knows it (.some(nil): it is known not to be here), nil when only the base does.
+    func known(_ id: PersistentIdentifier) -> Located?? {
+        if let position = positions[id] { return Located(position: position, row: memoryRow(position)) }
+        guard base != nil, deletedIDs[id] == nil else { return .some(nil) }
+        return prepared[id]
+    }
+
+    /// Whether the table holds `id`.
+    func contains(_ id: PersistentIdentifier) throws -> Bool {
+        if positions[id] != nil { return true }
+        guard let base, deletedIDs[id] == nil else { return false }
+        if let found = prepared[id] { return found != nil }
+        return try reading { try base.rowNumber(of: id.primaryKey) } != nil
+    }
+
+    /// Reads the base row of `id`, which is not in memory nor deleted.
+    func readBase(_ id: PersistentIdentifier) throws -> Located? {
+        guard let base else { return nil }
+        guard let number = try reading({ try base.rowNumber(of: id.primaryKey) }) else { return nil }
+        let row = try baseRows([number])[0]
+        guard row.id == id else {
+            throw RowBaseFailure(entity: entity.name, error: RowBaseMismatch(
+                description: "row \(number), which rowNumber(of:) gives for \(id), is \(row.id)"))
+        }
+        return Located(position: number, row: row)
+    }
+
+    /// Runs a read of the base, naming the entity in what it throws.
+    func reading<T>(_ read: () throws -> T) throws -> T {
+        do { return try read() } catch let failure as RowBaseFailure { throw failure } catch {
+            throw RowBaseFailure(entity: entity.name, error: error)
+        }
+    }
+
+    /// The base rows numbered `numbers`, checked to be as many as asked.
+    func baseRows(_ numbers: [Int]) throws -> [ModelSnapshot] {
+        guard let base, !numbers.isEmpty else { return [] }
+        let found = try reading { try base.rows(numbers) }
+        guard found.count == numbers.count else {
+            throw RowBaseFailure(entity: entity.name, error: RowBaseMismatch(
+                description: "rows(_:) gave \(found.count) rows for \(numbers.count) row numbers"))
+        }
+        return found
+    }
+
+    /// Whether base row `number` is in memory or deleted (then the base's copy and its keys are stale).
+    @inline(__always)
+    func isOverridden(_ number: Int) -> Bool {
+        // Most bases have no change over them: skip the hashing then.
+        (!changed.isEmpty && changed[number] != nil) || (!deleted.isEmpty && deleted.contains(number))
+    }
+
+    /// The holder of `key` for unique constraint `constraint`.
+    func uniqueHolder(_ constraint: Int, key: [StoredValue]) throws -> PersistentIdentifier? {
+        if let holder = uniques[constraint][key] { return holder }
+        guard let base, Self.isConstraining(key) else { return nil }
+        guard let number = try reading({ try base.uniqueHolder(constraint, key: key) }), !isOverridden(number) else {
+            return nil
+        }
+        return try baseRows([number])[0].id
+    }
+
+    /// The number of rows a batched read of a base asks for at once.
+    static let batchSize = 256
+
+    /// Visits every row in insertion order with its position, reading a base `batchSize` rows at a time, until
+    /// `body` returns false.
+    ///
+    /// - Parameter batch: the number of base rows to read next (at most `batchSize`), asked before each read.
+    func forEachRow(batch: () -> Int = { EntityTable.batchSize },
+                    _ body: (ModelSnapshot, Int) throws -> Bool) throws {
+        var number = 0
+        while number < baseCount {
+            let end = min(baseCount, number + max(1, min(Self.batchSize, batch())))
+            let pristine = changed.isEmpty && deleted.isEmpty
+            let wanted = pristine ? Array(number..<end) : (number..<end).filter { !isOverridden($0) }
+            let read = try baseRows(wanted)
+            var next = 0
+            for position in number..<end {
+                let row: ModelSnapshot
+                if pristine || !isOverridden(position) {
+                    row = read[next]
+                    next += 1
+                } else if let current = changed[position] {
+                    row = current
+                } else { continue }
+                if try !body(row, position) { return }
+            }
+            number = end
+        }
+        for (offset, row) in rows.enumerated() {
+            guard let row else { continue }
+            if try !body(row, baseCount + offset) { return }
+        }
     }
 
     static func key(_ row: ModelSnapshot, _ slots: [Int]) -> [StoredValue] { slots.map { row.attributes[$0] } }
@@ -185,7 +469,7 @@ struct EntityTable {
     // MARK: Changes
 
     mutating func insert(_ row: ModelSnapshot) {
-        positions[row.id] = rows.count
+        positions[row.id] = baseCount + rows.count
         rows.append(row)
         addKeys(row)
     }
@@ -193,41 +477,56 @@ struct EntityTable {
     /// Inserts a batch. A batch that is large next to the table rebuilds each index in one sort instead of
     /// inserting entry by entry (100,000 entries: one sort of about 25 ms instead of 140 ms of insertions).
     mutating func insert(_ batch: [ModelSnapshot]) {
-        guard batch.count >= 1024, batch.count * 4 >= count, !indexSlots.isEmpty else {
+        guard batch.count >= 1024, batch.count * 4 >= memoryCount, !indexSlots.isEmpty else {
             for row in batch { insert(row) }
             return
         }
-        positions.reserveCapacity(count + batch.count)
+        positions.reserveCapacity(memoryCount + batch.count)
         for row in batch {
-            positions[row.id] = rows.count
+            positions[row.id] = baseCount + rows.count
             rows.append(row)
             for (number, slots) in uniqueSlots.enumerated() {
                 let key = Self.key(row, slots)
                 if Self.isConstraining(key) { uniques[number][key] = row.id }
             }
         }
-        let live = rows.compactMap { $0 }
+        // The indexes in memory cover the base rows changed since as well.
+        let live = changed.isEmpty ? rows.compactMap { $0 } : Array(changed.values) + rows.compactMap { $0 }
         for (number, slots) in indexSlots.enumerated() {
             indexes[number].bulkLoad(live.map { IndexEntry(key: Self.key($0, slots), id: $0.id) })
         }
     }
 
     mutating func remove(_ id: PersistentIdentifier) {
-        guard let position = positions.removeValue(forKey: id), let row = rows[position] else { return }
-        removeKeys(row)
-        rows[position] = nil
+        guard let found = resolved(id) else { return }
+        if found.position < baseCount {
+            if positions.removeValue(forKey: id) != nil {
+                changed[found.position] = nil
+                removeKeys(found.row)
+            }
+            deleted.insert(found.position)
+            deletedIDs[id] = found.position
+            return
+        }
+        positions[id] = nil
+        removeKeys(found.row)
+        rows[found.position - baseCount] = nil
         holes += 1
         if holes > 64 && holes > rows.count / 2 { compactHoles() }
     }
 
     mutating func update(_ update: ModelUpdate, version: UInt64) {
-        guard let position = positions[update.id], let before = rows[position] else { return }
-        let row = before.applying(update, version: version)
-        if !update.attributes.isEmpty {
+        guard let found = resolved(update.id) else { return }
+        let before = found.row, row = before.applying(update, version: version)
+        if found.position < baseCount && positions[update.id] == nil {
+            // A base row's first change: its base keys are stale from now on, all of its keys go in memory.
+            positions[update.id] = found.position
+            addKeys(row)
+        } else if !update.attributes.isEmpty {
             removeKeys(before, onlyChanged: row)
             addKeys(row, onlyChanged: before)
         }
-        rows[position] = row
+        if found.position < baseCount { changed[found.position] = row } else { rows[found.position - baseCount] = row }
     }
 
     mutating func load(_ loaded: [ModelSnapshot]) {
@@ -250,7 +549,7 @@ struct EntityTable {
 
     private mutating func compactHoles() {
         rows = ContiguousArray(rows.filter { $0 != nil })
-        for (position, row) in rows.enumerated() { positions[row!.id] = position }
+        for (offset, row) in rows.enumerated() { positions[row!.id] = baseCount + offset }
         holes = 0
     }
 
@@ -284,12 +583,12 @@ struct EntityTable {
     /// Throws when, after `changes`, two rows of this entity would share a unique key.
     func validateUniqueness(_ changes: ChangeSet) throws {
         let name = entity.name
-        let deleted = Set(changes.deleted.lazy.map(\.id).filter { $0.entityName == name })
+        let deletedNow = Set(changes.deleted.lazy.map(\.id).filter { $0.entityName == name })
         // The rows this save writes, in their new state.
         var written: [ModelSnapshot] = changes.inserted.filter { $0.id.entityName == name }
         var updatedKeys: [PersistentIdentifier: ModelSnapshot] = [:]
         for update in changes.updated where update.id.entityName == name {
-            guard var row = row(update.id) else { continue }
+            guard var row = resolved(update.id)?.row else { continue }
             for change in update.attributes { row.attributes[change.index] = change.value }
             written.append(row)
             updatedKeys[row.id] = row
@@ -304,7 +603,7 @@ struct EntityTable {
                         entity: name, properties: slots.map { entity.attributes[$0].name }, values: key, existing: other)
                 }
                 claimed[key] = row.id
-                if let holder = uniques[number][key], holder != row.id, !deleted.contains(holder) {
+                if let holder = try uniqueHolder(number, key: key), holder != row.id, !deletedNow.contains(holder) {
                     // The holder may be giving the key up in this same save.
                     if let newHolderRow = updatedKeys[holder], Self.key(newHolderRow, slots) != key { continue }
                     throw SaveError.uniqueConstraintViolation(

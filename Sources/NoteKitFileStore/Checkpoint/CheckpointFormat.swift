@@ -170,7 +170,7 @@ enum Checkpoint {
     /// - Throws: ``Unwritable`` when an entity has more rows than a u32 row number counts.
     /// - Complexity: O(rows × log rows) for the sorted sections; one pass for the rest.
     static func encode(_ opening: CheckpointOpening, schema: Schema, entities: [EntityRows],
-                       indexEntries: (_ entity: String, _ index: Int) -> [IndexEntry], blobs: Set<String>) throws
+                       indexEntries: (_ entity: String, _ index: Int) throws -> [IndexEntry], blobs: Set<String>) throws
         -> [UInt8] {
         var bodies: [(entries: Int, size: Int, bytes: [UInt8])] = []
         var described: [(name: String, rows: Int, indexes: [[String]], uniques: [[String]])] = []
@@ -210,7 +210,7 @@ enum Checkpoint {
                 return lo < keyed.count && keyed[lo].words == target ? keyed[lo].row : nil
             }
             for index in entity.indexes.indices {
-                let entries = indexEntries(entity.name, index)
+                let entries = try indexEntries(entity.name, index)
                 var section = [UInt8]()
                 section.reserveCapacity(entries.count * rowNumberSize)
                 for entry in entries {

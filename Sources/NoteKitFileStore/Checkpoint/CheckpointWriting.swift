@@ -191,7 +191,7 @@ extension Checkpoint {
                                   EntityRows(entity: entity, rows: perEntity[entity.name]?.rows ?? [],
                                              places: perEntity[entity.name]?.places ?? [])
                               },
-                              indexEntries: { storage.indexEntries(of: $0, index: $1) },
+                              indexEntries: { try storage.indexEntries(of: $0, index: $1) },
                               blobs: FileStore.referencedBlobs(allRows, schema: schema))
         } catch let error as Unwritable {
             throw damage(snapshot.offset, error.description)
