@@ -9,7 +9,9 @@
 // - whole, as JSON, as a segment file's bytes (magic line, then frames) and as a MANIFEST file;
 // - line by line, each line a record payload, decoded alone in the notes schema;
 // - the lines framed with valid checksums after a segment record, and replayed as a one-segment store (strictly and
-//   point in time) and verified by StoreVerifier: checksums never stand between the fuzzer and the decoder.
+//   point in time) and verified by StoreVerifier: checksums never stand between the fuzzer and the decoder;
+// - whole as a CHECKPOINT file, and as the header record of one (framed with a valid checksum, in whole pages),
+//   read by the checkpoint reader: what it refuses, it refuses with a CheckpointDamage.
 
 import FoundationEssentials
 import NoteKit
@@ -161,6 +163,18 @@ private func fuzzReplay(_ input: UnsafeRawBufferPointer, _ lines: [Range<Int>]) 
     }
 }
 
+private func fuzzCheckpoint(_ input: UnsafeRawBufferPointer) {
+    let layout = StoreLayout(root: root)
+    let files = MemoryFileSystem()
+    var framed = Checkpoint.magic + frame(input)
+    framed += [UInt8](repeating: 0, count: (4096 - framed.count % 4096) % 4096 + 4096)
+    for bytes in [Array(input), framed] {
+        files.files[layout.checkpoint] = bytes
+        do { _ = try CheckpointReader.readHeader(layout.checkpoint, fileSystem: files) } catch is CheckpointDamage {
+        } catch { expectTyped(error, "the checkpoint's header") }
+    }
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let data else { return 0 }
@@ -171,5 +185,6 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let lines = lines(input)
     fuzzRecords(input, lines)
     fuzzReplay(input, lines)
+    fuzzCheckpoint(input)
     return 0
 }

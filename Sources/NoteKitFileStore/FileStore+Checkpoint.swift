@@ -99,3 +99,313 @@ struct BoundedFileSystem: StoreFileSystem {
     func tryLock(_ path: String) throws -> (any StoreLockHandle)? { try base.tryLock(path) }
     func kind(of path: String) throws -> StoreFileKind? { try base.kind(of: path) }
 }
+/// Why an open did not go through the checkpoint although it is sound: the rows it describes are not the state
+/// this open needs (a migration, by this open or in the log after the checkpoint).
+struct CheckpointInapplicable: Error, Hashable {
+    var reason: String
+}
+
+extension FileStore {
+    /// What trying to open through the checkpoint came to.
+    enum CheckpointOutcome {
+        /// Opened: the state, read through it.
+        case opened(CheckpointedOpen)
+        /// Not usable for this open, but not damaged either.
+        case inapplicable(String)
+        /// Missing, stale, or damaged where it was read: a writable open writes it anew.
+        case damaged(CheckpointDamage)
+    }
+
+    /// What an open through a checkpoint read: the manifest, the checkpoint, the opening's schemas and the log after
+    /// the checkpoint, applied over the checkpoint's rows.
+    struct CheckpointedOpen {
+        var manifest: Manifest
+        var manifestStatus: StoreFileStatus?
+        var reader: CheckpointReader
+        var schemas: [Schema]
+        var rows: RowStorage
+        var lastTransaction: UInt64
+        var operationsLogged: Int
+        /// The last segment, where its last intact record ends, and its format version.
+        var segment: Int
+        var end: Int
+        var version: Int
+        /// The bytes of the segments before the last.
+        var closedSegmentBytes: Int
+        /// What follows the last intact record of the last segment, when it is not reserved space.
+        var tornTail: (segment: Int, path: String, offset: Int, length: Int, reason: String)?
+        /// Blobs the transactions after the checkpoint name (the checkpoint lists those its rows name).
+        var tailBlobs: Set<String>
+        /// For a writable open, the blobs live rows name (what its cleanup keeps); empty for a read-only one.
+        var referencedBlobs: Set<String>
+        var historyPrefix: HistoryPrefix
+    }
+
+    /// Opens the store through its checkpoint (docs/FORMAT.md, *Using a checkpoint*), reading the manifest, the
+    /// checkpoint's header, the opening's `segment` and `schema` records and the log after the opening, over a pinned
+    /// manifest.
+    ///
+    /// - Returns: the state; or why the store must be replayed instead: `.inapplicable` for a schema this open
+    ///   migrates or a migration in the log after the checkpoint, `.damaged` for a checkpoint that does not describe
+    ///   the manifest's first segment or is damaged wherever it was read (a writable open then writes it anew), and
+    ///   for damage in the log after it. Never throws: whatever went wrong here, replaying the segments decides (and
+    ///   reports damage, if there is any).
+    static func openThroughCheckpoint(layout: StoreLayout, configuration: FileStoreConfiguration, schema: Schema,
+                                      blobs: BlobStore) -> CheckpointOutcome {
+        let fileSystem = configuration.fileSystem
+        let read = PinnedRead(layout: layout, fileSystem: fileSystem, timeout: configuration.readRetryTimeout,
+                              clocks: configuration.clocks)
+        do {
+            // Not applicable is an answer, not an error: a pinned read tries a failed read again.
+            let found = try read.run { pin -> Result<CheckpointedOpen, CheckpointInapplicable> in
+                do {
+                    return .success(try openThroughCheckpoint(pin: pin, layout: layout, schema: schema, blobs: blobs,
+                                                              fileSystem: fileSystem,
+                                                              writable: configuration.mode != .readOnly))
+                } catch let skipped as CheckpointInapplicable {
+                    return .failure(skipped)
+                }
+            }
+            switch found {
+            case .success(let opened): return .opened(opened)
+            case .failure(let skipped): return .inapplicable(skipped.reason)
+            }
+        } catch let damage as CheckpointDamage {
+            return .damaged(damage)
+        } catch {
+            return .damaged(CheckpointDamage(file: layout.checkpoint, offset: 0, reason: "\(error)"))
+        }
+    }
+
+    private static func openThroughCheckpoint(pin: PinnedRead.Pin, layout: StoreLayout, schema: Schema,
+                                              blobs: BlobStore, fileSystem: any StoreFileSystem,
+                                              writable: Bool) throws
+        -> CheckpointedOpen {
+        let manifest = try pin.manifest
+        guard let first = manifest.segments.first else {
+            throw CheckpointDamage(file: layout.manifest, offset: 0, reason: "the manifest lists no segment")
+        }
+        guard try fileSystem.kind(of: layout.checkpoint) != nil else {
+            throw CheckpointDamage(file: layout.checkpoint, offset: 0, reason: "there is no checkpoint")
+        }
+        // The opening's schema history, from the byte range the header gives.
+        let header = try CheckpointReader.readHeader(layout.checkpoint, fileSystem: fileSystem)
+        let segmentPath = layout.segment(first)
+        let bounded = BoundedFileSystem(base: fileSystem, path: segmentPath, limit: header.schemas.upperBound)
+        let head = try SegmentScan.read(segmentPath, number: first, fileSystem: bounded)
+        var schemas: [Schema] = []
+        var sawHeader = false
+        try head.forEachRecord(blobs: nil) { entry in
+            guard entry.offset >= header.schemas.lowerBound || !sawHeader else {
+                throw CheckpointDamage(file: segmentPath, offset: entry.recordOffset,
+                                       reason: "a record before the checkpoint's schema range")
+            }
+            switch try entry.decode(schema: nil) {
+            case .segment where !sawHeader: sawHeader = true
+            case .schema(let stored) where entry.recordOffset >= header.schemas.lowerBound: schemas.append(stored)
+            default:
+                throw CheckpointDamage(file: segmentPath, offset: entry.recordOffset,
+                                       reason: "the checkpoint's schema range holds a record that is not a schema")
+            }
+        }
+        guard head.tail == nil, head.undecodable == nil, head.end == header.schemas.upperBound, let stored = schemas.last
+        else {
+            throw CheckpointDamage(file: segmentPath, offset: head.end,
+                                   reason: "the segment's schema records do not fill the checkpoint's schema range")
+        }
+        guard case .current(let recorded) = try SchemaVersioning.decide(schema, history: schemas) else {
+            throw CheckpointInapplicable(reason: "this open migrates the store")
+        }
+        let reader = try CheckpointReader.open(layout: layout, fileSystem: fileSystem, store: manifest.store,
+                                               segment: first, schema: stored, blobs: blobs).get()
+        guard reader.header == header else {
+            throw CheckpointDamage(file: layout.checkpoint, offset: 0, reason: "the checkpoint changed while read")
+        }
+        let rows = RowStorage(schema: recorded, bases: reader.bases, generation: header.lastTransaction)
+        var lastTransaction = header.lastTransaction
+        var operationsLogged = header.rowCount
+        let start = ReadPosition(manifest: manifest, manifestStatus: pin.status, segment: first, offset: header.end,
+                                 version: head.version)
+        var last: (end: Int, size: Int, tail: SegmentScan.Tail?)?
+        guard let pending = try decodeAppended(after: start, in: manifest, stored: stored, schema: schema,
+                                               layout: layout, fileSystem: fileSystem, blobs: blobs,
+                                               lastScan: { last = ($0.end, $0.fileSize, $0.tail) }) else {
+            throw CheckpointInapplicable(reason: "the log after the checkpoint changes the schema (a migration)")
+        }
+        var tailBlobs = Set<String>()
+        var mayReleaseBlobs = false
+        let external = Dictionary(uniqueKeysWithValues: recorded.entities.map { entity in
+            (entity.name, Set(entity.attributes.indices.filter { entity.attributes[$0].has(.externalStorage) }))
+        })
+        var (segment, end, version) = (first, header.end, head.version)
+        for entry in pending {
+            if case .transaction(let transaction) = entry.record {
+                let changes = transaction.changes
+                tailBlobs.formUnion(referencedBlobs(changes, schema: recorded))
+                mayReleaseBlobs = mayReleaseBlobs
+                    || changes.deleted.contains { !(external[$0.id.entityName]?.isEmpty ?? true) }
+                    || changes.updated.contains { update in
+                        update.attributes.contains { external[update.id.entityName]?.contains($0.index) ?? false }
+                    }
+            }
+            _ = try apply(entry, to: rows, lastTransaction: &lastTransaction, operationsLogged: &operationsLogged,
+                          layout: layout)
+            (segment, end, version) = (entry.segment, entry.end, entry.version)
+        }
+        if let last = manifest.segments.last, last != segment {
+            // The last segment holds no record yet past its header (a rotation's segment is never empty, so this is
+            // a segment whose header was not decoded: damage, for the replay to report).
+            throw CheckpointDamage(file: layout.segment(last), offset: 0, reason: "the last segment was not read")
+        }
+        // What follows the last intact record of the last segment: a torn tail (a save cut short), reserved space
+        // (zeros), or nothing; the scan that read the log saw it.
+        var tornTail: (segment: Int, path: String, offset: Int, length: Int, reason: String)?
+        guard let last, last.end == end else {
+            throw CheckpointDamage(file: layout.segment(segment), offset: end, reason: "the log's end was not read")
+        }
+        if let tail = last.tail {
+            tornTail = (segment, layout.segment(segment), tail.offset, last.size - tail.offset, tail.reason)
+        }
+        // The checkpoint lists the blobs its rows name, the log after it those it adds. When that log deleted or
+        // changed an external value, a listed blob may be named by no row now: only reading every row tells.
+        var referenced = Set<String>()
+        if writable {
+            if mayReleaseBlobs {
+                var all: [ModelSnapshot] = []
+                for entity in recorded.entities { all += try rows.snapshots(of: entity.name) }
+                referenced = referencedBlobs(all, schema: recorded)
+            } else {
+                referenced = try reader.blobNames().union(tailBlobs)
+            }
+        }
+        var closed = 0
+        for number in manifest.segments.dropLast() { closed += try fileSystem.status(layout.segment(number))?.size ?? 0 }
+        return CheckpointedOpen(manifest: manifest, manifestStatus: pin.status, reader: reader, schemas: schemas,
+                                rows: rows, lastTransaction: lastTransaction, operationsLogged: operationsLogged,
+                                segment: segment, end: end, version: version, closedSegmentBytes: closed,
+                                tornTail: tornTail, tailBlobs: tailBlobs, referencedBlobs: referenced,
+                                historyPrefix: HistoryPrefix(segment: first, version: head.version,
+                                                             range: header.history,
+                                                             lastTransaction: header.lastTransaction))
+    }
+
+    /// The blobs a change set's inserted rows and updated attributes name.
+    static func referencedBlobs(_ changes: ChangeSet, schema: Schema) -> Set<String> {
+        var names = Set(referencedExternalData(changes.inserted, schema: schema).keys)
+        for update in changes.updated {
+            for change in update.attributes {
+                if case .external(let blob) = change.value { names.insert(blob.name) }
+            }
+        }
+        return names
+    }
+}
+
+extension FileStore {
+    /// Runs `read` over the rows. When a checkpoint's rows fail to read (a page or a row that fails its checksum,
+    /// keys out of order, an I/O error), the store stops using the checkpoint: it replays its segments, as an open
+    /// without one does, and reads again. A checkpoint is never a reason to fail a read the segments can answer.
+    ///
+    /// - Parameter lockHeld: whether this process holds the store's lock now (a save shared per save).
+    /// - Throws: what `read` throws, or what replaying the segments throws (damage).
+    func readingRows<Result>(_ state: inout State, lockHeld: Bool = false,
+                             _ read: (RowStorage) throws -> Result) throws -> Result {
+        do {
+            return try read(state.rows)
+        } catch is RowBaseFailure {
+            _ = try reload(&state, lockHeld: lockHeld || state.lock != nil || lockHeldBySession, useCheckpoint: false)
+            return try read(state.rows)
+        }
+    }
+
+    /// ``readingRows(_:lockHeld:_:)`` for a read the `DataStore` protocol gives no way to fail: when even the
+    /// segments cannot be replayed (damaged since the open), it answers `fallback` and records why in
+    /// ``Statistics/lastRefreshError``.
+    func readingRows<Result>(_ state: inout State, otherwise fallback: Result,
+                             _ read: (RowStorage) throws -> Result) -> Result {
+        do {
+            return try readingRows(&state, read)
+        } catch {
+            state.lastRefreshError = "\(error)"
+            return fallback
+        }
+    }
+}
+
+extension FileStore {
+    /// The state of an open through a checkpoint, after what a writable open does before its first write: the torn
+    /// tail set aside, leftovers removed (a blob is kept when the checkpoint's rows or the transactions after it
+    /// name it), the log opened at its end and flushed, the manifest's schema copy repaired.
+    static func finishOpen(_ found: CheckpointedOpen, configuration: FileStoreConfiguration, layout: StoreLayout,
+                           lock: (any StoreLockHandle)?, lockSource: LockSource, report: inout RecoveryReport)
+        throws -> State {
+        let fileSystem = configuration.fileSystem
+        var log: SegmentLog?
+        if configuration.mode != .readOnly {
+            if let torn = found.tornTail {
+                report.tornTail = try quarantine(torn, layout: layout, fileSystem: fileSystem)
+            }
+            report.removedLeftovers = try removeLeftovers(manifest: found.manifest, referenced: found.referencedBlobs,
+                                                          layout: layout, fileSystem: fileSystem,
+                                                          now: configuration.clocks.wall(),
+                                                          gracePeriod: configuration.retiredBlobGracePeriod)
+            let opened = try SegmentLog.open(layout: layout, fileSystem: fileSystem, manifest: found.manifest,
+                                             end: found.end)
+            opened.reservation = configuration.effectiveSegmentReservation
+            // As a replaying open does (see there): what was read is made durable before anything builds on it.
+            try opened.sync()
+            try fileSystem.syncDirectory(layout.root)
+            try fileSystem.syncDirectory(layout.parent)
+            try opened.replaceSchemas(with: found.schemas)
+            log = opened
+        } else if let torn = found.tornTail {
+            report.tornTail = .init(segment: torn.path, offset: torn.offset, length: torn.length, reason: torn.reason,
+                                    quarantinedAt: nil)
+        }
+        let position = configuration.mode == .readOnly
+            ? ReadPosition(manifest: found.manifest, manifestStatus: found.manifestStatus, segment: found.segment,
+                           offset: found.end, version: found.version)
+            : nil
+        var state = State(rows: found.rows, log: log, lock: lock, schemas: found.schemas,
+                          lastTransaction: found.lastTransaction, operationsLogged: found.operationsLogged,
+                          closedSegmentBytes: found.closedSegmentBytes, position: position,
+                          historyPrefix: found.historyPrefix)
+        try shareIfAsked(&state, configuration: configuration, lockSource: lockSource, layout: layout,
+                         version: found.version)
+        return state
+    }
+
+    /// After a writable open replayed the store: writes the checkpoint of the first segment when it is a
+    /// compaction's and no usable checkpoint describes it (missing, stale, damaged), and deletes a `CHECKPOINT` that
+    /// describes no segment of the store. Best effort, as at compaction: the checkpoint is derived data.
+    ///
+    /// - Returns: why the checkpoint could not be written, or nil.
+    ///
+    /// - Parameter rewrite: write it even when its header and ties check out (its pages or rows failed to read).
+    static func writeCheckpointIfMissing(_ manifest: Manifest, compacted: Bool, schema: Schema, layout: StoreLayout,
+                                         fileSystem: any StoreFileSystem, blobs: BlobStore,
+                                         rewrite: Bool = false) -> String? {
+        guard let first = manifest.segments.first else { return nil }
+        do {
+            guard compacted else {
+                _ = try removeStoreFile(layout.checkpoint, fileSystem: fileSystem)
+                return nil
+            }
+            if !rewrite, case .success = CheckpointReader.open(layout: layout, fileSystem: fileSystem,
+                                                               store: manifest.store, segment: first, schema: schema,
+                                                               blobs: blobs) {
+                return nil
+            }
+            if let found = try fileSystem.kind(of: layout.checkpoint), found != .regularFile {
+                // Not the store's to replace: no open writes over, or deletes, anything but a regular file there.
+                return "\(layout.checkpoint) is \(found), not a checkpoint: it is left as it is"
+            }
+            let bytes = try Checkpoint.build(segment: layout.segment(first), number: first, store: manifest.store,
+                                             fileSystem: fileSystem)
+            try Checkpoint.write(bytes, layout: layout, fileSystem: fileSystem)
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+}

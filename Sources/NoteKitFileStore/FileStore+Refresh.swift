@@ -85,18 +85,30 @@ extension FileStore {
         position.manifest = appended.manifest
         position.manifestStatus = appended.status
         var picked: [HistoryRecord] = []
-        defer {
-            state.position = position
-            broadcaster.publish(picked)
-        }
-        for entry in pending {
-            if let record = try Self.apply(entry, to: state.rows, lastTransaction: &state.lastTransaction,
-                                           operationsLogged: &state.operationsLogged, layout: layout) {
-                picked.append(record)
+        var baseFailed = false
+        do {
+            defer {
+                state.position = position
+                broadcaster.publish(picked)
             }
-            position.segment = entry.segment
-            position.offset = entry.end
-            position.version = entry.version
+            for entry in pending {
+                let applied: HistoryRecord?
+                do {
+                    applied = try Self.apply(entry, to: state.rows, lastTransaction: &state.lastTransaction,
+                                             operationsLogged: &state.operationsLogged, layout: layout)
+                } catch is RowBaseFailure {
+                    baseFailed = true
+                    break
+                }
+                if let record = applied { picked.append(record) }
+                position.segment = entry.segment
+                position.offset = entry.end
+                position.version = entry.version
+            }
+        }
+        if baseFailed {
+            // The checkpoint's rows failed to read: the store is replayed without it, and what follows read then.
+            return picked + (try reload(&state, lockHeld: lockHeld, useCheckpoint: false))
         }
         return picked
     }
@@ -150,9 +162,12 @@ extension FileStore {
     /// - Returns: the records (a segment's header included, so that the position can move past it), or nil when one
     ///   calls for a full reload: a schema, a migration, a snapshot, which only a compaction or a migration writes,
     ///   or a transaction in a stored schema this open converted from.
+    ///
+    /// - Parameter lastScan: given the last segment's scan (its torn tail, its end, its size), for an open that
+    ///   recovers what follows the last intact record without reading it again.
     static func decodeAppended(after position: ReadPosition, in manifest: Manifest, stored: Schema?, schema: Schema,
-                               layout: StoreLayout, fileSystem: any StoreFileSystem, blobs: BlobStore?) throws
-        -> [PendingRecord]? {
+                               layout: StoreLayout, fileSystem: any StoreFileSystem, blobs: BlobStore?,
+                               lastScan: (SegmentScan) -> Void = { _ in }) throws -> [PendingRecord]? {
         guard let first = manifest.segments.firstIndex(of: position.segment) else { return nil }
         let storedSchemaMatches = stored?.contentHash == schema.contentHash
         var pending: [PendingRecord] = []
@@ -199,6 +214,7 @@ extension FileStore {
                 throw FileStoreError.undecodableRecord(file: path, offset: undecodable.offset,
                                                        reason: undecodable.reason)
             }
+            if isLast { lastScan(scan) }
             if let tail = scan.tail, !isLast || !tail.isTorn {
                 // In the last segment, a record being appended (or torn) is not committed as far as this reader
                 // can tell, so it waits. Anywhere else, or with intact records after it, it is damage.
@@ -214,9 +230,15 @@ extension FileStore {
     }
 
     /// Reopens the store from scratch and takes over the new state; returns the transactions that are new.
-    private func reload(_ state: inout State, lockHeld: Bool) throws -> [HistoryRecord] {
+    ///
+    /// - Parameters:
+    ///   - lockHeld: whether this process holds the store's lock (an exclusive open, a save shared per save), so
+    ///     the fresh open must not take it.
+    ///   - useCheckpoint: false to replay the segments even when a checkpoint describes them (its rows failed to
+    ///     read).
+    func reload(_ state: inout State, lockHeld: Bool, useCheckpoint: Bool = true) throws -> [HistoryRecord] {
         let fresh = try FileStore(configuration: configuration, schema: schema,
-                                  lockSource: lockHeld ? .heldBySession : .acquire)
+                                  lockSource: lockHeld ? .heldBySession : .acquire, useCheckpoint: useCheckpoint)
         let before = state.lastTransaction
         // The fresh open's log (a writable open's) becomes this store's: take it out so that the fresh open's
         // deinit does not close it.
@@ -232,7 +254,10 @@ extension FileStore {
         // Another writer moved past this open's log (shared per save): let it go without flushing or cutting it.
         state.log?.abandon()
         let picked = refreshed.rows.history.records.filter { $0.number > before }
+        // An exclusive open keeps the lock it holds (the fresh open took none).
+        let held = state.lock
         state = refreshed
+        if state.lock == nil { state.lock = held }
         broadcaster.publish(picked)
         return picked
     }

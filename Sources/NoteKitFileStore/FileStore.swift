@@ -154,8 +154,12 @@ public final class FileStore: DataStore {
     ///
     /// Whether the store opens with `schema`, migrates to it, or is refused follows NoteKit's versioning rule
     /// (``SchemaVersioning``); ``schema`` is `schema` at the version the store records.
+    ///
+    /// With `useCheckpoint` (the default) an open reads the store through its checkpoint when one describes the
+    /// manifest's first segment (docs/FORMAT.md, *Using a checkpoint*), and otherwise replays the segments; false
+    /// replays them whatever the checkpoint (its rows failed to read).
     init(configuration: FileStoreConfiguration, schema: Schema, lockSource: LockSource = .acquire,
-         holdingMigration: Bool = false) throws {
+         holdingMigration: Bool = false, useCheckpoint: Bool = true) throws {
         self.configuration = configuration
         fileSystem = configuration.fileSystem
         layout = StoreLayout(root: configuration.url.path)
@@ -213,6 +217,22 @@ public final class FileStore: DataStore {
                 lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.busyTimeout,
                                              clocks: configuration.clocks)
             }
+            // Whether the checkpoint was found damaged (then a writable open writes it anew, whatever its header says).
+            var checkpointDamaged = !useCheckpoint
+            if useCheckpoint, fileSystem.exists(layout.checkpoint) {
+                switch Self.openThroughCheckpoint(layout: layout, configuration: configuration, schema: schema,
+                                                  blobs: blobs) {
+                case .opened(let found):
+                    let opened = try Self.finishOpen(found, configuration: configuration, layout: layout, lock: lock,
+                                                     lockSource: lockSource, report: &report)
+                    recovery = report
+                    self.schema = found.rows.schema
+                    state = Locked(opened)
+                    return
+                case .inapplicable: break
+                case .damaged: checkpointDamaged = true
+                }
+            }
             let replay = try Self.replay(layout: layout, configuration: configuration, blobs: blobs,
                                          policy: configuration.recovery == .pointInTime && readOnly ? .pointInTime : .strict)
             // Taken before the manifest was read: a manifest replaced after that makes the next refresh look again.
@@ -244,12 +264,15 @@ public final class FileStore: DataStore {
             // Nothing has been written so far. A writable open now recovers (torn tail, leftovers), then records
             // the migration, if any, as one more record.
             var log: SegmentLog?
+            var lastCheckpointError: String?
             if !readOnly {
                 if let torn = replay.log.tornTail {
                     report.tornTail = try Self.quarantine(torn, layout: layout, fileSystem: fileSystem)
                 }
-                report.removedLeftovers = try Self.removeLeftovers(manifest: replay.manifest, rows: replayed,
-                                                                   schema: stored, layout: layout,
+                report.removedLeftovers = try Self.removeLeftovers(manifest: replay.manifest,
+                                                                   referenced: Self.referencedBlobs(replayed,
+                                                                                                    schema: stored),
+                                                                   layout: layout,
                                                                    fileSystem: fileSystem,
                                                                    now: configuration.clocks.wall(),
                                                                    gracePeriod: configuration.retiredBlobGracePeriod)
@@ -274,6 +297,12 @@ public final class FileStore: DataStore {
                     // Only once the record is on disk: until then the new schema is not the store's. A crash
                     // between the two leaves the manifest one schema short, which the next writable open completes.
                     try opened.replaceSchemas(with: replay.log.schemas + [effective])
+                }
+                if migration == nil {
+                    lastCheckpointError = Self.writeCheckpointIfMissing(replay.manifest, compacted: replay.log.hasSnapshot,
+                                                                        schema: stored, layout: layout,
+                                                                        fileSystem: fileSystem, blobs: blobs,
+                                                                        rewrite: checkpointDamaged)
                 }
             } else if let torn = replay.log.tornTail {
                 report.tornTail = .init(segment: torn.path, offset: torn.offset, length: torn.length,
@@ -301,6 +330,7 @@ public final class FileStore: DataStore {
                                operationsLogged: replay.log.operationsLogged + (migration?.fills.count ?? 0),
                                closedSegmentBytes: closedBytes, position: position,
                                migrationHeld: holdingMigration && migration != nil && !readOnly)
+            opened.lastCheckpointError = lastCheckpointError
             try Self.shareIfAsked(&opened, configuration: configuration, lockSource: lockSource, layout: layout,
                                   version: replay.manifest.segments.last.flatMap { replay.log.segmentVersions[$0] }
                                       ?? MagicLine.currentVersion)
@@ -315,7 +345,7 @@ public final class FileStore: DataStore {
     /// For a writable open shared per save: records where the open stands in the log (so that saves can catch up
     /// with other writers) and releases the lock the open took for recovery and migration. An exclusive open keeps
     /// its lock until it closes, and marks it so (a migration session of this process then refuses at once).
-    private static func shareIfAsked(_ state: inout State, configuration: FileStoreConfiguration,
+    static func shareIfAsked(_ state: inout State, configuration: FileStoreConfiguration,
                                      lockSource: LockSource, layout: StoreLayout, version: Int) throws {
         guard configuration.sharing == .perSave, let log = state.log else {
             (state.lock as? HeldStoreLock)?.keepUntilClose()
@@ -487,21 +517,20 @@ public final class FileStore: DataStore {
     /// blobs past their grace period; retires the blobs no object references (``BlobStore/reclaim(keeping:now:gracePeriod:tolerant:)``).
     /// Only regular files of names the format produces are deleted: `blobs/` or `segments/` may be a link to a
     /// directory the user shares with other files, and anything else there is left alone (`verify` lists it).
-    private static func removeLeftovers(manifest: Manifest, rows: [ModelSnapshot], schema: Schema, layout: StoreLayout,
-                                        fileSystem: any StoreFileSystem, now: Date,
-                                        gracePeriod: Double) throws -> [String] {
+    static func removeLeftovers(manifest: Manifest, referenced: Set<String>, layout: StoreLayout,
+                                fileSystem: any StoreFileSystem, now: Date, gracePeriod: Double) throws -> [String] {
         var removed: [String] = []
         func remove(_ path: String) throws {
             if try removeStoreFile(path, fileSystem: fileSystem) { removed.append(path) }
         }
         try remove(layout.temporaryManifest)
+        try remove(layout.temporaryCheckpoint)
         let listed = Set(manifest.segments)
         for name in try fileSystem.contentsOfDirectory(layout.segments) {
             guard let number = StoreLayout.segmentNumber(name), !listed.contains(number) else { continue }
             try remove(layout.segments + "/" + name)
         }
         if fileSystem.exists(layout.blobs) {
-            let referenced = Self.referencedBlobs(rows, schema: schema)
             let store = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
             for file in try store.inventory().leftovers { try remove(layout.blobs + "/" + file) }
             // Not deleted at once: a reader in another process may hold an object naming one (see `compact`).
@@ -557,8 +586,7 @@ public final class FileStore: DataStore {
     public func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
         state.withLock { state in
             refreshAutomatically(&state)
-            // No base yet (the store is opened by replaying its log), so the reads cannot throw.
-            return state.rows.withoutBase { rows in try ids.map { try rows.snapshot(for: $0) } }
+            return readingRows(&state, otherwise: ids.map { _ in nil }) { rows in try ids.map { try rows.snapshot(for: $0) } }
         }
     }
 
@@ -573,7 +601,7 @@ public final class FileStore: DataStore {
     public func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult {
         try state.withLock { state in
             refreshAutomatically(&state)
-            return try state.rows.fetch(request)
+            return try readingRows(&state) { try $0.fetch(request) }
         }
     }
 
@@ -584,7 +612,9 @@ public final class FileStore: DataStore {
     public func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) -> PersistentIdentifier? {
         state.withLock { state in
             refreshAutomatically(&state)
-            return state.rows.withoutBase { try $0.identifier(entity: entity, uniqueConstraint: constraint, key: key) }
+            return readingRows(&state, otherwise: nil) {
+                try $0.identifier(entity: entity, uniqueConstraint: constraint, key: key)
+            }
         }
     }
 
@@ -596,7 +626,7 @@ public final class FileStore: DataStore {
         -> [PersistentIdentifier] {
         state.withLock { state in
             refreshAutomatically(&state)
-            return state.rows.withoutBase {
+            return readingRows(&state, otherwise: []) {
                 try $0.identifiers(entity: entity, relationship: relationship, referencing: target)
             }
         }
@@ -663,7 +693,7 @@ public final class FileStore: DataStore {
     ///   the flush could report success for data the kernel already dropped.
     public func save(_ changes: ChangeSet) throws -> SaveResult {
         try state.withLock { state in try withWriteAccess(&state) { log, state in
-            try state.rows.validate(changes)
+            try readingRows(&state, lockHeld: true) { try $0.validate(changes) }
             let stored = try recordingStop(&state) { try writeBlobs(changes) }
             let transaction = Transaction(number: state.lastTransaction + 1, time: configuration.clocks.wall(),
                                           changes: stored)
@@ -908,7 +938,7 @@ public final class FileStore: DataStore {
         var chunks: [(entity: Schema.Entity, rows: ArraySlice<ModelSnapshot>)] = []
         var entityRows: [[ModelSnapshot]] = []
         for entity in schema.entities {
-            let whole = try state.rows.snapshots(of: entity.name)
+            let whole = try readingRows(&state, lockHeld: true) { try $0.snapshots(of: entity.name) }
             entityRows.append(whole)
             let rows = whole[...]
             allRows += rows

@@ -18,9 +18,34 @@ final class CheckpointReader: Sendable {
     /// Each entity's rows, by name.
     let bases: [String: CheckpointRowBase]
 
-    private init(header: CheckpointHeader, bases: [String: CheckpointRowBase]) {
+    private let file: CheckpointFile
+
+    private init(header: CheckpointHeader, bases: [String: CheckpointRowBase], file: CheckpointFile) {
         self.header = header
         self.bases = bases
+        self.file = file
+    }
+
+    /// The names of the blobs the checkpoint's rows reference (its `blobs` section), for a writable open's cleanup,
+    /// which must not retire a blob a row it has not read names.
+    ///
+    /// - Throws: ``CheckpointDamage`` when a page fails its checksum, or an entry is not in increasing order.
+    func blobNames() throws -> Set<String> {
+        let section = header.blobs
+        var names = Set<String>()
+        var previous: [UInt8]?
+        for index in 0..<section.entries {
+            let (page, at) = try file.entry(index, of: section, size: Checkpoint.blobEntrySize)
+            let bytes = Array(page[at..<(at + Checkpoint.blobEntrySize)])
+            if let previous, !previous.lexicographicallyPrecedes(bytes) {
+                throw CheckpointDamage(file: file.path, offset: (section.page + index / Checkpoint.perPage(
+                    Checkpoint.blobEntrySize)) * Checkpoint.pageSize, reason: "blob names out of order")
+            }
+            previous = bytes
+            let digits = Array("0123456789abcdef".utf8)
+            names.insert(String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self))
+        }
+        return names
     }
 
     /// The reader of the checkpoint at `layout`, or why it cannot be used.
@@ -50,7 +75,7 @@ final class CheckpointReader: Sendable {
             for (entity, described) in zip(schema.entities, header.entities) {
                 bases[entity.name] = CheckpointRowBase(file: file, entity: entity, described: described)
             }
-            return .success(CheckpointReader(header: header, bases: bases))
+            return .success(CheckpointReader(header: header, bases: bases, file: file))
         } catch let damage as CheckpointDamage {
             return .failure(damage)
         } catch {

@@ -327,6 +327,8 @@ struct LogReplay {
     var damage: FileStoreError?
     /// The history the log records: compacted history, then a record per transaction, less what was trimmed.
     var history = HistoryLog()
+    /// Whether the store's first segment opens with a compaction's snapshot (so a checkpoint can describe it).
+    var hasSnapshot = false
 
     enum Policy {
         /// Refuse any damage but a torn tail of the last segment.
@@ -514,6 +516,7 @@ struct LogReplay {
             try apply(migration, at: offset, file: file)
             objects.schemaInForce(migration.schema)
         case let .snapshot(last, _):
+            hasSnapshot = true
             objects.beginSnapshot(after: last)
             operationsLogged = 0
         case let .rows(_, rows):
