@@ -162,8 +162,6 @@ extension StoreFileSystem {
     }
 }
 
-/// An open file the store writes to, returned by ``StoreFileSystem/create(_:)`` and
-/// ``StoreFileSystem/openForAppending(_:)``.
 /// A file opened for reading by ``StoreFileSystem/openForReading(_:)``. Reads may come from any thread.
 public protocol StoreReadableFile: AnyObject, Sendable {
     /// The path the file was opened at.
@@ -200,6 +198,8 @@ final class PathReadableFile: StoreReadableFile {
     }
 }
 
+/// An open file the store writes to, returned by ``StoreFileSystem/create(_:)`` and
+/// ``StoreFileSystem/openForAppending(_:)``.
 public protocol StoreFile: AnyObject {
     /// How many bytes the file has.
     var size: Int { get }
