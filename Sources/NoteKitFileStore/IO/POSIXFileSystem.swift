@@ -92,22 +92,8 @@ public struct POSIXFileSystem: StoreFileSystem {
     private func read(_ path: String, from offset: Int, count limit: Int?) throws -> [UInt8] {
         let (descriptor, status) = try openRegularFile(path, O_RDONLY)
         defer { _ = closeDescriptor(descriptor) }
-        let expected = min(max(0, Int(status.st_size) - offset), limit ?? Int.max)
-        var bytes = [UInt8](repeating: 0, count: expected)
-        var filled = 0
-        while filled < expected {
-            let count = bytes.withUnsafeMutableBytes { buffer in
-                pread(descriptor, buffer.baseAddress! + filled, expected - filled, off_t(offset + filled))
-            }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw StoreIOError(operation: "read", path: path, code: errno)
-            }
-            if count == 0 { break }
-            filled += count
-        }
-        if filled < expected { bytes.removeSubrange(filled...) }
-        return bytes
+        return try preadFully(descriptor, size: Int(status.st_size), from: offset, count: limit ?? Int.max,
+                              path: path)
     }
 
     /// Opens the regular file at `path` (no link at its last component, no FIFO or device) and keeps its
@@ -424,21 +410,29 @@ final class POSIXReadableFile: StoreReadableFile {
     }
 
     func read(from offset: Int, count limit: Int) throws -> [UInt8] {
-        guard limit > 0, offset >= 0 else { return [] }
-        var bytes = [UInt8](repeating: 0, count: limit)
-        var filled = 0
-        while filled < limit {
-            let count = bytes.withUnsafeMutableBytes { buffer in
-                pread(descriptor, buffer.baseAddress! + filled, limit - filled, off_t(offset + filled))
-            }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw StoreIOError(operation: "read", path: path, code: errno)
-            }
-            if count == 0 { break }
-            filled += count
-        }
-        if filled < limit { bytes.removeSubrange(filled...) }
-        return bytes
+        try preadFully(descriptor, size: size(), from: offset, count: limit, path: path)
     }
+}
+
+/// At most `limit` bytes from `offset` of the open `descriptor`, read with `pread` in a loop: never more than the
+/// file held (`size`, its length when the caller looked), so a claimed count allocates nothing past the file.
+private func preadFully(_ descriptor: Int32, size: Int, from offset: Int, count limit: Int,
+                            path: String) throws -> [UInt8] {
+    guard offset >= 0 else { return [] }
+    let expected = min(max(0, size - offset), max(0, limit))
+    var bytes = [UInt8](repeating: 0, count: expected)
+    var filled = 0
+    while filled < expected {
+        let count = bytes.withUnsafeMutableBytes { buffer in
+            pread(descriptor, buffer.baseAddress! + filled, expected - filled, off_t(offset + filled))
+        }
+        if count < 0 {
+            if errno == EINTR { continue }
+            throw StoreIOError(operation: "read", path: path, code: errno)
+        }
+        if count == 0 { break }   // the file shrank while being read
+        filled += count
+    }
+    if filled < expected { bytes.removeSubrange(filled...) }
+    return bytes
 }
