@@ -189,24 +189,19 @@ extension EntityTable {
         // A scan that can stop reads what it still needs, then twice as much each time a batch falls short
         // (a filter rejecting most rows), up to `batchSize`.
         var batches = 0
+        func batch() -> Int {
+            batches += 1
+            guard canStop else { return Self.batchSize }
+            return batches == 1 ? limit! : max(limit! - matched.count, 8 << min(batches, 5))
+        }
+        func visit(_ row: ModelSnapshot, _ position: Int) throws -> Bool {
+            if try consider(row) { matchedPositions.append(position) }
+            return !(canStop && matched.count >= limit!)
+        }
         if let path {
-            try scanOverBase(path, batch: {
-                batches += 1
-                guard canStop else { return Self.batchSize }
-                return batches == 1 ? limit! : max(limit! - matched.count, 8 << min(batches, 5))
-            }, { row, position in
-                if try consider(row) { matchedPositions.append(position) }
-                return !(canStop && matched.count >= limit!)
-            })
+            try scanOverBase(path, batch: batch, visit)
         } else {
-            try forEachRow(batch: {
-                batches += 1
-                guard canStop else { return Self.batchSize }
-                return batches == 1 ? limit! : max(limit! - matched.count, 8 << min(batches, 5))
-            }, { row, position in
-                if try consider(row) { matchedPositions.append(position) }
-                return !(canStop && matched.count >= limit!)
-            })
+            try forEachRow(batch: batch, visit)
         }
         if path != nil && !inOrder && request.sort.isEmpty {
             // Insertion order: a base row's number, then the inserted rows'.
