@@ -14,9 +14,6 @@ import Darwin
 // `close`, `read` and `rename` under names that no method shadows: inside `POSIXFileSystem` and `POSIXFile`, those
 // names are their own methods, and a C library module's name (`Glibc.close`) differs from platform to platform.
 private func closeDescriptor(_ descriptor: Int32) -> Int32 { close(descriptor) }
-private func readDescriptor(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
-    read(descriptor, buffer, count)
-}
 private func renamePath(_ source: String, _ destination: String) -> Int32 { rename(source, destination) }
 
 /// Flushes what was written to `descriptor` to stable storage; -1 with `errno` set when that fails.
@@ -55,24 +52,7 @@ public struct POSIXFileSystem: StoreFileSystem {
     ///   ``StoreIOError`` naming the failed call.
     /// - Complexity: allocates the file's length; the store reads segments in bounded pieces instead.
     public func read(_ path: String) throws -> [UInt8] {
-        let (descriptor, status) = try openRegularFile(path, O_RDONLY)
-        defer { _ = closeDescriptor(descriptor) }
-        let expected = Int(status.st_size)
-        var bytes = [UInt8](repeating: 0, count: expected)
-        var filled = 0
-        while filled < expected {
-            let count = bytes.withUnsafeMutableBytes { buffer in
-                readDescriptor(descriptor, buffer.baseAddress! + filled, expected - filled)
-            }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw StoreIOError(operation: "read", path: path, code: errno)
-            }
-            if count == 0 { break }   // the file shrank while being read
-            filled += count
-        }
-        if filled < expected { bytes.removeSubrange(filled...) }
-        return bytes
+        try read(path, from: 0, count: nil)
     }
 
     /// The bytes from `offset` to the end, read with `pread`: a refresh reads only what was appended.
