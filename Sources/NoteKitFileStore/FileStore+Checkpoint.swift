@@ -70,7 +70,7 @@ extension FileStore {
 
 /// A file system that shows one file cut at `limit` bytes: a scan over it stops where the caller's range ends,
 /// whatever follows in the file.
-struct BoundedFileSystem: StoreFileSystem {
+struct BoundedFileSystem: ForwardingFileSystem {
     let base: any StoreFileSystem
     let path: String
     let limit: Int
@@ -87,17 +87,6 @@ struct BoundedFileSystem: StoreFileSystem {
         if path == self.path { status.size = min(status.size, limit) }
         return status
     }
-    func create(_ path: String) throws -> any StoreFile { try base.create(path) }
-    func openForAppending(_ path: String) throws -> any StoreFile { try base.openForAppending(path) }
-    func rename(_ source: String, to destination: String) throws { try base.rename(source, to: destination) }
-    func remove(_ path: String) throws { try base.remove(path) }
-    func syncDirectory(_ path: String) throws { try base.syncDirectory(path) }
-    func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
-    func contentsOfDirectory(_ path: String) throws -> [String] { try base.contentsOfDirectory(path) }
-    func exists(_ path: String) -> Bool { base.exists(path) }
-    func truncate(_ path: String, to length: Int) throws { try base.truncate(path, to: length) }
-    func tryLock(_ path: String) throws -> (any StoreLockHandle)? { try base.tryLock(path) }
-    func kind(of path: String) throws -> StoreFileKind? { try base.kind(of: path) }
 }
 /// Why an open did not go through the checkpoint although it is sound: the rows it describes are not the state
 /// this open needs (a migration, by this open or in the log after the checkpoint).
@@ -121,7 +110,6 @@ extension FileStore {
     struct CheckpointedOpen {
         var manifest: Manifest
         var manifestStatus: StoreFileStatus?
-        var reader: CheckpointReader
         var schemas: [Schema]
         var rows: RowStorage
         var lastTransaction: UInt64
@@ -134,8 +122,6 @@ extension FileStore {
         var closedSegmentBytes: Int
         /// What follows the last intact record of the last segment, when it is not reserved space.
         var tornTail: (segment: Int, path: String, offset: Int, length: Int, reason: String)?
-        /// Blobs the transactions after the checkpoint name (the checkpoint lists those its rows name).
-        var tailBlobs: Set<String>
         /// For a writable open, the blobs live rows name (what its cleanup keeps); empty for a read-only one.
         var referencedBlobs: Set<String>
         var historyPrefix: HistoryPrefix
@@ -184,9 +170,6 @@ extension FileStore {
         let manifest = try pin.manifest
         guard let first = manifest.segments.first else {
             throw CheckpointDamage(file: layout.manifest, offset: 0, reason: "the manifest lists no segment")
-        }
-        guard try fileSystem.kind(of: layout.checkpoint) != nil else {
-            throw CheckpointDamage(file: layout.checkpoint, offset: 0, reason: "there is no checkpoint")
         }
         // The opening's schema history, from the byte range the header gives.
         let header = try CheckpointReader.readHeader(layout.checkpoint, fileSystem: fileSystem)
@@ -280,10 +263,10 @@ extension FileStore {
         }
         var closed = 0
         for number in manifest.segments.dropLast() { closed += try fileSystem.status(layout.segment(number))?.size ?? 0 }
-        return CheckpointedOpen(manifest: manifest, manifestStatus: pin.status, reader: reader, schemas: schemas,
+        return CheckpointedOpen(manifest: manifest, manifestStatus: pin.status, schemas: schemas,
                                 rows: rows, lastTransaction: lastTransaction, operationsLogged: operationsLogged,
                                 segment: segment, end: end, version: version, closedSegmentBytes: closed,
-                                tornTail: tornTail, tailBlobs: tailBlobs, referencedBlobs: referenced,
+                                tornTail: tornTail, referencedBlobs: referenced,
                                 historyPrefix: HistoryPrefix(segment: first, version: head.version,
                                                              range: header.history,
                                                              lastTransaction: header.lastTransaction))

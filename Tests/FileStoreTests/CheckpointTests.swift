@@ -37,8 +37,8 @@ final class CheckpointGroup: PersistentModel {
 }
 
 /// Reads through POSIX, counting the bytes read of each file.
-final class CountingFileSystem: StoreFileSystem {
-    private let base = POSIXFileSystem()
+final class CountingFileSystem: ForwardingFileSystem {
+    let base: any StoreFileSystem = POSIXFileSystem()
     private let counts = Mutex<[String: Int]>([:])
 
     func bytesRead(_ path: String) -> Int { counts.withLock { $0[path] ?? 0 } }
@@ -53,18 +53,6 @@ final class CountingFileSystem: StoreFileSystem {
     func read(_ path: String, from offset: Int, count n: Int) throws -> [UInt8] {
         count(path, try base.read(path, from: offset, count: n))
     }
-    func status(_ path: String) throws -> StoreFileStatus? { try base.status(path) }
-    func create(_ path: String) throws -> any StoreFile { try base.create(path) }
-    func openForAppending(_ path: String) throws -> any StoreFile { try base.openForAppending(path) }
-    func rename(_ source: String, to destination: String) throws { try base.rename(source, to: destination) }
-    func remove(_ path: String) throws { try base.remove(path) }
-    func syncDirectory(_ path: String) throws { try base.syncDirectory(path) }
-    func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
-    func contentsOfDirectory(_ path: String) throws -> [String] { try base.contentsOfDirectory(path) }
-    func exists(_ path: String) -> Bool { base.exists(path) }
-    func truncate(_ path: String, to length: Int) throws { try base.truncate(path, to: length) }
-    func tryLock(_ path: String) throws -> (any StoreLockHandle)? { try base.tryLock(path) }
-    func kind(of path: String) throws -> StoreFileKind? { try base.kind(of: path) }
 }
 
 enum CheckpointFixture {

@@ -56,22 +56,6 @@ struct ReadHandleTests {
 }
 
 /// POSIX calls, without its read handle: the protocol's default handle.
-private struct PathOnlyFileSystem: StoreFileSystem {
-    let base = POSIXFileSystem()
-    func read(_ path: String) throws -> [UInt8] { try base.read(path) }
-    func read(_ path: String, from offset: Int, count: Int) throws -> [UInt8] {
-        try base.read(path, from: offset, count: count)
-    }
-    func status(_ path: String) throws -> StoreFileStatus? { try base.status(path) }
-    func create(_ path: String) throws -> any StoreFile { try base.create(path) }
-    func openForAppending(_ path: String) throws -> any StoreFile { try base.openForAppending(path) }
-    func rename(_ source: String, to destination: String) throws { try base.rename(source, to: destination) }
-    func remove(_ path: String) throws { try base.remove(path) }
-    func syncDirectory(_ path: String) throws { try base.syncDirectory(path) }
-    func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
-    func contentsOfDirectory(_ path: String) throws -> [String] { try base.contentsOfDirectory(path) }
-    func exists(_ path: String) -> Bool { base.exists(path) }
-    func truncate(_ path: String, to length: Int) throws { try base.truncate(path, to: length) }
-    func tryLock(_ path: String) throws -> (any StoreLockHandle)? { try base.tryLock(path) }
-    func kind(of path: String) throws -> StoreFileKind? { try base.kind(of: path) }
+private struct PathOnlyFileSystem: ForwardingFileSystem {
+    let base: any StoreFileSystem = POSIXFileSystem()
 }

@@ -72,16 +72,7 @@ extension Checkpoint {
     static func write(_ bytes: [UInt8], layout: StoreLayout, fileSystem: any StoreFileSystem) throws {
         let temporary = layout.temporaryCheckpoint
         do {
-            if fileSystem.exists(temporary) { try fileSystem.remove(temporary) }
-            let file = try fileSystem.create(temporary)
-            do {
-                try bytes.withUnsafeBytes { try file.append($0) }
-                try file.sync()
-                try file.close()
-            } catch {
-                try? file.close()
-                throw error
-            }
+            try fileSystem.writeFlushedFile(temporary, bytes)
             try fileSystem.rename(temporary, to: layout.checkpoint)
             try fileSystem.syncDirectory(layout.root)
         } catch {

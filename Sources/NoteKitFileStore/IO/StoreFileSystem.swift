@@ -118,6 +118,25 @@ public struct StoreFileStatus: Sendable, Hashable {
 }
 
 extension StoreFileSystem {
+    /// Writes `bytes` as a new file at `path` (a temporary name: one left by an earlier attempt is removed first),
+    /// flushes it and closes it; on failure closes and removes it again. What the manifest and the checkpoint are
+    /// written as before they are renamed into place.
+    ///
+    /// - Throws: the file system's error.
+    func writeFlushedFile(_ path: String, _ bytes: [UInt8]) throws {
+        if exists(path) { try remove(path) }
+        let file = try create(path)
+        do {
+            try bytes.withUnsafeBytes { try file.append($0) }
+            try file.sync()
+            try file.close()
+        } catch {
+            try? file.close()
+            try? remove(path)
+            throw error
+        }
+    }
+
     /// The default: a handle that reads `path` again on every read (see the requirement), after checking that
     /// `path` is a regular file now.
     ///
@@ -250,4 +269,34 @@ public struct StoreIOError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         "\(operation) failed for \(path): \(String(cString: strerror(code))) (errno \(code))"
     }
+}
+
+/// A file system that passes every call to `base`, for a wrapper that changes or watches a few of them (one file
+/// shown cut short, bytes counted): it implements only those.
+///
+/// ``StoreFileSystem/openForReading(_:)`` is not passed on: the default handle reads through the wrapper's own
+/// reads, so what the wrapper does to reads it does to reads through a handle too.
+package protocol ForwardingFileSystem: StoreFileSystem {
+    /// The file system the calls go to.
+    var base: any StoreFileSystem { get }
+}
+
+extension ForwardingFileSystem {
+    package func read(_ path: String) throws -> [UInt8] { try base.read(path) }
+    package func read(_ path: String, from offset: Int) throws -> [UInt8] { try base.read(path, from: offset) }
+    package func read(_ path: String, from offset: Int, count: Int) throws -> [UInt8] {
+        try base.read(path, from: offset, count: count)
+    }
+    package func status(_ path: String) throws -> StoreFileStatus? { try base.status(path) }
+    package func create(_ path: String) throws -> any StoreFile { try base.create(path) }
+    package func openForAppending(_ path: String) throws -> any StoreFile { try base.openForAppending(path) }
+    package func rename(_ source: String, to destination: String) throws { try base.rename(source, to: destination) }
+    package func remove(_ path: String) throws { try base.remove(path) }
+    package func syncDirectory(_ path: String) throws { try base.syncDirectory(path) }
+    package func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
+    package func contentsOfDirectory(_ path: String) throws -> [String] { try base.contentsOfDirectory(path) }
+    package func exists(_ path: String) -> Bool { base.exists(path) }
+    package func truncate(_ path: String, to length: Int) throws { try base.truncate(path, to: length) }
+    package func tryLock(_ path: String) throws -> (any StoreLockHandle)? { try base.tryLock(path) }
+    package func kind(of path: String) throws -> StoreFileKind? { try base.kind(of: path) }
 }

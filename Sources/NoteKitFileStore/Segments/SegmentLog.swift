@@ -200,18 +200,8 @@ final class SegmentLog {
 
     /// Writes the manifest under a temporary name, flushes it, renames it over `MANIFEST` and flushes the directory.
     private func replaceManifest(with manifest: Manifest) throws {
-        if fileSystem.exists(layout.temporaryManifest) { try fileSystem.remove(layout.temporaryManifest) }
-        let bytes = MagicLine.bytes(.manifest) + encoder.manifest(manifest)
-        let file = try fileSystem.create(layout.temporaryManifest)
-        do {
-            try bytes.withUnsafeBytes { try file.append($0) }
-            try file.sync()
-            try file.close()
-        } catch {
-            try? file.close()
-            try? fileSystem.remove(layout.temporaryManifest)
-            throw error
-        }
+        try fileSystem.writeFlushedFile(layout.temporaryManifest,
+                                        MagicLine.bytes(.manifest) + encoder.manifest(manifest))
         // From the rename on, the manifest on disk may already be the new one: a failure leaves the store's state
         // on disk unknown to this process, which must stop writing until it reopens the store.
         do {
