@@ -47,14 +47,10 @@ extension FileStore {
                 for record in records { older.append(record) }
                 older.delete(deleted)
             }
-            if let bad = scan.undecodable {
-                throw FileStoreError.undecodableRecord(file: path, offset: bad.offset, reason: bad.reason)
-            }
-            if let tail = scan.tail {
-                throw FileStoreError.damagedRecord(file: path, offset: tail.offset, reason: tail.reason)
-            }
+            // The range ends where the checkpoint says: nothing in it may be torn.
+            if let error = scan.endingDamage(isLast: false) { throw error }
             guard scan.end == prefix.range.upperBound else {
-                throw FileStoreError.damagedRecord(file: path, offset: scan.end,
+                throw FileStoreError.damagedRecord(file: path, offset: scan.end, kind: .truncated,
                                                    reason: "the history records end at byte \(scan.end), not at "
                                                        + "\(prefix.range.upperBound) as the checkpoint says")
             }

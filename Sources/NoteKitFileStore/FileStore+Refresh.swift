@@ -210,21 +210,10 @@ extension FileStore {
                                              end: entry.next, record: record))
             }
             if !complete { return nil }
-            if let undecodable = scan.undecodable {
-                throw FileStoreError.undecodableRecord(file: path, offset: undecodable.offset,
-                                                       reason: undecodable.reason)
-            }
+            // In the last segment, a record being appended (or torn) is not committed as far as this reader can
+            // tell, so it waits; anywhere else it is damage.
+            if let error = scan.endingDamage(isLast: isLast) { throw error }
             if isLast { lastScan(scan) }
-            if let tail = scan.tail, !isLast || !tail.isTorn {
-                // In the last segment, a record being appended (or torn) is not committed as far as this reader
-                // can tell, so it waits. Anywhere else, or with intact records after it, it is damage.
-                throw FileStoreError.damagedRecord(file: path, offset: tail.offset, reason: tail.reason)
-            }
-            if scan.reserved > 0, !isLast {
-                throw FileStoreError.damagedRecord(file: path, offset: scan.end,
-                                                   reason: "\(scan.reserved) zero bytes follow the last record "
-                                                       + "of a segment that is not the last")
-            }
         }
         return pending
     }

@@ -20,8 +20,9 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case unexpectedFileType(path: String, found: StoreFileKind, expected: StoreFileKind)
     /// A file was written by a format version this build does not read.
     case unsupportedFormatVersion(file: String, found: Int, supported: [Int])
-    /// A record is damaged where a torn tail cannot explain it.
-    case damagedRecord(file: String, offset: Int, reason: String)
+    /// A record is damaged where a torn tail cannot explain it: `kind` says how the bytes at `offset` fail to
+    /// frame a record (the same kinds ``StoreVerifier`` reports), `reason` what exactly was found.
+    case damagedRecord(file: String, offset: Int, kind: RecordDamage, reason: String)
     /// A record is intact but its content is not what the format allows.
     case undecodableRecord(file: String, offset: Int, reason: String)
     /// The manifest names a segment that is missing, or lists segments in an impossible order.
@@ -64,7 +65,7 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .unsupportedFormatVersion(file, found, supported):
             "\(file) is in store format version \(found); this build reads version"
                 + "\(supported.count == 1 ? "" : "s") \(supported.map(String.init).joined(separator: ", "))"
-        case let .damagedRecord(file, offset, reason): "\(file) is damaged at byte \(offset): \(reason)"
+        case let .damagedRecord(file, offset, _, reason): "\(file) is damaged at byte \(offset): \(reason)"
         case let .undecodableRecord(file, offset, reason):
             "\(file) has a record at byte \(offset) that cannot be decoded: \(reason)"
         case let .inconsistentSegments(file, reason): "\(file): \(reason)"
@@ -91,4 +92,17 @@ extension FileStoreError {
     private static func seconds(_ value: Double) -> String {
         value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
     }
+}
+
+/// How the bytes where a record belongs fail to frame one (docs/FORMAT.md, *Records*): the kind of a
+/// ``FileStoreError/damagedRecord(file:offset:kind:reason:)``, beside the sentence that says exactly what was found.
+public enum RecordDamage: Sendable, Hashable {
+    /// The frame is whole but its payload does not match its checksum: bytes changed after they were written.
+    case checksumMismatch
+    /// The bytes end before the record does: fewer than a header, a length that runs past the end of the file, a
+    /// segment cut before its opening records end.
+    case truncated
+    /// The bytes do not frame a record: a header that does not parse, a length past the maximum, a missing newline
+    /// or one inside the payload, zeros where a record belongs, bytes after the manifest's record.
+    case malformed
 }

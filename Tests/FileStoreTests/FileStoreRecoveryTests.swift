@@ -84,8 +84,9 @@ struct FileStoreRecoveryTests {
         do {
             _ = try StoreFiles.open(url, NotesSchema.models)
             Issue.record("a damaged record in the middle must refuse the open")
-        } catch let FileStoreError.damagedRecord(file, offset, reason) {
+        } catch let FileStoreError.damagedRecord(file, offset, kind, reason) {
             #expect(file.hasSuffix("segments/000001.seg") && offset == offsets[3])
+            #expect(kind == .checksumMismatch)
             #expect(reason.contains("checksum mismatch") && reason.contains("intact records follow"))
         }
         #expect(StoreFiles.contents(of: url) == before, "a refused open writes nothing")
@@ -96,7 +97,8 @@ struct FileStoreRecoveryTests {
             $0.recovery = .pointInTime
         }
         #expect(try ModelContext(container).fetch(FetchDescriptor<Note>()).map(\.title) == ["t1"])
-        guard case .damagedRecord(_, let offset, _)? = StoreFiles.store(container).recovery.damage else {
+        guard case .damagedRecord(_, let offset, .checksumMismatch, _)? = StoreFiles.store(container).recovery.damage
+        else {
             Issue.record("the damage is reported")
             return
         }
@@ -123,8 +125,8 @@ struct FileStoreRecoveryTests {
         #expect {
             _ = try StoreFiles.open(url, NotesSchema.models)
         } throws: { error in
-            guard case let FileStoreError.damagedRecord(file, _, reason) = error else { return false }
-            return file.hasSuffix("000001.seg") && reason.contains("not the last")
+            guard case let FileStoreError.damagedRecord(file, _, kind, reason) = error else { return false }
+            return file.hasSuffix("000001.seg") && kind == .truncated && reason.contains("not the last")
         }
     }
 

@@ -140,8 +140,8 @@ struct FileStoreRefreshTests {
         #expect {
             try StoreFiles.store(reader).refresh()
         } throws: { error in
-            guard case .damagedRecord(let file, let offset, _) = error as? FileStoreError else { return false }
-            return file.hasSuffix("000001.seg") && offset == sizeBefore
+            guard case let .damagedRecord(file, offset, kind, _) = error as? FileStoreError else { return false }
+            return file.hasSuffix("000001.seg") && offset == sizeBefore && kind == .checksumMismatch
         }
         #expect(try titles(reader).count == 2)
         #expect(try history(reader) == [1, 2])

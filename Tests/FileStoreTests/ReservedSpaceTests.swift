@@ -131,11 +131,11 @@ struct ReservedSpaceTests {
         let error = try #require(throws: FileStoreError.self) {
             _ = try StoreFiles.open(url, NotesSchema.models) { $0.mode = .readOnly }
         }
-        guard case .damagedRecord(let file, let offset, _) = error else {
+        guard case let .damagedRecord(file, offset, kind, _) = error else {
             Issue.record("expected a damaged record, got \(error)")
             return
         }
-        #expect(file == first.path && offset == end)
+        #expect(file == first.path && offset == end && kind == .malformed)
     }
 
     @Test("A reader refreshing picks up each save written into reserved space, and nothing when none came")

@@ -74,11 +74,11 @@ enum RecordFrame {
         /// The bytes end before the record does: nothing beyond this offset can be a record.
         case truncated(reason: String)
         /// The bytes are all there but are not a valid record: `damage` says how (never
-        /// ``FrameDamage/truncated``).
-        case invalid(FrameDamage, reason: String)
+        /// ``RecordDamage/truncated``).
+        case invalid(RecordDamage, reason: String)
 
         /// The kind of damage found, if the bytes are not an intact record.
-        var damage: FrameDamage? {
+        var damage: RecordDamage? {
             switch self {
             case .record: nil
             case .truncated: .truncated
@@ -179,18 +179,6 @@ enum RecordFrame {
         }
         return value
     }
-}
-
-/// How bytes where a record belongs fail to frame one (docs/FORMAT.md, *Records*): the kind a reader reports, beside
-/// a sentence saying exactly what it found.
-enum FrameDamage: Sendable, Hashable {
-    /// The frame is whole but its payload does not match its checksum.
-    case checksumMismatch
-    /// The bytes end before the record does: fewer than a header, or a length that runs past the end of the file.
-    case truncated
-    /// The bytes do not frame a record: a header that does not parse, a length past the maximum, a missing newline
-    /// or one inside the payload, zeros where a record belongs, bytes after the manifest's record.
-    case malformed
 }
 
 /// The first line of every store file (docs/FORMAT.md, *Files begin with a magic line*).

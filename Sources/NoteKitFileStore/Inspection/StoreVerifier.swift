@@ -141,7 +141,7 @@ public enum StoreVerifier {
         let manifest: Manifest
         do { manifest = try pin.manifest } catch {
             let (kind, offset) = classify(error)
-            problem(layout.manifest, offset, pin.frameDamage.map(VerificationReport.Kind.init) ?? kind, "\(error)")
+            problem(layout.manifest, offset, kind, "\(error)")
             return report
         }
 
@@ -402,8 +402,8 @@ public enum StoreVerifier {
         case .unexpectedFileType?: (.unexpectedFileType, 0)
         case .unsupportedFormatVersion?: (.unsupportedFormatVersion, 0)
         case .notAStoreFile?: (.notAStoreFile, 0)
-        // A damaged frame's kind comes with it (``FrameDamage``), never from its message.
-        case .damagedRecord(_, let offset, _)?: (.malformedRecord, offset)
+        // A damaged frame's kind comes with it (``RecordDamage``), never from its message.
+        case let .damagedRecord(_, offset, damage, _)?: (VerificationReport.Kind(damage), offset)
         case .undecodableRecord(_, let offset, _)?: (.undecodableRecord, offset)
         case .inconsistentSegments?: (.inconsistentSegments, 0)
         case .danglingReference(_, let offset, _)?: (.danglingReference, offset)
@@ -414,7 +414,7 @@ public enum StoreVerifier {
 
 extension VerificationReport.Kind {
     /// The kind a damaged frame is reported as, when it is not a torn tail.
-    init(_ damage: FrameDamage) {
+    init(_ damage: RecordDamage) {
         self = switch damage {
         case .checksumMismatch: .checksumMismatch
         case .truncated: .truncatedRecord

@@ -42,7 +42,7 @@ struct SegmentScan {
     struct Tail: Equatable {
         let offset: Int
         /// What kind of damage it is; `reason` says exactly what was found.
-        let damage: FrameDamage
+        let damage: RecordDamage
         let reason: String
         /// True when no intact record follows: a torn tail if this is the last segment.
         let isTorn: Bool
@@ -52,6 +52,28 @@ struct SegmentScan {
 
     /// Bytes read at a time.
     static let piece = 8 << 20
+
+    /// What a reader must refuse in what ends this scan, or nil when the segment ends as a healthy one does: an
+    /// intact record that cannot be decoded; damage, unless it is a torn tail (no intact record after it) and the
+    /// segment is the last (`isLast`), where a record being appended may stand; zero bytes after the last record of
+    /// a segment that is not the last (the writer cuts its reserved space off before it starts another segment).
+    /// Replay, refresh's catch-up and the read of a checkpoint's history range all decide with this one rule.
+    func endingDamage(isLast: Bool) -> FileStoreError? {
+        if let undecodable {
+            return .undecodableRecord(file: path, offset: undecodable.offset, reason: undecodable.reason)
+        }
+        if let tail, !(tail.isTorn && isLast) {
+            return .damagedRecord(file: path, offset: tail.offset, kind: tail.damage,
+                                  reason: tail.reason + (tail.isTorn ? " (in a segment that is not the last)"
+                                                         : " (intact records follow, so this is not a torn tail)"))
+        }
+        if reserved > 0, !isLast {
+            return .damagedRecord(file: path, offset: end, kind: .malformed,
+                                  reason: "\(reserved) zero bytes follow the last record of a segment that is not "
+                                      + "the last")
+        }
+        return nil
+    }
 
     /// The bytes of the record payload at `range` (file offsets), in `buffer`, the scan's ``bytes``.
     func payload(_ range: Range<Int>, in buffer: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
@@ -229,7 +251,7 @@ private struct PieceReader {
     /// Checks a payload that is not all in memory as it streams by: its checksum against `checksum`, no newline in
     /// it, and one after it. Returns what is wrong, or nil when the frame is intact.
     mutating func streamedFrameProblem(payload: Range<Int>, checksum: UInt32) throws
-        -> (damage: FrameDamage, reason: String)? {
+        -> (damage: RecordDamage, reason: String)? {
         var crc: UInt32 = 0
         var position = payload.lowerBound
         while position < payload.upperBound {
@@ -466,32 +488,20 @@ struct LogReplay {
             }
             try apply(record, at: entry.offset, file: scan.path)
         }
-        if let undecodable = scan.undecodable {
-            throw FileStoreError.undecodableRecord(file: scan.path, offset: undecodable.offset,
-                                                   reason: undecodable.reason)
-        }
-        if scan.records.isEmpty {
+        if scan.undecodable == nil, scan.records.isEmpty {
             throw FileStoreError.damagedRecord(file: scan.path, offset: scan.tail?.offset ?? scan.end,
+                                               kind: scan.tail?.damage ?? .truncated,
                                                reason: "the segment has no segment record"
                                                    + (scan.tail.map { ": \($0.reason)" } ?? ""))
         }
-        if scan.reserved > 0, !isLast {
-            // The writer cuts reserved space off before a segment stops being the last one.
-            throw FileStoreError.damagedRecord(file: scan.path, offset: scan.end,
-                                               reason: "\(scan.reserved) zero bytes follow the last record of a "
-                                                   + "segment that is not the last")
-        }
-        if let tail = scan.tail, !(tail.isTorn && isLast) {
-            let error = FileStoreError.damagedRecord(
-                file: scan.path, offset: tail.offset,
-                reason: tail.reason + (tail.isTorn ? " (in a segment that is not the last)"
-                                       : " (intact records follow, so this is not a torn tail)"))
-            let partOfOpening = isFirst && opening.isOpen && opening.incompleteness(segment: scan.number) != nil
-            throw partOfOpening ? refuseOpening(error) : error
+        if let error = scan.endingDamage(isLast: isLast) {
+            let inOpening = scan.undecodable == nil && scan.tail != nil && isFirst && opening.isOpen
+                && opening.incompleteness(segment: scan.number) != nil
+            throw inOpening ? refuseOpening(error) : error
         }
         if isFirst, opening.isOpen, let reason = opening.incompleteness(segment: scan.number) {
             throw refuseOpening(FileStoreError.damagedRecord(
-                file: scan.path, offset: scan.tail?.offset ?? scan.end,
+                file: scan.path, offset: scan.tail?.offset ?? scan.end, kind: scan.tail?.damage ?? .truncated,
                 reason: reason + (scan.tail.map { " (\($0.reason)): the segment's opening is written whole, so this "
                                                   + "is damage, not a torn tail" } ?? "")))
         }

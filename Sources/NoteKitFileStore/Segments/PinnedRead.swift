@@ -41,8 +41,6 @@ struct PinnedRead {
         /// The manifest file's status (nil: there was none), to tell later whether it was replaced.
         let status: StoreFileStatus?
         fileprivate let decoded: Result<Manifest, any Error>
-        /// How the manifest's record is not framed whole, when that is why ``manifest`` throws.
-        let frameDamage: FrameDamage?
 
         /// The manifest read.
         ///
@@ -86,11 +84,8 @@ struct PinnedRead {
         while true {
             attempts += 1
             let (before, bytes) = look()
-            var frameDamage: FrameDamage?
-            let decoded = Result {
-                try SegmentLog.decodeManifest(try bytes.get(), layout: layout, frameDamage: &frameDamage)
-            }
-            let pin = Pin(status: before.status, decoded: decoded, frameDamage: frameDamage)
+            let decoded = Result { try SegmentLog.decodeManifest(try bytes.get(), layout: layout) }
+            let pin = Pin(status: before.status, decoded: decoded)
             let outcome = Result { try body(pin) }
             let after = look().look
             let unchanged = before == after

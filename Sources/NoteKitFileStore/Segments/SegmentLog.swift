@@ -311,32 +311,20 @@ final class SegmentLog {
 
     /// Decodes the manifest from the bytes of its file.
     ///
-    /// - Throws: ``FileStoreError`` when it is damaged or of an unknown version.
+    /// - Throws: ``FileStoreError`` when it is damaged (a ``FileStoreError/damagedRecord(file:offset:kind:reason:)``
+    ///   says how its record fails to frame) or of an unknown version.
     static func decodeManifest(_ bytes: [UInt8], layout: StoreLayout) throws -> Manifest {
-        var damage: FrameDamage?
-        return try decodeManifest(bytes, layout: layout, frameDamage: &damage)
-    }
-
-    /// Decodes the manifest from the bytes of its file; when its record is not framed whole, `frameDamage` says how
-    /// (the ``FileStoreError/damagedRecord(file:offset:reason:)`` thrown says it in words).
-    ///
-    /// - Throws: ``FileStoreError`` when it is damaged or of an unknown version.
-    static func decodeManifest(_ bytes: [UInt8], layout: StoreLayout, frameDamage: inout FrameDamage?) throws
-        -> Manifest {
         guard bytes.count <= maximumManifestSize else {
-            frameDamage = .malformed
-            throw FileStoreError.damagedRecord(file: layout.manifest, offset: maximumManifestSize,
+            throw FileStoreError.damagedRecord(file: layout.manifest, offset: maximumManifestSize, kind: .malformed,
                                                reason: "the manifest is longer than \(maximumManifestSize) bytes")
         }
         return try bytes.withUnsafeBytes { buffer in
             let (version, start) = try MagicLine.parse(buffer, expecting: .manifest, file: layout.manifest)
             let scanned = RecordFrame.scan(buffer, at: start)
-            frameDamage = scanned.damage
             switch scanned {
             case let .record(payload, next):
                 guard next == buffer.count else {
-                    frameDamage = .malformed
-                    throw FileStoreError.damagedRecord(file: layout.manifest, offset: next,
+                    throw FileStoreError.damagedRecord(file: layout.manifest, offset: next, kind: .malformed,
                                                        reason: "bytes follow the manifest record")
                 }
                 guard let decoder = RecordDecoders.decoder(for: version, blobs: nil) else {
@@ -358,8 +346,11 @@ final class SegmentLog {
                             + "\(manifest.nextSegment)")
                 }
                 return manifest
-            case .truncated(let reason), .invalid(_, let reason):
-                throw FileStoreError.damagedRecord(file: layout.manifest, offset: start, reason: reason)
+            case .truncated(let reason):
+                throw FileStoreError.damagedRecord(file: layout.manifest, offset: start, kind: .truncated,
+                                                   reason: reason)
+            case let .invalid(damage, reason):
+                throw FileStoreError.damagedRecord(file: layout.manifest, offset: start, kind: damage, reason: reason)
             }
         }
     }

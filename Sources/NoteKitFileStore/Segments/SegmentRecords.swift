@@ -71,7 +71,7 @@ extension SegmentScan {
         let offset: Int
         /// To the next intact record, or to the end of the file.
         let length: Int
-        let kind: FrameDamage
+        let kind: RecordDamage
         /// What was found, as a sentence.
         let reason: String
         /// Whether no intact record follows it: a torn tail, if the segment is the last.
