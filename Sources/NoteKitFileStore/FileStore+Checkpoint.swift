@@ -121,6 +121,8 @@ extension FileStore {
         /// For a writable open, the blobs live rows name (what its cleanup keeps); empty for a read-only one.
         var referencedBlobs: Set<String>
         var historyPrefix: HistoryPrefix
+        /// Where the first segment's opening ends: the log's size right after the compaction the checkpoint describes.
+        var openingEnd: Int
     }
 
     /// Opens the store through its checkpoint (docs/FORMAT.md, *Using a checkpoint*), reading the manifest, the
@@ -265,7 +267,8 @@ extension FileStore {
                                 tornTail: tornTail, referencedBlobs: referenced,
                                 historyPrefix: HistoryPrefix(segment: first, version: head.version,
                                                              range: header.history,
-                                                             lastTransaction: header.lastTransaction))
+                                                             lastTransaction: header.lastTransaction),
+                                openingEnd: header.end)
     }
 
     /// The blobs a change set's inserted rows and updated attributes name.
@@ -349,6 +352,7 @@ extension FileStore {
                           lastTransaction: found.lastTransaction, operationsLogged: found.operationsLogged,
                           closedSegmentBytes: found.closedSegmentBytes, position: position,
                           historyPrefix: found.historyPrefix)
+        state.bytesAfterCompaction = found.openingEnd
         try shareIfAsked(&state, configuration: configuration, lockSource: lockSource, layout: layout,
                          version: found.version)
         return state

@@ -90,7 +90,8 @@ public final class FileStore: DataStore {
         var position: ReadPosition?
         var lastRefreshCheck: ContinuousClock.Instant?
         var lastRefreshError: String?
-        /// The log's size right after the last compaction of this open (0 before one).
+        /// The log's size right after the last compaction (found by the open, then set by each compaction of this
+        /// open; 0 for a store never compacted): what a checkpoint describes, the rest being what an open replays.
         var bytesAfterCompaction = 0
         /// After an automatic compaction failed: the log size at which to try again (nil: no failure pending).
         var compactionRetryBytes: Int?
@@ -331,6 +332,7 @@ public final class FileStore: DataStore {
                                closedSegmentBytes: closedBytes, position: position,
                                migrationHeld: holdingMigration && migration != nil && !readOnly)
             opened.lastCheckpointError = lastCheckpointError
+            opened.bytesAfterCompaction = replay.log.hasSnapshot ? replay.log.openingEnd : 0
             try Self.shareIfAsked(&opened, configuration: configuration, lockSource: lockSource, layout: layout,
                                   version: replay.manifest.segments.last.flatMap { replay.log.segmentVersions[$0] }
                                       ?? MagicLine.currentVersion)
@@ -1030,10 +1032,11 @@ public final class FileStore: DataStore {
         return chunks
     }
 
-    /// Compacts after a save when the configuration's thresholds are passed. A failure does not fail the save that
-    /// triggered it (that save is committed); it is kept in ``statistics``, and the next attempt waits until the
-    /// log has grown by half again: a compaction that failed for lack of space would fail again at once, and
-    /// rewriting the store on every save would make each save cost as much as a compaction.
+    /// Compacts after a save when the configuration's thresholds are passed (``FileStoreConfiguration/
+    /// AutomaticCompaction``). A failure does not fail the save that triggered it (that save is committed); it is
+    /// kept in ``statistics``, and the next attempt waits until the log has grown by half again: a compaction that
+    /// failed for lack of space would fail again at once, and rewriting the store on every save would make each save
+    /// cost as much as a compaction.
     private func compactIfWorthIt(_ state: inout State) {
         guard let policy = configuration.automaticCompaction, let log = state.log else { return }
         let logBytes = state.closedSegmentBytes + log.activeSize
@@ -1043,7 +1046,9 @@ public final class FileStore: DataStore {
               logBytes >= state.compactionRetryBytes ?? 0, state.operationsLogged > 0 else { return }
         let live = schema.entities.reduce(0) { $0 + state.rows.count(of: $1.name) }
         let garbage = 1 - Double(live) / Double(state.operationsLogged)
-        guard garbage > policy.garbageRatio else { return }
+        // What an open replays: the log after the compaction a checkpoint describes.
+        let replayed = logBytes - state.bytesAfterCompaction
+        guard garbage > policy.garbageRatio || policy.replayLimit.map({ replayed >= $0 }) == true else { return }
         do {
             try compact(&state)
             state.lastCompactionError = nil

@@ -44,19 +44,31 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
         case deferred(interval: Double)
     }
 
-    /// When compaction runs by itself, after a save.
+    /// When compaction runs by itself, after a save: when most of the log is superseded (to reclaim space), or when
+    /// an open would replay too much of it (to write a new `CHECKPOINT`: an open reads a checkpoint and the log
+    /// written after the last compaction, so a log that only grows, with nothing superseded, would otherwise be
+    /// replayed by every open). Either way only once the log has doubled since the last compaction, so compaction
+    /// rewrites at most as many bytes, over the store's life, as the saves appended (as a store that doubles from
+    /// 16 MiB to 1 GiB is compacted 7 times, rewriting under 2 GiB in all). The compaction runs inside the save that
+    /// passes the threshold, under the store's lock: that save takes as long as a ``FileStore/compact()``.
     public struct AutomaticCompaction: Sendable, Hashable {
-        /// The log must be at least this many bytes (and, after a compaction, twice its size right after it: the
-        /// history kept cannot be reclaimed, so it is not rewritten more often than the log doubles).
+        /// The log must be at least this many bytes, and twice its size right after the last compaction (kept
+        /// history cannot be reclaimed, so it is not rewritten more often than the log doubles).
         public var minimumLogSize: Int
-        /// And more than this fraction of what it holds must be superseded (0…1).
+        /// Compact when more than this fraction of what the log holds is superseded (0…1).
         public var garbageRatio: Double
+        /// Compact when the log written after the last compaction, which every open replays, reaches this many
+        /// bytes; nil compacts for superseded records only (an append-only log is then replayed whole by every open).
+        public var replayLimit: Int?
 
-        /// A policy that compacts once the log is at least `minimumLogSize` bytes (16 MiB by default) and more than
-        /// `garbageRatio` of it (half, by default) is superseded.
-        public init(minimumLogSize: Int = 16 << 20, garbageRatio: Double = 0.5) {
+        /// A policy that compacts once the log is at least `minimumLogSize` bytes (16 MiB by default) and twice its
+        /// size after the last compaction, and either more than `garbageRatio` of it (half, by default) is
+        /// superseded or the part written after the last compaction is at least `replayLimit` bytes (16 MiB by
+        /// default).
+        public init(minimumLogSize: Int = 16 << 20, garbageRatio: Double = 0.5, replayLimit: Int? = 16 << 20) {
             self.minimumLogSize = minimumLogSize
             self.garbageRatio = garbageRatio
+            self.replayLimit = replayLimit
         }
     }
 

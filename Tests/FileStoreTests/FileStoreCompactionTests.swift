@@ -100,4 +100,69 @@ struct FileStoreCompactionTests {
         let statistics = StoreFiles.store(container).statistics
         #expect(statistics.lastCompactionError == nil)
     }
+
+    /// Saves of ten new notes each until the log holds at least `bytes`, reporting whether a compaction ran.
+    private func insertUntil(_ bytes: Int, _ container: ModelContainer) throws -> Bool {
+        let context = ModelContext(container)
+        let store = StoreFiles.store(container)
+        let segments = store.statistics.segments
+        var compacted = false
+        var total = 0
+        while store.statistics.logBytes < bytes || total < 20 {
+            for index in 0..<10 { context.insert(Note.titled("note \(total + index) " + String(repeating: "z", count: 40))) }
+            total += 10
+            try context.save()
+            if store.statistics.segments != segments { compacted = true }
+            if total > 5_000 { break }
+        }
+        return compacted
+    }
+
+    @Test("Automatic compaction: an insert-only log past the replay limit is compacted, so opens read a checkpoint")
+    func insertOnlyLogIsCheckpointed() throws {
+        let url = TemporaryStores.newURL()
+        let container = try StoreFiles.open(url, NotesSchema.models) {
+            $0.automaticCompaction = .init(minimumLogSize: 8_000, garbageRatio: 0.5, replayLimit: 8_000)
+        }
+        #expect(try insertUntil(12_000, container), "nothing is superseded, yet the log was compacted")
+        let statistics = StoreFiles.store(container).statistics
+        #expect(statistics.garbageRatio == 0 && statistics.lastCompactionError == nil)
+        #expect(statistics.lastCheckpointError == nil)
+        #expect(FileManager.default.fileExists(atPath: url.appendingPathComponent("CHECKPOINT").path))
+    }
+
+    @Test("Automatic compaction: without a replay limit, a log with nothing superseded is never compacted")
+    func noReplayLimitMeansGarbageOnly() throws {
+        let url = TemporaryStores.newURL()
+        let container = try StoreFiles.open(url, NotesSchema.models) {
+            $0.automaticCompaction = .init(minimumLogSize: 8_000, garbageRatio: 0.5, replayLimit: nil)
+        }
+        #expect(try !insertUntil(24_000, container))
+        #expect(!FileManager.default.fileExists(atPath: url.appendingPathComponent("CHECKPOINT").path))
+    }
+
+    @Test("Automatic compaction: a reopened compacted store compacts again only once its log has doubled",
+          arguments: [true, false])
+    func reopenedStoreWaitsForDoubling(throughCheckpoint: Bool) throws {
+        let url = TemporaryStores.newURL()
+        do {
+            let container = try StoreFiles.open(url, NotesSchema.models) { $0.automaticCompaction = nil }
+            _ = try insertUntil(20_000, container)
+            try StoreFiles.store(container).compact()
+            try StoreFiles.close(container)
+        }
+        // Without its checkpoint the open replays, and finds where the compaction's segment opening ends itself.
+        if !throughCheckpoint { try FileManager.default.removeItem(at: url.appendingPathComponent("CHECKPOINT")) }
+        let container = try StoreFiles.open(url, NotesSchema.models) {
+            $0.automaticCompaction = .init(minimumLogSize: 1_000, garbageRatio: 0.5, replayLimit: 1_000)
+        }
+        let store = StoreFiles.store(container)
+        let compacted = store.statistics.segments, size = store.statistics.logBytes
+        let context = ModelContext(container)
+        for index in 0..<30 { context.insert(Note.titled("one more save, note \(index)")) }
+        try context.save()
+        #expect(store.statistics.logBytes - size > 1_000, "the save passed the replay limit")
+        #expect(store.statistics.segments == compacted, "one save after reopening rewrote the whole store")
+        #expect(try insertUntil(2 * size + 2_000, container), "once the log has doubled, it is compacted")
+    }
 }

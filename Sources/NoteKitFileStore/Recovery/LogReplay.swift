@@ -351,6 +351,9 @@ struct LogReplay {
     var history = HistoryLog()
     /// Whether the store's first segment opens with a compaction's snapshot (so a checkpoint can describe it).
     var hasSnapshot = false
+    /// The offset just past the last record of the first segment's opening (its `segment` and `schema` records, and
+    /// a compaction's history, snapshot and rows): the log's size right after the compaction that wrote it.
+    var openingEnd = 0
 
     enum Policy {
         /// Refuse any damage but a torn tail of the last segment.
@@ -487,6 +490,7 @@ struct LogReplay {
                                                                      reason: reason))
             }
             try apply(record, at: entry.offset, file: scan.path)
+            if isFirst, opening.isOpen { openingEnd = entry.next }
         }
         if scan.undecodable == nil, scan.records.isEmpty {
             throw FileStoreError.damagedRecord(file: scan.path, offset: scan.tail?.offset ?? scan.end,
