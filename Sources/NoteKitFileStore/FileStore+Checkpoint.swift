@@ -352,7 +352,7 @@ extension FileStore {
                           lastTransaction: found.lastTransaction, operationsLogged: found.operationsLogged,
                           closedSegmentBytes: found.closedSegmentBytes, position: position,
                           historyPrefix: found.historyPrefix)
-        state.bytesAfterCompaction = found.openingEnd
+        state.compactedBytes = found.openingEnd
         try shareIfAsked(&state, configuration: configuration, lockSource: lockSource, layout: layout,
                          version: found.version)
         return state

@@ -90,9 +90,12 @@ public final class FileStore: DataStore {
         var position: ReadPosition?
         var lastRefreshCheck: ContinuousClock.Instant?
         var lastRefreshError: String?
-        /// The log's size right after the last compaction (found by the open, then set by each compaction of this
-        /// open; 0 for a store never compacted): what a checkpoint describes, the rest being what an open replays.
+        /// The log's size right after the last compaction of this open (0 before one).
         var bytesAfterCompaction = 0
+        /// The log's size right after the last compaction, whichever open made it (found by the open: the
+        /// checkpoint's covered bytes, or where the first segment's opening ends; 0 for a store never compacted):
+        /// what a checkpoint describes, the rest being what an open replays.
+        var compactedBytes = 0
         /// After an automatic compaction failed: the log size at which to try again (nil: no failure pending).
         var compactionRetryBytes: Int?
         /// A migration applied in memory and not written yet (a custom stage's `didMigrate` is running): saves stay
@@ -332,7 +335,7 @@ public final class FileStore: DataStore {
                                closedSegmentBytes: closedBytes, position: position,
                                migrationHeld: holdingMigration && migration != nil && !readOnly)
             opened.lastCheckpointError = lastCheckpointError
-            opened.bytesAfterCompaction = replay.log.hasSnapshot ? replay.log.openingEnd : 0
+            opened.compactedBytes = replay.log.hasSnapshot ? replay.log.openingEnd : 0
             try Self.shareIfAsked(&opened, configuration: configuration, lockSource: lockSource, layout: layout,
                                   version: replay.manifest.segments.last.flatMap { replay.log.segmentVersions[$0] }
                                       ?? MagicLine.currentVersion)
@@ -1008,6 +1011,7 @@ public final class FileStore: DataStore {
         state.closedSegmentBytes = 0
         state.operationsLogged = allRows.count
         state.bytesAfterCompaction = log.activeSize
+        state.compactedBytes = log.activeSize
         state.compactionRetryBytes = nil
         return CompactionReport(bytesBefore: bytesBefore, bytesAfter: log.activeSize, segmentsRemoved: removedSegments,
                                 blobsRemoved: reclaimed.unreferenced, retiredBlobsDeleted: reclaimed.expired)
@@ -1040,15 +1044,18 @@ public final class FileStore: DataStore {
     private func compactIfWorthIt(_ state: inout State) {
         guard let policy = configuration.automaticCompaction, let log = state.log else { return }
         let logBytes = state.closedSegmentBytes + log.activeSize
-        // Kept history cannot be reclaimed: the log must also have doubled since the last compaction, so that
-        // rewriting what is kept costs at most as much as what was appended since.
-        guard logBytes >= policy.minimumLogSize, logBytes >= 2 * state.bytesAfterCompaction,
-              logBytes >= state.compactionRetryBytes ?? 0, state.operationsLogged > 0 else { return }
+        guard logBytes >= policy.minimumLogSize, logBytes >= state.compactionRetryBytes ?? 0,
+              state.operationsLogged > 0 else { return }
         let live = schema.entities.reduce(0) { $0 + state.rows.count(of: $1.name) }
         let garbage = 1 - Double(live) / Double(state.operationsLogged)
-        // What an open replays: the log after the compaction a checkpoint describes.
-        let replayed = logBytes - state.bytesAfterCompaction
-        guard garbage > policy.garbageRatio || policy.replayLimit.map({ replayed >= $0 }) == true else { return }
+        // Kept history cannot be reclaimed: the log must also have doubled since the last compaction, so that
+        // rewriting what is kept costs at most as much as what was appended since.
+        let superseded = garbage > policy.garbageRatio && logBytes >= 2 * state.bytesAfterCompaction
+        // What every open replays: the log after the compaction its checkpoint describes. Compacting for it only
+        // once that part is as large as the compaction's keeps the bytes rewritten proportional to those appended.
+        let replayed = logBytes - state.compactedBytes
+        let longReplay = policy.replayLimit.map { replayed >= $0 } == true && replayed >= state.compactedBytes
+        guard superseded || longReplay else { return }
         do {
             try compact(&state)
             state.lastCompactionError = nil

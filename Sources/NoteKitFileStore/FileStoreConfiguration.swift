@@ -47,18 +47,20 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     /// When compaction runs by itself, after a save: when most of the log is superseded (to reclaim space), or when
     /// an open would replay too much of it (to write a new `CHECKPOINT`: an open reads a checkpoint and the log
     /// written after the last compaction, so a log that only grows, with nothing superseded, would otherwise be
-    /// replayed by every open). Either way only once the log has doubled since the last compaction, so compaction
-    /// rewrites at most as many bytes, over the store's life, as the saves appended (as a store that doubles from
-    /// 16 MiB to 1 GiB is compacted 7 times, rewriting under 2 GiB in all). The compaction runs inside the save that
-    /// passes the threshold, under the store's lock: that save takes as long as a ``FileStore/compact()``.
+    /// replayed whole by every open). Either way only once the log has doubled since that compaction, so that over a
+    /// store's life compaction rewrites fewer bytes than twice those the saves appended (a store growing from
+    /// 16 MiB to 1 GiB by inserts alone is compacted 7 times). The compaction runs inside the save that passes the
+    /// threshold, under the store's lock: that save takes as long as a ``FileStore/compact()``.
     public struct AutomaticCompaction: Sendable, Hashable {
-        /// The log must be at least this many bytes, and twice its size right after the last compaction (kept
-        /// history cannot be reclaimed, so it is not rewritten more often than the log doubles).
+        /// The log must be at least this many bytes.
         public var minimumLogSize: Int
-        /// Compact when more than this fraction of what the log holds is superseded (0…1).
+        /// Compact when more than this fraction of what the log holds is superseded (0…1), and the log is twice its
+        /// size right after this open's last compaction (kept history cannot be reclaimed, so it is not rewritten
+        /// more often than the log doubles).
         public var garbageRatio: Double
-        /// Compact when the log written after the last compaction, which every open replays, reaches this many
-        /// bytes; nil compacts for superseded records only (an append-only log is then replayed whole by every open).
+        /// Compact when the log written after the last compaction (by any open), which every open replays, is at
+        /// least this many bytes and at least as large as what that compaction wrote; nil compacts for superseded
+        /// records only (an append-only log is then replayed whole by every open).
         public var replayLimit: Int?
 
         /// A policy that compacts once the log is at least `minimumLogSize` bytes (16 MiB by default) and twice its
