@@ -162,6 +162,10 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
         let keyPath: AnyKeyPath
     }
 
+    /// The identifier an object has until its initializer gives it its own.
+    private static let unassigned = PersistentIdentifier(
+        entityName: "", primaryKey: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+
     /// A freed object leaves its context's registry, which holds it unowned.
     deinit {
         _$context?.registry.forget(self)
@@ -173,7 +177,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     public required init() {
         let stack = ConstructionStack.current
         let type = Swift.type(of: self)
-        _$id = PersistentIdentifier(entityName: "", primaryKey: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+        _$id = ModelObject.unassigned
         if let recording = stack.recording, recording.type == ObjectIdentifier(type),
            recording.attributeMark <= stack.attributeValues.count {
             finishRecording(stack, recording)

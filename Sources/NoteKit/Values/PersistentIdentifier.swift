@@ -101,11 +101,11 @@ final class EntityName: Sendable {
         }
     }
 
-    /// Every name interned so far, and the one interned last (checked first: most identifiers made in a row are
-    /// of one entity). Names are never removed, since an identifier may refer to any of them.
+    /// Every name interned so far, and the few interned last (checked first: identifiers are made in runs of a
+    /// few entities, a row's and its targets'). Names are never removed, since an identifier may refer to any.
     private struct Table {
         var names: [Key: EntityName] = [:]
-        var last: EntityName?
+        var recent: [EntityName] = []
     }
 
     private static let table = Mutex(Table())
@@ -113,11 +113,12 @@ final class EntityName: Sendable {
     /// The one object for `name`.
     static func interned(_ name: String) -> EntityName {
         table.withLock { table in
-            if let last = table.last, last.name.utf8.elementsEqual(name.utf8) { return last }
+            for recent in table.recent where recent.name.utf8.elementsEqual(name.utf8) { return recent }
             let key = Key(name: name)
             let found = table.names[key] ?? EntityName(name)
             table.names[key] = found
-            table.last = found
+            if table.recent.count == 4 { table.recent.removeLast() }
+            table.recent.insert(found, at: 0)
             return found
         }
     }
