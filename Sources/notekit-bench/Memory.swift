@@ -9,7 +9,7 @@ import Darwin
 import Observation
 
 /// `notekit-bench memory`: where W1's bytes go. Builds W1's store of N notes, then measures the heap in use
-/// (glibc's `mallinfo2`) and the peak resident set of each phase (VmHWM, reset between phases through
+/// (glibc's `malloc_stats()` total) and the peak resident set of each phase (VmHWM, reset between phases through
 /// `/proc/self/clear_refs`), and prints one JSON line (docs/BENCHMARKS.md, *Memory*):
 ///
 /// - `insert_objects_bpn`: bytes per note held by N new objects inserted in a context, before the save;
