@@ -44,4 +44,31 @@ struct ObservationTests {
         #expect(fires({ _ = author.name }, when: { context.rollback() }))
         #expect(author.name == "Before")
     }
+
+    @Test("A fetched object nobody read has no registrar; observing it from its first read sees every change",
+          arguments: StoreKind.allCases)
+    func registrarOnFirstRead(kind: StoreKind) throws {
+        let container = try kind.makeContainer([Author.self])
+        let writer = ModelContext(container)
+        writer.insert(Author(name: "Before"))
+        try writer.save()
+        let context = ModelContext(container)
+        let author = try #require(try context.fetch(FetchDescriptor<Author>()).first)
+        #expect(author._$sideAllocations == (false, false), "a fetched object allocates nothing beside itself")
+        author.name = "Unobserved"
+        #expect(!author._$sideAllocations.registrar, "a write nobody can observe makes no registrar")
+        #expect(fires({ _ = author.name }, when: { author.name = "Seen" }))
+        #expect(author._$sideAllocations.registrar)
+        #expect(fires({ _ = author.name }, when: { context.rollback() }), "rollback fires for the new observer")
+        #expect(author.name == "Before")
+        let reader = ModelContext(container)
+        let fresh = try #require(try reader.fetch(FetchDescriptor<Author>()).first)
+        #expect(try fires({ _ = fresh.name }, when: {
+            let other = ModelContext(container)
+            try #require(try other.fetch(FetchDescriptor<Author>()).first).name = "Elsewhere"
+            try other.save()
+            _ = try reader.fetch(FetchDescriptor<Author>())
+        }), "a fetch that loads a newer saved version fires")
+        #expect(fresh.name == "Elsewhere")
+    }
 }

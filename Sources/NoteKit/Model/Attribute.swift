@@ -133,7 +133,7 @@ public struct Attribute<Value> {
             preconditionFailure("\(Model.self).\(model._$metadata.attributes[slot].name) cannot be encoded: \(error)")
         }
         guard model._$attributeNeedsWrite(slot, stored) else { return }
-        model._$observationRegistrar.withMutation(of: model, keyPath: wrappedKeyPath) {
+        model._$withMutation(of: model, keyPath: wrappedKeyPath) {
             model._$writeAttribute(slot, stored)
         }
     }

@@ -441,7 +441,7 @@ final class MutationNotifier: @unchecked Sendable {
     init<Model: ModelObject, Value>(_ keyPath: ReferenceWritableKeyPath<Model, Value>) {
         perform = { object, mutation in
             let model = unsafeDowncast(object, to: Model.self)
-            model._$observationRegistrar.withMutation(of: model, keyPath: keyPath, mutation)
+            model._$withMutation(of: model, keyPath: keyPath, mutation)
         }
     }
 }

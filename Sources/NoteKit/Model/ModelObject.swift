@@ -22,8 +22,9 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     /// Attribute values in declaration order; shares its buffer with the store's row until first written.
     final var _$attributes: [StoredValue] = []
     final var _$relationships: [RelationshipTargets] = []
-    /// The values last read from or saved to the store; nil for an object the store has never seen.
-    final var _$committed: ModelSnapshot?
+    /// The values last read from or saved to the store, without the identifier (the object's own): nil for an
+    /// object the store has never seen. ``_$committed`` is this as a snapshot.
+    final var _$committedValues: CommittedValues?
     final var _$attributeFrame: Int32 = 0
     final var _$relationshipFrame: Int32 = 0
     /// The object's context, kept alive by the object so that results outlive the code that fetched them; the
@@ -40,13 +41,102 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     final var _$isChanged = false
     /// Which of its context's change lists the object is in.
     final var _$listed: Listing = []
-    /// Targets of relationships set while this object had no context, kept until it is inserted.
-    final var _$unmanagedTargets: [PersistentIdentifier: ModelObject] = [:]
-    final var _$isPrototype = false
-    final var _$probeLog: [ProbeRecord] = []
     /// True while the engine loads a row into a fresh object: property writes in a user's `init()` are ignored.
     final var _$isMaterializing = false
-    final let _$observationRegistrar = ObservationRegistrar()
+    /// What few objects need (see ``Extra``), allocated by the first that does.
+    private final var _$extra: Extra?
+    /// The observation registrar, made by the first read of a persisted property (see ``_$observationRegistrar``).
+    private final var _$registrar: ObservationRegistrar?
+
+    /// The state that most objects never have, kept out of every object's own allocation: an object fetched from
+    /// a store and read has none of it.
+    private final class Extra {
+        /// Targets of relationships set while the object had no context, kept until it is inserted.
+        var unmanagedTargets: [PersistentIdentifier: ModelObject] = [:]
+        /// Whether the object is the prototype a type's metadata is built with.
+        var isPrototype = false
+        /// The persisted properties the prototype's code read, in order.
+        var probeLog: [ProbeRecord] = []
+    }
+
+    private final var extra: Extra {
+        if let _$extra { return _$extra }
+        let made = Extra()
+        _$extra = made
+        return made
+    }
+
+    /// Targets of relationships set while this object had no context, kept until it is inserted.
+    final var _$unmanagedTargets: [PersistentIdentifier: ModelObject] {
+        get { _$extra?.unmanagedTargets ?? [:] }
+        set {
+            guard _$extra != nil || !newValue.isEmpty else { return }
+            extra.unmanagedTargets = newValue
+        }
+        _modify { yield &extra.unmanagedTargets }
+    }
+
+    final var _$isPrototype: Bool {
+        get { _$extra?.isPrototype ?? false }
+        set {
+            guard _$extra != nil || newValue else { return }
+            extra.isPrototype = newValue
+        }
+    }
+
+    final var _$probeLog: [ProbeRecord] {
+        get { _$extra?.probeLog ?? [] }
+        set {
+            guard _$extra != nil || !newValue.isEmpty else { return }
+            extra.probeLog = newValue
+        }
+        _modify { yield &extra.probeLog }
+    }
+
+    /// The object's observation registrar, made on first use: an object whose persisted properties nobody reads
+    /// (most of what a large fetch returns) never allocates one.
+    final var _$observationRegistrar: ObservationRegistrar {
+        if let _$registrar { return _$registrar }
+        let made = ObservationRegistrar()
+        _$registrar = made
+        return made
+    }
+
+    /// Whether the object has made its observation registrar, and its side allocation (for tests of what an
+    /// object costs).
+    final var _$sideAllocations: (registrar: Bool, extra: Bool) { (_$registrar != nil, _$extra != nil) }
+
+    /// Runs `mutation`, telling the observers of `keyPath` about it. An object without a registrar has no
+    /// observers (observing starts with a read, which makes the registrar), so nothing is told then.
+    final func _$withMutation<Model: ModelObject, Value>(of model: Model, keyPath: KeyPath<Model, Value>,
+                                                        _ mutation: () -> Void) {
+        guard let _$registrar else { return mutation() }
+        _$registrar.withMutation(of: model, keyPath: keyPath, mutation)
+    }
+
+    /// The values last read from or saved to the store, as a snapshot of this object; nil for an object the
+    /// store has never seen.
+    final var _$committed: ModelSnapshot? {
+        get {
+            _$committedValues.map {
+                ModelSnapshot(id: _$id, attributes: $0.attributes, relationships: $0.relationships, version: $0.version)
+            }
+        }
+        set { _$committedValues = newValue.map(CommittedValues.init) }
+    }
+
+    /// A committed snapshot less its identifier, which is the object's.
+    struct CommittedValues {
+        var attributes: [StoredValue]
+        var relationships: [RelationshipTargets]
+        var version: UInt64
+
+        init(_ snapshot: ModelSnapshot) {
+            attributes = snapshot.attributes
+            relationships = snapshot.relationships
+            version = snapshot.version
+        }
+    }
 
     enum State: Equatable {
         /// Not in any context.
@@ -72,6 +162,10 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
         let keyPath: AnyKeyPath
     }
 
+    /// The identifier an object has until its initializer gives it its own.
+    private static let unassigned = PersistentIdentifier(
+        entityName: "", primaryKey: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+
     /// A freed object leaves its context's registry, which holds it unowned.
     deinit {
         _$context?.registry.forget(self)
@@ -83,7 +177,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     public required init() {
         let stack = ConstructionStack.current
         let type = Swift.type(of: self)
-        _$id = PersistentIdentifier(entityName: "", primaryKey: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+        _$id = ModelObject.unassigned
         if let recording = stack.recording, recording.type == ObjectIdentifier(type),
            recording.attributeMark <= stack.attributeValues.count {
             finishRecording(stack, recording)

@@ -15,14 +15,21 @@ import Synchronization
 /// Keys are made of a random per-process prefix and a counter, so they are unique across processes without
 /// coordination, cheap to create, and ordered by creation within a process.
 public struct PersistentIdentifier: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
+    /// The entity's name, interned: every identifier of an entity shares one, so an identifier is the key and one
+    /// reference that needs no reference counting (24 bytes, and trivially copied).
+    private unowned(unsafe) let entity: EntityName
+
     /// The name of the entity the object belongs to.
-    public let entityName: String
+    public var entityName: String { entity.name }
     /// The object's key, unique within its store.
     public let primaryKey: UUID
 
     /// Creates an identifier from its parts (for stores and tests; models get theirs when created).
+    ///
+    /// - Complexity: one look-up of `entityName` in the process's table of entity names, which keeps every name
+    ///   it is given for the life of the process.
     public init(entityName: String, primaryKey: UUID) {
-        self.entityName = entityName
+        entity = EntityName.interned(entityName)
         self.primaryKey = primaryKey
     }
 
@@ -33,7 +40,8 @@ public struct PersistentIdentifier: Sendable, Hashable, Comparable, Codable, Cus
 
     /// Two identifiers are equal when they name the same entity and the same primary key.
     public static func == (lhs: PersistentIdentifier, rhs: PersistentIdentifier) -> Bool {
-        lhs.primaryKey == rhs.primaryKey && lhs.entityName == rhs.entityName
+        // One entity name has one interned object, unless two spellings are canonically equivalent.
+        lhs.primaryKey == rhs.primaryKey && (lhs.entity === rhs.entity || lhs.entity.name == rhs.entity.name)
     }
 
     /// Hashes the primary key, which is unique on its own.
@@ -46,12 +54,74 @@ public struct PersistentIdentifier: Sendable, Hashable, Comparable, Codable, Cus
 
     /// Orders identifiers by entity name, then by primary key: a stable order for sorting, not an insertion order.
     public static func < (lhs: PersistentIdentifier, rhs: PersistentIdentifier) -> Bool {
-        if lhs.entityName != rhs.entityName { return lhs.entityName < rhs.entityName }
+        if lhs.entity !== rhs.entity, lhs.entityName != rhs.entityName { return lhs.entityName < rhs.entityName }
         return StoredValue.compare(.uuid(lhs.primaryKey), .uuid(rhs.primaryKey)) < 0
     }
 
     /// The identifier as `Entity/PRIMARY-KEY-UUID`, the form messages and the command-line tool print.
     public var description: String { "\(entityName)/\(primaryKey.uuidString)" }
+
+    private enum CodingKeys: String, CodingKey {
+        case entityName, primaryKey
+    }
+
+    /// Decodes the form ``encode(to:)`` writes: the entity name and the primary key.
+    ///
+    /// - Throws: `DecodingError` when either is missing or of the wrong type.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(entityName: try container.decode(String.self, forKey: .entityName),
+                  primaryKey: try container.decode(UUID.self, forKey: .primaryKey))
+    }
+
+    /// Encodes the identifier as its entity name (`entityName`) and its primary key (`primaryKey`).
+    ///
+    /// - Throws: what the encoder throws.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(entityName, forKey: .entityName)
+        try container.encode(primaryKey, forKey: .primaryKey)
+    }
+}
+
+/// An entity name as identifiers hold it: one object per name (exactly, scalar for scalar) for the life of the
+/// process, so identifiers refer to it without counting references.
+final class EntityName: Sendable {
+    let name: String
+
+    private init(_ name: String) { self.name = name }
+
+    /// A name compared and hashed by its exact scalars, as the table keys them.
+    private struct Key: Hashable {
+        let name: String
+        static func == (lhs: Key, rhs: Key) -> Bool { lhs.name.utf8.elementsEqual(rhs.name.utf8) }
+        func hash(into hasher: inout Hasher) {
+            var name = name
+            name.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        }
+    }
+
+    /// Every name interned so far, and the few interned last (checked first: identifiers are made in runs of a
+    /// few entities, a row's and its targets'). Names are never removed, since an identifier may refer to any.
+    private struct Table {
+        var names: [Key: EntityName] = [:]
+        var recent: [EntityName] = []
+    }
+
+    private static let table = Mutex(Table())
+
+    /// The one object for `name`.
+    static func interned(_ name: String) -> EntityName {
+        table.withLock { table in
+            for recent in table.recent where recent.name.utf8.elementsEqual(name.utf8) { return recent }
+            let key = Key(name: name)
+            let found = table.names[key] ?? EntityName(name)
+            table.names[key] = found
+            if table.recent.count == 4 { table.recent.removeLast() }
+            table.recent.insert(found, at: 0)
+            return found
+        }
+    }
 }
 
 /// Makes identifier keys: 64 random bits per process, then a 64-bit counter.

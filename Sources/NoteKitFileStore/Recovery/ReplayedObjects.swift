@@ -36,6 +36,7 @@ struct ReplayedObjects {
 
     /// Adds a snapshot's rows; returns why one cannot be added.
     mutating func addSnapshotRows(_ rows: [ModelSnapshot]) -> String? {
+        reserve(rows.count)
         for var row in rows {
             guard index[row.id] == nil else { return "\(row.id) appears twice in the snapshot" }
             row.version = lastTransaction
@@ -84,6 +85,9 @@ struct ReplayedObjects {
             let position = index[update.id]!
             slots[position] = slots[position]!.applying(update, version: transaction.number)
         }
+        // Room for the inserts up front: growing by doubling would hold the old and the new buffers at once, at the
+        // replay's peak (a bulk insert's record decoded, its bytes still read).
+        reserve(changes.inserted.count)
         for var row in changes.inserted {
             row.version = transaction.number
             insert(row)
@@ -145,6 +149,16 @@ struct ReplayedObjects {
         var byID: [PersistentIdentifier: ModelUpdate] = [:]
         for update in updates { byID[update.id] = update }
         return rows.map { row in byID[row.id].map { row.applying($0, version: version) } ?? row }
+    }
+
+    /// Makes room for `count` more objects when they would not fit, growing at least twofold (so that many small
+    /// reservations stay linear), in one step for a large batch.
+    private mutating func reserve(_ count: Int) {
+        let needed = slots.count + count
+        guard needed > slots.capacity else { return }
+        let capacity = max(needed, 2 * slots.capacity)
+        slots.reserveCapacity(capacity)
+        index.reserveCapacity(capacity)
     }
 
     private mutating func insert(_ row: ModelSnapshot) {
