@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Synchronization
 
 /// The shape of a store: its entities, their attributes and relationships, and a version.
 ///
@@ -109,13 +110,10 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
     }
 
     /// A stable hash of the entities (not of the version): lowercase hex SHA-256 of their canonical JSON.
-    public var contentHash: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        // Encoding plain value types with String keys cannot fail.
-        let data = (try? encoder.encode(entities)) ?? Data()
-        return SHA256Digest.hexString(data)
-    }
+    ///
+    /// - Complexity: encodes and hashes the entities the first time this process asks for the hash of entities
+    ///   equal to these; afterwards a dictionary lookup (hashing the entities, not encoding them).
+    public var contentHash: String { ContentHashes.hash(of: entities) }
 
     /// A readable listing: the version, the first 12 digits of ``contentHash``, then each entity with its attributes,
     /// relationships, unique constraints and indexes, one per line.
@@ -388,6 +386,29 @@ extension Schema {
             if let originalName { text += " (was \(originalName))" }
             return text
         }
+    }
+}
+
+/// The content hashes this process computed, by entities. An open asks for the hash of the schema it opens with,
+/// of each stored schema it reads (a segment's `schema` records, the manifest's copies) and compares them: the same
+/// entities, as a rule, whose canonical JSON was encoded and hashed at every ask, which cost more than the rest of a
+/// checkpointed open. The hash is a function of the entities alone, so equal entities share one.
+enum ContentHashes {
+    /// More distinct schemas than a process opens with and reads; past it, the table starts again.
+    static let capacity = 64
+    private static let known = Mutex<[[Schema.Entity]: String]>([:])
+
+    static func hash(of entities: [Schema.Entity]) -> String {
+        if let known = known.withLock({ $0[entities] }) { return known }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        // Encoding plain value types with String keys cannot fail.
+        let hash = SHA256Digest.hexString((try? encoder.encode(entities)) ?? Data())
+        known.withLock { known in
+            if known.count >= capacity { known.removeAll(keepingCapacity: true) }
+            known[entities] = hash
+        }
+        return hash
     }
 }
 
