@@ -85,7 +85,7 @@ enum AttributeCodecFactory {
 
     private static func rawRepresentable<R: RawRepresentable>(_ type: R.Type) -> AnyAttributeCodec? {
         guard let rawType = R.RawValue.self as? any PersistentValue.Type else { return nil }
-        let typeName = String(describing: R.self)
+        let typeName = typeName(R.self)
         return AttributeCodec<R>(
             type: .rawRepresentable(typeName: typeName, rawType: rawType.attributeType),
             encode: { value in
@@ -106,7 +106,7 @@ enum AttributeCodecFactory {
 
     private static func coded<C: Codable>(_ type: C.Type) -> AnyAttributeCodec {
         AttributeCodec<C>(
-            type: .codable(typeName: String(describing: C.self)),
+            type: .codable(typeName: typeName(C.self)),
             encode: { try StoredValueEncoder().encode($0) },
             decode: { try StoredValueDecoder().decode(C.self, from: $0) })
     }
