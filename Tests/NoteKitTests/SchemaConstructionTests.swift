@@ -130,6 +130,43 @@ struct SchemaConstructionTests {
         }
     }
 
+    @Test("The common value types get the codec a cast finds: the same kind, the same stored form, the same value")
+    func commonCodecs() throws {
+        func check<Value: Equatable>(_ value: Value, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let common = try #require(AttributeCodecFactory.common(Value.self) as? AttributeCodec<Value>,
+                                      sourceLocation: sourceLocation)
+            let cast = try #require(AttributeCodecFactory.madeByCasting(Value.self), sourceLocation: sourceLocation)
+            #expect(common.type == cast.type, sourceLocation: sourceLocation)
+            let stored = try cast.encode(value)
+            #expect(try common.encode(value) == stored, sourceLocation: sourceLocation)
+            #expect(try common.decode(stored) == value, sourceLocation: sourceLocation)
+        }
+        try check("text")
+        try check(42)
+        try check(true)
+        try check(2.5)
+        try check(Date(timeIntervalSince1970: 1_700_000_000.25))
+        try check(Data([0, 1, 255]))
+        try check(UUID())
+        try check(try #require(URL(string: "https://example.com/a?b=c")))
+        try check(["a", "b"])
+        for optional in [String?.none, "x"] { try check(optional) }
+        for optional in [Int?.none, 7] { try check(optional) }
+        for optional in [Bool?.none, false] { try check(optional) }
+        for optional in [Double?.none, -0.5] { try check(optional) }
+        for optional in [Date?.none, Date(timeIntervalSince1970: 0)] { try check(optional) }
+        for optional in [Data?.none, Data()] { try check(optional) }
+        for optional in [UUID?.none, UUID()] { try check(optional) }
+        for optional in [URL?.none, URL(fileURLWithPath: "/tmp/x")] { try check(optional) }
+        // Any other type is found by casting, as before.
+        #expect(AttributeCodecFactory.common(Int8.self) == nil && AttributeCodecFactory.make(Int8.self) != nil)
+        #expect(AttributeCodecFactory.common([Int].self) == nil && AttributeCodecFactory.make([Int].self) != nil)
+        #expect(AttributeCodecFactory.common(ConstructionV1.Priority.self) == nil)
+        #expect(AttributeCodecFactory.make(ConstructionV1.Priority.self)?.type
+                == .rawRepresentable(typeName: "Priority", rawType: .int))
+        #expect(AttributeCodecFactory.make(String??.self) == nil, "a nested optional has no stored form")
+    }
+
     @Test("A schema's content hash is the hash of its entities as they are now, after a change too")
     func contentHashFollowsEntities() throws {
         var schema = try Schema([ConstructionV1.Sketch.self])
