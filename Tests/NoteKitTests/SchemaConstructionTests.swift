@@ -184,18 +184,33 @@ struct SchemaConstructionTests {
         #expect(schema.contentHash == before)
     }
 
-    @Test("Content hashes stay right past the table of known hashes")
-    func contentHashesPastCapacity() throws {
-        let base = try #require(try Schema([ConstructionV1.Sketch.self]).entities.first)
+    @Test("Schemas whose strings are canonically equivalent but spelled differently keep different content hashes")
+    func contentHashOfEquivalentStrings() throws {
+        // Swift's String == compares canonical equivalence; the hash is of the encoded bytes, which differ.
+        func schema(_ name: String) throws -> Schema {
+            try Schema(version: Schema.Version(1, 0, 0), entities: [Schema.Entity(
+                name: "Accent", attributes: [Schema.Attribute(name: name, type: .string, defaultValue: .string(""))],
+                relationships: [])])
+        }
+        let composed = try schema("caf\u{E9}"), decomposed = try schema("cafe\u{301}")
+        #expect(composed.entities == decomposed.entities, "equal as Swift values")
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        // More distinct entities than the process keeps hashes of (64).
-        for count in 0..<100 {
-            var entity = base
-            entity.name = "Sketch\(count)"
-            let schema = try Schema(version: Schema.Version(1, 0, 0), entities: [entity])
-            #expect(schema.contentHash == SHA256Digest.hexString(try encoder.encode([entity])))
-            #expect(schema.contentHash == schema.contentHash)
-        }
+        #expect(composed.contentHash == SHA256Digest.hexString(try encoder.encode(composed.entities)))
+        #expect(decomposed.contentHash == SHA256Digest.hexString(try encoder.encode(decomposed.entities)))
+        #expect(composed.contentHash != decomposed.contentHash)
+    }
+
+    @Test("A copy of a schema whose entities changed hashes its own entities; the original keeps its hash")
+    func contentHashOfCopies() throws {
+        let original = try Schema([ConstructionV1.Sketch.self])
+        let hash = original.contentHash
+        var copy = original
+        #expect(copy.contentHash == hash)
+        copy.entities[0].indexes.append(["title"])
+        #expect(copy.contentHash != hash)
+        #expect(original.contentHash == hash)
+        copy.entities[0].indexes.removeLast()
+        #expect(copy.contentHash == hash)
     }
 }

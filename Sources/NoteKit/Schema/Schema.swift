@@ -42,7 +42,11 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
     /// it is not part of equality.
     public private(set) var isVersioned: Bool
     /// The entities, sorted by name.
-    public var entities: [Entity]
+    public var entities: [Entity] {
+        didSet { contentHashBox = ContentHashBox() }
+    }
+    /// Where ``contentHash`` is kept once computed; a new one when the entities change.
+    private var contentHashBox = ContentHashBox()
 
     /// The model types this schema was built from; nil for a schema decoded from a store.
     let runtime: SchemaRuntime?
@@ -111,9 +115,9 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
 
     /// A stable hash of the entities (not of the version): lowercase hex SHA-256 of their canonical JSON.
     ///
-    /// - Complexity: encodes and hashes the entities the first time this process asks for the hash of entities
-    ///   equal to these; afterwards a dictionary lookup (hashing the entities, not encoding them).
-    public var contentHash: String { ContentHashes.hash(of: entities) }
+    /// - Complexity: encodes and hashes the entities the first time it is asked of this schema or a copy of it made
+    ///   since its entities last changed; afterwards O(1).
+    public var contentHash: String { contentHashBox.hash(of: entities) }
 
     /// A readable listing: the version, the first 12 digits of ``contentHash``, then each entity with its attributes,
     /// relationships, unique constraints and indexes, one per line.
@@ -389,26 +393,22 @@ extension Schema {
     }
 }
 
-/// The content hashes this process computed, by entities. An open asks for the hash of the schema it opens with,
-/// of each stored schema it reads (a segment's `schema` records, the manifest's copies) and compares them: the same
-/// entities, as a rule, whose canonical JSON was encoded and hashed at every ask, which cost more than the rest of a
-/// checkpointed open. The hash is a function of the entities alone, so equal entities share one.
-enum ContentHashes {
-    /// More distinct schemas than a process opens with and reads; past it, the table starts again.
-    static let capacity = 64
-    private static let known = Mutex<[[Schema.Entity]: String]>([:])
+/// A schema's content hash once computed, shared by the copies of the schema until one's entities change. An open
+/// asks for the hash of the schema it opens with and of each stored schema it reads several times (the segment's
+/// `schema` record, the versioning decision, the container, the manifest copy's check), and each time the entities
+/// were encoded to JSON and hashed, which cost more than the rest of a checkpointed open. Equal entities are not
+/// enough to share a hash: `String` equality is canonical equivalence, and the hash is of the encoded bytes.
+final class ContentHashBox: Sendable {
+    private let hash = Mutex<String?>(nil)
 
-    static func hash(of entities: [Schema.Entity]) -> String {
-        if let known = known.withLock({ $0[entities] }) { return known }
+    func hash(of entities: [Schema.Entity]) -> String {
+        if let known = hash.withLock({ $0 }) { return known }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         // Encoding plain value types with String keys cannot fail.
-        let hash = SHA256Digest.hexString((try? encoder.encode(entities)) ?? Data())
-        known.withLock { known in
-            if known.count >= capacity { known.removeAll(keepingCapacity: true) }
-            known[entities] = hash
-        }
-        return hash
+        let computed = SHA256Digest.hexString((try? encoder.encode(entities)) ?? Data())
+        hash.withLock { $0 = computed }
+        return computed
     }
 }
 
