@@ -169,8 +169,10 @@ extension FileStore {
         guard let first = manifest.segments.first else {
             throw CheckpointDamage(file: layout.manifest, offset: 0, reason: "the manifest lists no segment")
         }
-        // The opening's schema history, from the byte range the header gives.
-        let header = try CheckpointReader.readHeader(layout.checkpoint, fileSystem: fileSystem)
+        // The opening's schema history, from the byte range the header gives. The checkpoint is read through this
+        // one handle from here on, so the header read here is the header of the rows read.
+        let checkpoint = try CheckpointReader.openFile(layout.checkpoint, fileSystem: fileSystem)
+        let header = try CheckpointReader.readHeader(checkpoint)
         let segmentPath = layout.segment(first)
         let bounded = BoundedFileSystem(base: fileSystem, path: segmentPath, limit: header.schemas.upperBound)
         let head = try SegmentScan.read(segmentPath, number: first, fileSystem: bounded)
@@ -197,11 +199,9 @@ extension FileStore {
         guard case .current(let recorded) = try SchemaVersioning.decide(schema, history: schemas) else {
             throw CheckpointInapplicable(reason: "this open migrates the store")
         }
-        let reader = try CheckpointReader.open(layout: layout, fileSystem: fileSystem, store: manifest.store,
-                                               segment: first, schema: stored, blobs: blobs).get()
-        guard reader.header == header else {
-            throw CheckpointDamage(file: layout.checkpoint, offset: 0, reason: "the checkpoint changed while read")
-        }
+        let reader = try CheckpointReader.open(checkpoint, header: header, layout: layout, fileSystem: fileSystem,
+                                               store: manifest.store, segment: first, schema: stored,
+                                               blobs: blobs).get()
         let rows = RowStorage(schema: recorded, bases: reader.bases, generation: header.lastTransaction)
         var lastTransaction = header.lastTransaction
         var operationsLogged = header.rowCount

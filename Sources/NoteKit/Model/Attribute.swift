@@ -85,7 +85,7 @@ public struct Attribute<Value> {
         }
         if stack.recordingDepth > 0 {
             stack.attributeDeclarations.append(AttributeDeclaration(
-                valueType: Value.self, codec: stack.codec(for: Value.self), options: options,
+                wrapperType: Self.self, valueType: Value.self, codec: stack.codec(for: Value.self), options: options,
                 originalName: originalName))
         }
         return stamp

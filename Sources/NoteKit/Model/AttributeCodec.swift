@@ -54,6 +54,39 @@ struct InvalidRawValueError: Error, CustomStringConvertible {
 enum AttributeCodecFactory {
     /// The codec for `Value`, or nil when NoteKit cannot store that type.
     static func make<Value>(_ type: Value.Type) -> AttributeCodec<Value>? {
+        if let common = common(type) { return common as? AttributeCodec<Value> }
+        return madeByCasting(type)
+    }
+
+    /// The codec of one of the value types most attributes have, told by identity. Finding that a type conforms to
+    /// `PersistentValue` takes a cast, and the first cast of each type scans every protocol conformance record of the
+    /// process (most of the codecs' share of building a schema at start-up); these are known to conform. The codec
+    /// is the one ``madeByCasting(_:)`` makes for the type.
+    static func common<Value>(_ type: Value.Type) -> AnyAttributeCodec? {
+        switch ObjectIdentifier(type) {
+        case ObjectIdentifier(String.self): direct(String.self)
+        case ObjectIdentifier(Int.self): direct(Int.self)
+        case ObjectIdentifier(Bool.self): direct(Bool.self)
+        case ObjectIdentifier(Double.self): direct(Double.self)
+        case ObjectIdentifier(Date.self): direct(Date.self)
+        case ObjectIdentifier(Data.self): direct(Data.self)
+        case ObjectIdentifier(UUID.self): direct(UUID.self)
+        case ObjectIdentifier(URL.self): direct(URL.self)
+        case ObjectIdentifier(String?.self): direct(String?.self)
+        case ObjectIdentifier(Int?.self): direct(Int?.self)
+        case ObjectIdentifier(Bool?.self): direct(Bool?.self)
+        case ObjectIdentifier(Double?.self): direct(Double?.self)
+        case ObjectIdentifier(Date?.self): direct(Date?.self)
+        case ObjectIdentifier(Data?.self): direct(Data?.self)
+        case ObjectIdentifier(UUID?.self): direct(UUID?.self)
+        case ObjectIdentifier(URL?.self): direct(URL?.self)
+        case ObjectIdentifier([String].self): direct([String].self)
+        default: nil
+        }
+    }
+
+    /// The codec for `Value` found by casting it to the protocols that make a type storable, or nil.
+    static func madeByCasting<Value>(_ type: Value.Type) -> AttributeCodec<Value>? {
         if let persistent = Value.self as? any PersistentValue.Type {
             guard !isNestedOptional(persistent.attributeType) else { return nil }
             return direct(persistent) as? AttributeCodec<Value>
@@ -85,7 +118,7 @@ enum AttributeCodecFactory {
 
     private static func rawRepresentable<R: RawRepresentable>(_ type: R.Type) -> AnyAttributeCodec? {
         guard let rawType = R.RawValue.self as? any PersistentValue.Type else { return nil }
-        let typeName = String(describing: R.self)
+        let typeName = typeName(R.self)
         return AttributeCodec<R>(
             type: .rawRepresentable(typeName: typeName, rawType: rawType.attributeType),
             encode: { value in
@@ -106,7 +139,7 @@ enum AttributeCodecFactory {
 
     private static func coded<C: Codable>(_ type: C.Type) -> AnyAttributeCodec {
         AttributeCodec<C>(
-            type: .codable(typeName: String(describing: C.self)),
+            type: .codable(typeName: typeName(C.self)),
             encode: { try StoredValueEncoder().encode($0) },
             decode: { try StoredValueDecoder().decode(C.self, from: $0) })
     }

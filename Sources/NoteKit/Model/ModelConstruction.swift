@@ -190,6 +190,9 @@ final class ValueStack<Element> {
 
 /// What an ``Attribute`` wrapper declares, captured once per type while its metadata is recorded.
 struct AttributeDeclaration {
+    /// `Attribute<Value>`: how the type's metadata tells this wrapper's stored property from others without a
+    /// dynamic cast.
+    let wrapperType: Any.Type
     let valueType: Any.Type
     let codec: AnyAttributeCodec?
     let options: [Schema.Attribute.Option]
@@ -198,6 +201,8 @@ struct AttributeDeclaration {
 
 /// What a ``Relationship`` wrapper declares, captured once per type while its metadata is recorded.
 struct RelationshipDeclaration {
+    /// `Relationship<Value>`, as ``AttributeDeclaration/wrapperType``.
+    let wrapperType: Any.Type
     let destination: any PersistentModel.Type
     let isToMany: Bool
     let deleteRule: Schema.Relationship.DeleteRule

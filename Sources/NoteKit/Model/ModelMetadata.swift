@@ -67,22 +67,30 @@ final class ModelMetadata: @unchecked Sendable {
         let (_, again) = Self.record(type)
 
         var problems: [SchemaError] = []
-        if let superMirror = Mirror(reflecting: first).superclassMirror, superMirror.subjectType != ModelObject.self {
+        let mirror = Mirror(reflecting: first)
+        if let superMirror = mirror.superclassMirror, superMirror.subjectType != ModelObject.self {
             problems.append(.inheritanceNotSupported(entity: type.entityName,
                                                      superclass: String(describing: superMirror.subjectType)))
         }
         // Wrappers push in initialization order: the class's own properties, then each superclass's. Mirror lists
-        // the same properties level by level, most derived first.
+        // the same properties level by level, most derived first. A wrapper's property is told by its type, which
+        // its declaration recorded: a cast to a marker protocol tells it too, but each cast of a type not cast
+        // before scans every protocol conformance record of the process, and that was most of building a schema.
+        // Only a stored property of another type (transient, lazy, or refused) is cast.
+        let attributeWrappers = recorded.attributeDeclarations.map { ObjectIdentifier($0.wrapperType) }
+        let relationshipWrappers = recorded.relationshipDeclarations.map { ObjectIdentifier($0.wrapperType) }
         var attributeNames: [String] = [], relationshipNames: [String] = []
-        var level: Mirror? = Mirror(reflecting: first)
+        var level: Mirror? = mirror
         while let mirror = level, mirror.subjectType != ModelObject.self {
             for child in mirror.children {
                 guard let label = child.label else { continue }
-                if child.value is any AttributeWrapperMarker {
+                let wrapper = ObjectIdentifier(Swift.type(of: child.value))
+                if attributeWrappers.contains(wrapper) || (!relationshipWrappers.contains(wrapper)
+                                                           && child.value is any AttributeWrapperMarker) {
                     attributeNames.append(String(label.dropFirst()))
-                } else if child.value is any RelationshipWrapperMarker {
+                } else if relationshipWrappers.contains(wrapper) || child.value is any RelationshipWrapperMarker {
                     relationshipNames.append(String(label.dropFirst()))
-                } else if !(child.value is any TransientWrapperMarker) && !label.hasPrefix(Self.lazyStoragePrefix) {
+                } else if !label.hasPrefix(Self.lazyStoragePrefix) && !(child.value is any TransientWrapperMarker) {
                     // SwiftData persists every stored property that is not @Transient; NoteKit would silently
                     // drop this one on reload, so it is refused. (Computed properties are not in the mirror.)
                     problems.append(.storedPropertyWithoutWrapper(entity: type.entityName, property: label))
@@ -101,7 +109,7 @@ final class ModelMetadata: @unchecked Sendable {
             let initial = recorded.attributeValues[index]
             var defaultValue: StoredValue?
             var generated = false
-            let holdsModels = Self.holdsModels(declaration.valueType)
+            let holdsModels = Self.holdsModels(declaration.valueType, codec: declaration.codec)
             if holdsModels {
                 // Generic code declares such an attribute without the compiler's warning (Attribute.swift).
                 problems.append(.attributeHoldsModels(entity: type.entityName, property: name,
@@ -121,7 +129,7 @@ final class ModelMetadata: @unchecked Sendable {
             attributes.append(AttributeMetadata(
                 name: name, originalName: declaration.originalName, codec: declaration.codec,
                 options: declaration.options, defaultValue: defaultValue, hasGeneratedDefault: generated,
-                fallbackValue: initial, valueTypeName: String(describing: declaration.valueType)))
+                fallbackValue: initial, valueType: declaration.valueType))
         }
         self.attributes = attributes
         relationships = recorded.relationshipDeclarations.enumerated().map { index, declaration in
@@ -147,10 +155,22 @@ final class ModelMetadata: @unchecked Sendable {
     /// its initializer on first use: derived state, which is transient by design, as a computed property is.
     private static let lazyStoragePrefix = "$__lazy_storage_$_"
 
-    /// Whether values of `type` are models, or optionals, arrays or dictionaries of them: a relationship's values.
-    private static func holdsModels(_ type: Any.Type) -> Bool {
+    /// Whether values of `type`, whose codec is `codec`, are models, or optionals, arrays or dictionaries of them: a
+    /// relationship's values.
+    private static func holdsModels(_ type: Any.Type, codec: (any AnyAttributeCodec)?) -> Bool {
         if type is ModelObject.Type { return true }
-        if let container = type as? any ContainerAttributeValue.Type { return holdsModels(container.elementType) }
+        switch codec?.type {
+        case .optional?, .array?, .dictionary?, .rawRepresentable?, .codable?, nil:
+            break
+        default:
+            // A scalar kind is a `PersistentValue` type's own: not an optional, array or dictionary, whose kinds say
+            // so, so it contains nothing. (Asking would cast the type to `ContainerAttributeValue`, and a cast of a
+            // type not cast before scans every protocol conformance record of the process.)
+            return false
+        }
+        if let container = type as? any ContainerAttributeValue.Type {
+            return holdsModels(container.elementType, codec: nil)
+        }
         return false
     }
 
@@ -277,7 +297,10 @@ struct AttributeMetadata: @unchecked Sendable {
     let hasGeneratedDefault: Bool
     /// The prototype's initial value, read back when a stored value cannot be decoded.
     let fallbackValue: Any
-    let valueTypeName: String
+    let valueType: Any.Type
+
+    /// The declared type's name, as the schema of an attribute without a codec gives it (whose building then fails).
+    var valueTypeName: String { typeName(valueType) }
 
     var isExternal: Bool { options.contains(.externalStorage) }
     var preservesValueOnDeletion: Bool { options.contains(.preserveValueOnDeletion) }
@@ -445,6 +468,12 @@ final class MutationNotifier: @unchecked Sendable {
         }
     }
 }
+
+/// What `String(describing: type)` prints (`"Folder"` for `SchemaV2.Folder`, `"Array<String>"`), without what printing
+/// a value does first: casting it to `CustomStringConvertible` and the other protocols printing consults (a cast of a
+/// type not cast before scans every protocol conformance record of the process) and reflecting it. A metatype
+/// conforms to none of those protocols, so `String(describing:)` ends in this very call.
+func typeName(_ type: Any.Type) -> String { _typeName(type, qualified: false) }
 
 /// Lets reflection tell persisted properties' wrappers from other stored properties.
 protocol AttributeWrapperMarker {}

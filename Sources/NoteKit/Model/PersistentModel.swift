@@ -69,7 +69,7 @@ public protocol PersistentModelProtocol: AnyObject {
 
 extension PersistentModelProtocol {
     /// The type's name, as `String(describing:)` prints it: `"Folder"` for `SchemaV2.Folder` too.
-    public static var entityName: String { String(describing: Self.self) }
+    public static var entityName: String { typeName(Self.self) }
     /// No earlier name: the type was not renamed.
     public static var originalEntityName: String? { nil }
     /// No compound unique constraint (single `.unique` attributes are declared on the attribute).

@@ -61,7 +61,7 @@ public struct Relationship<Value> {
         stack.relationshipValues.append(stack.isMaterializing ? [] : initial().models as [ModelObject])
         if stack.recordingDepth > 0 {
             stack.relationshipDeclarations.append(RelationshipDeclaration(
-                destination: Value.Destination.self, isToMany: Value.isToMany, deleteRule: deleteRule,
+                wrapperType: Self.self, destination: Value.Destination.self, isToMany: Value.isToMany, deleteRule: deleteRule,
                 minimumModelCount: minimumModelCount, maximumModelCount: maximumModelCount,
                 originalName: originalName, inverse: inverse))
         }

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Synchronization
 
 /// The shape of a store: its entities, their attributes and relationships, and a version.
 ///
@@ -41,7 +42,11 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
     /// it is not part of equality.
     public private(set) var isVersioned: Bool
     /// The entities, sorted by name.
-    public var entities: [Entity]
+    public var entities: [Entity] {
+        didSet { contentHashBox = ContentHashBox() }
+    }
+    /// Where ``contentHash`` is kept once computed; a new one when the entities change.
+    private var contentHashBox = ContentHashBox()
 
     /// The model types this schema was built from; nil for a schema decoded from a store.
     let runtime: SchemaRuntime?
@@ -109,13 +114,10 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
     }
 
     /// A stable hash of the entities (not of the version): lowercase hex SHA-256 of their canonical JSON.
-    public var contentHash: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        // Encoding plain value types with String keys cannot fail.
-        let data = (try? encoder.encode(entities)) ?? Data()
-        return SHA256Digest.hexString(data)
-    }
+    ///
+    /// - Complexity: encodes and hashes the entities the first time it is asked of this schema or a copy of it made
+    ///   since its entities last changed; afterwards O(1).
+    public var contentHash: String { contentHashBox.hash(of: entities) }
 
     /// A readable listing: the version, the first 12 digits of ``contentHash``, then each entity with its attributes,
     /// relationships, unique constraints and indexes, one per line.
@@ -388,6 +390,25 @@ extension Schema {
             if let originalName { text += " (was \(originalName))" }
             return text
         }
+    }
+}
+
+/// A schema's content hash once computed, shared by the copies of the schema until one's entities change. An open
+/// asks for the hash of the schema it opens with and of each stored schema it reads several times (the segment's
+/// `schema` record, the versioning decision, the container, the manifest copy's check), and each time the entities
+/// were encoded to JSON and hashed, which cost more than the rest of a checkpointed open. Equal entities are not
+/// enough to share a hash: `String` equality is canonical equivalence, and the hash is of the encoded bytes.
+final class ContentHashBox: Sendable {
+    private let hash = Mutex<String?>(nil)
+
+    func hash(of entities: [Schema.Entity]) -> String {
+        if let known = hash.withLock({ $0 }) { return known }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        // Encoding plain value types with String keys cannot fail.
+        let computed = SHA256Digest.hexString((try? encoder.encode(entities)) ?? Data())
+        hash.withLock { $0 = computed }
+        return computed
     }
 }
 

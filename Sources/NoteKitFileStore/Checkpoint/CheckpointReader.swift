@@ -59,12 +59,27 @@ final class CheckpointReader: Sendable {
     /// - Complexity: reads the header's pages and two records' frames of the segment; nothing else.
     static func open(layout: StoreLayout, fileSystem: any StoreFileSystem, store: UUID, segment: Int,
                      schema: Schema, blobs: BlobStore?) -> Result<CheckpointReader, CheckpointDamage> {
+        do {
+            let checkpoint = try fileSystem.openForReading(layout.checkpoint)
+            return open(checkpoint, header: try readHeader(checkpoint), layout: layout, fileSystem: fileSystem,
+                        store: store, segment: segment, schema: schema, blobs: blobs)
+        } catch let damage as CheckpointDamage {
+            return .failure(damage)
+        } catch {
+            return .failure(CheckpointDamage(file: layout.checkpoint, offset: 0, reason: "\(error)"))
+        }
+    }
+
+    /// The reader of the checkpoint open as `checkpoint`, whose header `readHeader(_:)` read as `header` (an open
+    /// reads the header first, for the segment's schema range, and goes on through the same handle: the header
+    /// is read once), or why it cannot be used, as ``open(layout:fileSystem:store:segment:schema:blobs:)`` says.
+    static func open(_ checkpoint: any StoreReadableFile, header: CheckpointHeader, layout: StoreLayout,
+                     fileSystem: any StoreFileSystem, store: UUID, segment: Int, schema: Schema,
+                     blobs: BlobStore?) -> Result<CheckpointReader, CheckpointDamage> {
         let path = layout.checkpoint
         do {
             // Both files are read through handles opened once: another process's compaction may replace the
             // checkpoint and delete the segment meanwhile, and this open goes on reading the pair it checked.
-            let checkpoint = try fileSystem.openForReading(path)
-            let header = try readHeader(checkpoint)
             try check(header, path: path, store: store, segment: segment, schema: schema)
             let segmentFile = try fileSystem.openForReading(layout.segment(segment))
             try checkTies(header, segment: segmentFile)
@@ -85,10 +100,17 @@ final class CheckpointReader: Sendable {
 
     /// Reads and decodes the magic line and header record, and checks the file's size against the pages.
     static func readHeader(_ path: String, fileSystem: any StoreFileSystem) throws -> CheckpointHeader {
+        try readHeader(openFile(path, fileSystem: fileSystem))
+    }
+
+    /// The checkpoint at `path`, open for reading.
+    ///
+    /// - Throws: ``CheckpointDamage`` when there is none, or what opening it throws.
+    static func openFile(_ path: String, fileSystem: any StoreFileSystem) throws -> any StoreReadableFile {
         guard try fileSystem.kind(of: path) != nil else {
             throw CheckpointDamage(file: path, offset: 0, reason: "there is no checkpoint")
         }
-        return try readHeader(fileSystem.openForReading(path))
+        return try fileSystem.openForReading(path)
     }
 
     /// Reads and decodes the magic line and header record of the checkpoint open as `file`, and checks the file's
