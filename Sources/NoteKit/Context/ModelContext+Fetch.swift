@@ -68,19 +68,26 @@ extension ModelContext {
         let offset = max(0, descriptor.fetchOffset ?? 0)
         let limit = descriptor.effectiveLimit
         let pending = descriptor.includePendingChanges ? pendingObjects(of: metadata) : []
+        let attributes = resultType == .snapshots ? descriptor.attributesToFetch(of: metadata) : nil
         if pending.isEmpty {
-            let result = try store.fetch(StoreFetchRequest(
-                entity: metadata.entityName, filter: compiled.filter, sort: sort, offset: offset,
-                limit: limit, resultType: resultType))
+            var request = StoreFetchRequest(entity: metadata.entityName, filter: compiled.filter, sort: sort,
+                                            offset: offset, limit: limit, resultType: resultType)
+            request.attributes = attributes
+            let result = try store.fetch(request)
             var outcome = FetchOutcome(identifiers: result.identifiers, count: result.count, plan: result.plan)
-            outcome.objects = result.snapshots.map(_object(for:))
+            let fault = PartialFault(loadedAttributes: result.loadedAttributes, of: metadata)
+            outcome.objects = result.snapshots.map { _object(for: $0, fault: fault) }
+            prefetch(descriptor.relationshipKeyPathsForPrefetching, of: outcome.objects, metadata: metadata)
             return outcome
         }
 
         // Unsaved objects count as they are now: their saved rows are replaced in place (keeping the store's
         // order), dropped when deleted or no longer matching, and the rest are appended.
-        let result = try store.fetch(StoreFetchRequest(
-            entity: metadata.entityName, filter: compiled.filter, sort: sort, resultType: .snapshots))
+        var request = StoreFetchRequest(entity: metadata.entityName, filter: compiled.filter, sort: sort,
+                                        resultType: .snapshots)
+        request.attributes = attributes
+        let result = try store.fetch(request)
+        let fault = PartialFault(loadedAttributes: result.loadedAttributes, of: metadata)
         var pendingByID: [PersistentIdentifier: ModelObject] = [:]
         for object in pending { pendingByID[object._$id] = object }
         func current(_ object: ModelObject) throws -> ModelSnapshot? {
@@ -112,7 +119,8 @@ extension ModelContext {
         switch resultType {
         case .snapshots:
             // Pending objects are themselves; saved rows go through the lookup that refreshes unchanged objects.
-            outcome.objects = slice.map { pendingByID[$0.id] ?? _object(for: $0) }
+            outcome.objects = slice.map { pendingByID[$0.id] ?? _object(for: $0, fault: fault) }
+            prefetch(descriptor.relationshipKeyPathsForPrefetching, of: outcome.objects, metadata: metadata)
         case .identifiers: outcome.identifiers = slice.map(\.id)
         case .count: break
         }
@@ -137,7 +145,7 @@ extension ModelContext {
         // Each candidate: the object the caller gets, and the object the predicate and sort look at.
         var candidates: [(result: ModelObject, judged: ModelObject)]
         if descriptor.includePendingChanges {
-            let objects = stored.snapshots.map(_object(for:)).filter { $0._$state != .deleted }
+            let objects = stored.snapshots.map { _object(for: $0) }.filter { $0._$state != .deleted }
                 + insertedObjects.filter { $0._$metadata.entityName == metadata.entityName }
             candidates = objects.map { ($0, $0) }
         } else {
@@ -175,7 +183,9 @@ extension ModelContext {
         plan.recordsReturned = slice.count
         var outcome = FetchOutcome(count: slice.count, plan: plan)
         switch resultType {
-        case .snapshots: outcome.objects = slice
+        case .snapshots:
+            outcome.objects = slice
+            prefetch(descriptor.relationshipKeyPathsForPrefetching, of: slice, metadata: metadata)
         case .identifiers: outcome.identifiers = slice.map(\._$id)
         case .count: break
         }
@@ -183,11 +193,69 @@ extension ModelContext {
     }
 }
 
+extension ModelContext {
+    /// Reads the targets of `objects`' relationships that `keyPaths` name and that this context has not
+    /// registered, in one store call, and registers them: following those relationships then reads nothing. A key
+    /// path that is not one relationship of the entity (an attribute, a nested path) prefetches nothing.
+    func prefetch<T: PersistentModel>(_ keyPaths: [PartialKeyPath<T>], of objects: [ModelObject],
+                                      metadata: ModelMetadata) {
+        guard !keyPaths.isEmpty, !objects.isEmpty else { return }
+        var slots: [Int] = []
+        for keyPath in keyPaths {
+            if case .relationship(let slot)? = metadata.property(for: keyPath), !slots.contains(slot) {
+                slots.append(slot)
+            }
+        }
+        guard !slots.isEmpty else { return }
+        var seen = Set<PersistentIdentifier>()
+        var targets: [PersistentIdentifier] = []
+        for object in objects {
+            for slot in slots {
+                for id in object._$relationships[slot].identifiers where registry[id] == nil && seen.insert(id).inserted {
+                    targets.append(id)
+                }
+            }
+        }
+        guard !targets.isEmpty else { return }
+        for row in store.snapshots(for: targets) {
+            if let row { _ = _object(for: row) }
+        }
+    }
+}
+
+extension PartialFault {
+    /// What a store's ``StoreFetchResult/loadedAttributes`` says of its rows: nil when they are whole.
+    convenience init?(loadedAttributes: [Int]?, of metadata: ModelMetadata) {
+        guard let loadedAttributes else { return nil }
+        var loaded = [Bool](repeating: false, count: metadata.attributes.count)
+        for slot in loadedAttributes where slot >= 0 && slot < loaded.count { loaded[slot] = true }
+        guard loaded.contains(false) else { return nil }
+        self.init(loaded: loaded)
+    }
+}
+
 extension FetchDescriptor {
+    /// The positions of the attributes ``propertiesToFetch`` lists, for the store; nil when the list is empty or
+    /// names every attribute. Key paths that are not attributes (relationships, which are always loaded; transient
+    /// or computed properties; nested paths) add nothing.
+    func attributesToFetch(of metadata: ModelMetadata) -> [Int]? {
+        guard !propertiesToFetch.isEmpty else { return nil }
+        var slots: [Int] = []
+        for keyPath in propertiesToFetch {
+            if let slot = metadata.attributeSlot(for: keyPath), !slots.contains(slot) { slots.append(slot) }
+        }
+        return slots.count == metadata.attributes.count ? nil : slots.sorted()
+    }
+
     /// The limit as applied: nil for no limit. As in Core Data, under which SwiftData runs, a limit of zero (or
     /// less) means no limit.
     var effectiveLimit: Int? {
         guard let fetchLimit, fetchLimit > 0 else { return nil }
         return fetchLimit
     }
+}
+
+extension AttributeMetadata {
+    /// The stored form of ``fallbackValue``: what an attribute whose stored value is lost reads as.
+    var encodedFallback: StoredValue { (try? codec?.encodeAny(fallbackValue)) ?? .null }
 }
