@@ -68,16 +68,17 @@ extension ModelContext {
         let offset = max(0, descriptor.fetchOffset ?? 0)
         let limit = descriptor.effectiveLimit
         let pending = descriptor.includePendingChanges ? pendingObjects(of: metadata) : []
-        let attributes = resultType == .snapshots ? descriptor.attributesToFetch(of: metadata) : nil
+        let loading = descriptor.loading(for: metadata)
+        let attributes = resultType == .snapshots ? loading.attributes : nil
         if pending.isEmpty {
             var request = StoreFetchRequest(entity: metadata.entityName, filter: compiled.filter, sort: sort,
                                             offset: offset, limit: limit, resultType: resultType)
             request.attributes = attributes
             let result = try store.fetch(request)
             var outcome = FetchOutcome(identifiers: result.identifiers, count: result.count, plan: result.plan)
-            let fault = PartialFault(loadedAttributes: result.loadedAttributes, of: metadata)
+            let fault = PartialFault.of(result.loadedAttributes, metadata: metadata)
             outcome.objects = result.snapshots.map { _object(for: $0, fault: fault) }
-            prefetch(descriptor.relationshipKeyPathsForPrefetching, of: outcome.objects, metadata: metadata)
+            prefetch(loading.prefetched, of: outcome.objects)
             return outcome
         }
 
@@ -87,7 +88,7 @@ extension ModelContext {
                                         resultType: .snapshots)
         request.attributes = attributes
         let result = try store.fetch(request)
-        let fault = PartialFault(loadedAttributes: result.loadedAttributes, of: metadata)
+        let fault = PartialFault.of(result.loadedAttributes, metadata: metadata)
         var pendingByID: [PersistentIdentifier: ModelObject] = [:]
         for object in pending { pendingByID[object._$id] = object }
         func current(_ object: ModelObject) throws -> ModelSnapshot? {
@@ -120,7 +121,7 @@ extension ModelContext {
         case .snapshots:
             // Pending objects are themselves; saved rows go through the lookup that refreshes unchanged objects.
             outcome.objects = slice.map { pendingByID[$0.id] ?? _object(for: $0, fault: fault) }
-            prefetch(descriptor.relationshipKeyPathsForPrefetching, of: outcome.objects, metadata: metadata)
+            prefetch(loading.prefetched, of: outcome.objects)
         case .identifiers: outcome.identifiers = slice.map(\.id)
         case .count: break
         }
@@ -185,7 +186,7 @@ extension ModelContext {
         switch resultType {
         case .snapshots:
             outcome.objects = slice
-            prefetch(descriptor.relationshipKeyPathsForPrefetching, of: slice, metadata: metadata)
+            prefetch(descriptor.loading(for: metadata).prefetched, of: slice)
         case .identifiers: outcome.identifiers = slice.map(\._$id)
         case .count: break
         }
@@ -194,19 +195,10 @@ extension ModelContext {
 }
 
 extension ModelContext {
-    /// Reads the targets of `objects`' relationships that `keyPaths` name and that this context has not
-    /// registered, in one store call, and registers them: following those relationships then reads nothing. A key
-    /// path that is not one relationship of the entity (an attribute, a nested path) prefetches nothing.
-    func prefetch<T: PersistentModel>(_ keyPaths: [PartialKeyPath<T>], of objects: [ModelObject],
-                                      metadata: ModelMetadata) {
-        guard !keyPaths.isEmpty, !objects.isEmpty else { return }
-        var slots: [Int] = []
-        for keyPath in keyPaths {
-            if case .relationship(let slot)? = metadata.property(for: keyPath), !slots.contains(slot) {
-                slots.append(slot)
-            }
-        }
-        guard !slots.isEmpty else { return }
+    /// Reads the targets of `objects`' relationships at positions `slots` that this context has not registered,
+    /// in one store call, and registers them: following those relationships then reads nothing.
+    func prefetch(_ slots: [Int], of objects: [ModelObject]) {
+        guard !slots.isEmpty, !objects.isEmpty else { return }
         var seen = Set<PersistentIdentifier>()
         var targets: [PersistentIdentifier] = []
         for object in objects {
@@ -225,28 +217,15 @@ extension ModelContext {
 
 extension PartialFault {
     /// What a store's ``StoreFetchResult/loadedAttributes`` says of its rows: nil when they are whole.
-    convenience init?(loadedAttributes: [Int]?, of metadata: ModelMetadata) {
+    static func of(_ loadedAttributes: [Int]?, metadata: ModelMetadata) -> PartialFault? {
         guard let loadedAttributes else { return nil }
         var loaded = [Bool](repeating: false, count: metadata.attributes.count)
         for slot in loadedAttributes where slot >= 0 && slot < loaded.count { loaded[slot] = true }
-        guard loaded.contains(false) else { return nil }
-        self.init(loaded: loaded)
+        return loaded.contains(false) ? PartialFault(loaded: loaded) : nil
     }
 }
 
 extension FetchDescriptor {
-    /// The positions of the attributes ``propertiesToFetch`` lists, for the store; nil when the list is empty or
-    /// names every attribute. Key paths that are not attributes (relationships, which are always loaded; transient
-    /// or computed properties; nested paths) add nothing.
-    func attributesToFetch(of metadata: ModelMetadata) -> [Int]? {
-        guard !propertiesToFetch.isEmpty else { return nil }
-        var slots: [Int] = []
-        for keyPath in propertiesToFetch {
-            if let slot = metadata.attributeSlot(for: keyPath), !slots.contains(slot) { slots.append(slot) }
-        }
-        return slots.count == metadata.attributes.count ? nil : slots.sorted()
-    }
-
     /// The limit as applied: nil for no limit. As in Core Data, under which SwiftData runs, a limit of zero (or
     /// less) means no limit.
     var effectiveLimit: Int? {

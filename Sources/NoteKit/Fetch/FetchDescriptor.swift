@@ -62,7 +62,7 @@ public struct FetchDescriptor<T: PersistentModel> {
     /// `@Transient` or computed property, or a nested path. A predicate or sort that is evaluated on objects (see
     /// ``ModelContext/explain(_:)``) loads every attribute of every object anyway, and so do the batched
     /// ``ModelContext/enumerate(_:batchSize:allowEscapingMutations:block:)`` and ``ModelContext/fetch(_:batchSize:)``.
-    public var propertiesToFetch: [PartialKeyPath<T>] = []
+    public var propertiesToFetch: [PartialKeyPath<T>] = [] { didSet { compilation = FetchCompilation() } }
     /// The relationships whose targets are read together with the results, to avoid one read per result (SwiftData's
     /// `relationshipKeyPathsForPrefetching`).
     ///
@@ -83,7 +83,9 @@ public struct FetchDescriptor<T: PersistentModel> {
     /// (`\.notebook?.owner`), an attribute or a transient property is accepted and prefetches nothing. The batched
     /// ``ModelContext/enumerate(_:batchSize:allowEscapingMutations:block:)`` and ``ModelContext/fetch(_:batchSize:)``
     /// prefetch nothing.
-    public var relationshipKeyPathsForPrefetching: [PartialKeyPath<T>] = []
+    public var relationshipKeyPathsForPrefetching: [PartialKeyPath<T>] = [] {
+        didSet { compilation = FetchCompilation() }
+    }
 
     var compilation = FetchCompilation()
 
@@ -94,10 +96,20 @@ public struct FetchDescriptor<T: PersistentModel> {
     }
 }
 
-/// The compiled form of a descriptor's predicate and sort, shared by copies of the descriptor until one of them
-/// changes its predicate or sort.
+/// The compiled form of a descriptor's predicate, sort and loading lists, shared by copies of the descriptor until
+/// one of them changes one of those.
 final class FetchCompilation {
     var compiled: CompiledFetch?
+    var loading: FetchLoading?
+}
+
+/// What ``FetchDescriptor/propertiesToFetch`` and ``FetchDescriptor/relationshipKeyPathsForPrefetching`` come to
+/// for an entity: positions, worked out once.
+struct FetchLoading {
+    /// The attributes to load (sorted); nil for every one.
+    var attributes: [Int]?
+    /// The relationships whose targets to prefetch.
+    var prefetched: [Int]
 }
 
 /// A predicate and sort compiled for the store, or the reason they could not be.
@@ -113,6 +125,28 @@ struct CompiledFetch {
 }
 
 extension FetchDescriptor {
+    /// Works out (once) the attributes ``propertiesToFetch`` lists and the relationships
+    /// ``relationshipKeyPathsForPrefetching`` names, for `metadata`. Key paths that are not attributes (for the
+    /// first list: relationships, which are always loaded; transient or computed properties; nested paths) or not
+    /// relationships (for the second: attributes, nested paths) add nothing.
+    func loading(for metadata: ModelMetadata) -> FetchLoading {
+        if let loading = compilation.loading { return loading }
+        var attributes: [Int] = []
+        for keyPath in propertiesToFetch {
+            if let slot = metadata.attributeSlot(for: keyPath), !attributes.contains(slot) { attributes.append(slot) }
+        }
+        var prefetched: [Int] = []
+        for keyPath in relationshipKeyPathsForPrefetching {
+            if case .relationship(let slot)? = metadata.property(for: keyPath), !prefetched.contains(slot) {
+                prefetched.append(slot)
+            }
+        }
+        let all = propertiesToFetch.isEmpty || attributes.count == metadata.attributes.count
+        let loading = FetchLoading(attributes: all ? nil : attributes.sorted(), prefetched: prefetched)
+        compilation.loading = loading
+        return loading
+    }
+
     /// Compiles (once) the predicate and sort for `metadata`.
     func compiled(for metadata: ModelMetadata) -> CompiledFetch {
         if let compiled = compilation.compiled { return compiled }

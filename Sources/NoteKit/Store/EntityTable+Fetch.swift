@@ -270,28 +270,36 @@ extension EntityTable {
             return path.reverse ? order > 0 : order < 0
         }
         var failure: (any Error)?
-        /// Takes the base's entry `entry` (row `number`, and its row when the base read it already).
-        func take(_ entry: IndexEntry, _ number: Int, _ row: ModelSnapshot?) -> Bool {
-            do {
-                while !stopped, let next = cursor.entry, before(next, entry) {
-                    try push(memory(next))
-                    cursor.advance()
-                }
-                // A row the base read comes as a row in memory does: it is not read again.
-                if !stopped && !isOverridden(number) { try push(row.map { .memory($0, number) } ?? .base(number)) }
-            } catch {
-                failure = error
-                return false
-            }
-            return !stopped
-        }
         do {
             if let decoding {
+                // The base hands over the rows it read: they come as rows in memory do, and are not read again.
                 try base.scanIndex(path.index, from: path.lower, to: path.upper, reverse: path.reverse,
-                                   decoding: decoding) { take($0, $1, $2) }
+                                   decoding: decoding) { entry, number, row in
+                    do {
+                        while !stopped, let next = cursor.entry, before(next, entry) {
+                            try push(memory(next))
+                            cursor.advance()
+                        }
+                        if !stopped && !isOverridden(number) { try push(.memory(row, number)) }
+                    } catch {
+                        failure = error
+                        return false
+                    }
+                    return !stopped
+                }
             } else {
-                try base.scanIndex(path.index, from: path.lower, to: path.upper, reverse: path.reverse) {
-                    take($0, $1, nil)
+                try base.scanIndex(path.index, from: path.lower, to: path.upper, reverse: path.reverse) { entry, number in
+                    do {
+                        while !stopped, let next = cursor.entry, before(next, entry) {
+                            try push(memory(next))
+                            cursor.advance()
+                        }
+                        if !stopped && !isOverridden(number) { try push(.base(number)) }
+                    } catch {
+                        failure = error
+                        return false
+                    }
+                    return !stopped
                 }
             }
         } catch {

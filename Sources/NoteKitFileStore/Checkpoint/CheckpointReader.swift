@@ -454,15 +454,15 @@ final class CheckpointRowBase: RowBase {
         guard index >= 0, index < described.indexes.count else { throw damage("\(entityName) has no index \(index)") }
         let section = described.indexes[index].section
         let slots = indexSlots[index]
-        var keyOnly: [Bool]?, wanted: [Bool]?
-        if var only {
-            var keys = [Bool](repeating: false, count: only.count)
+        // Constants, so that the functions below capture them by value.
+        let (keyOnly, wanted) = only.map { only -> ([Bool]?, [Bool]?) in
+            var keys = [Bool](repeating: false, count: only.count), wanted = only
             for slot in slots {
                 keys[slot] = true
-                only[slot] = true
+                wanted[slot] = true
             }
-            (keyOnly, wanted) = (keys, only)
-        }
+            return (keys, wanted)
+        } ?? (nil, nil)
         func row(_ number: Int) throws -> ModelSnapshot { try rows([number], only: keyOnly)[0] }
         func entry(_ row: ModelSnapshot) -> IndexEntry { IndexEntry(key: slots.map { row.attributes[$0] }, id: row.id) }
         /// The first position whose entry's key prefix is past the bound (`after`) or at or after it.
