@@ -76,9 +76,12 @@ extension ModelContext {
             request.attributes = attributes
             let result = try store.fetch(request)
             var outcome = FetchOutcome(identifiers: result.identifiers, count: result.count, plan: result.plan)
-            let fault = PartialFault.of(result.loadedAttributes, metadata: metadata)
-            outcome.objects = result.snapshots.map { _object(for: $0, fault: fault) }
-            prefetch(loading.prefetched, of: outcome.objects)
+            if let fault = PartialFault.of(result.loadedAttributes, metadata: metadata) {
+                outcome.objects = result.snapshots.map { _object(for: $0, partial: fault) }
+            } else {
+                outcome.objects = result.snapshots.map { _object(for: $0) }
+            }
+            if !loading.prefetched.isEmpty { prefetch(loading.prefetched, of: outcome.objects) }
             return outcome
         }
 
@@ -120,8 +123,10 @@ extension ModelContext {
         switch resultType {
         case .snapshots:
             // Pending objects are themselves; saved rows go through the lookup that refreshes unchanged objects.
-            outcome.objects = slice.map { pendingByID[$0.id] ?? _object(for: $0, fault: fault) }
-            prefetch(loading.prefetched, of: outcome.objects)
+            outcome.objects = slice.map { row in
+                pendingByID[row.id] ?? (fault.map { _object(for: row, partial: $0) } ?? _object(for: row))
+            }
+            if !loading.prefetched.isEmpty { prefetch(loading.prefetched, of: outcome.objects) }
         case .identifiers: outcome.identifiers = slice.map(\.id)
         case .count: break
         }

@@ -283,16 +283,20 @@ public final class ModelContext {
     }
 
     /// The registered object for a snapshot the store returned, loading or refreshing it as needed.
-    ///
-    /// - Parameter fault: when the snapshot is partial, the attributes it holds: a new object gets the others
-    ///   when first read; a registered one is never unloaded (a newer version of it is read whole).
-    func _object(for snapshot: ModelSnapshot, fault: PartialFault? = nil) -> ModelObject {
+    func _object(for snapshot: ModelSnapshot) -> ModelObject {
+        if let known = registry[snapshot.id] {
+            if known._$state == .registered, !known._$isChanged { _refresh(known, from: snapshot) }
+            return known
+        }
+        return _materialize(snapshot)
+    }
+
+    /// The registered object for a partial snapshot the store returned, whose loaded attributes `fault` lists: a
+    /// new object gets the others when first read; a registered one is never unloaded (a newer version of it is
+    /// read whole).
+    func _object(for snapshot: ModelSnapshot, partial fault: PartialFault) -> ModelObject {
         if let known = registry[snapshot.id] {
             guard known._$state == .registered, !known._$isChanged else { return known }
-            guard fault != nil else {
-                _refresh(known, from: snapshot)
-                return known
-            }
             if let committed = known._$committed, snapshot.version > committed.version {
                 if known._$fault != nil {
                     _fulfill(known)
