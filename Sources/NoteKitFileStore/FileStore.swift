@@ -591,7 +591,7 @@ public final class FileStore: DataStore {
     public func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
         state.withLock { state in
             refreshAutomatically(&state)
-            return readingRows(&state, otherwise: ids.map { _ in nil }) { rows in try ids.map { try rows.snapshot(for: $0) } }
+            return readingRows(&state, otherwise: ids.map { _ in nil }) { try $0.snapshots(for: ids) }
         }
     }
 

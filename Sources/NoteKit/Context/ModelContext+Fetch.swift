@@ -68,19 +68,30 @@ extension ModelContext {
         let offset = max(0, descriptor.fetchOffset ?? 0)
         let limit = descriptor.effectiveLimit
         let pending = descriptor.includePendingChanges ? pendingObjects(of: metadata) : []
+        let loading = descriptor.loading(for: metadata)
+        let attributes = resultType == .snapshots ? loading.attributes : nil
         if pending.isEmpty {
-            let result = try store.fetch(StoreFetchRequest(
-                entity: metadata.entityName, filter: compiled.filter, sort: sort, offset: offset,
-                limit: limit, resultType: resultType))
+            var request = StoreFetchRequest(entity: metadata.entityName, filter: compiled.filter, sort: sort,
+                                            offset: offset, limit: limit, resultType: resultType)
+            request.attributes = attributes
+            let result = try store.fetch(request)
             var outcome = FetchOutcome(identifiers: result.identifiers, count: result.count, plan: result.plan)
-            outcome.objects = result.snapshots.map(_object(for:))
+            if let fault = PartialFault.of(result.loadedAttributes, metadata: metadata) {
+                outcome.objects = result.snapshots.map { _object(for: $0, partial: fault) }
+            } else {
+                outcome.objects = result.snapshots.map { _object(for: $0) }
+            }
+            if !loading.prefetched.isEmpty { prefetch(loading.prefetched, of: outcome.objects) }
             return outcome
         }
 
         // Unsaved objects count as they are now: their saved rows are replaced in place (keeping the store's
         // order), dropped when deleted or no longer matching, and the rest are appended.
-        let result = try store.fetch(StoreFetchRequest(
-            entity: metadata.entityName, filter: compiled.filter, sort: sort, resultType: .snapshots))
+        var request = StoreFetchRequest(entity: metadata.entityName, filter: compiled.filter, sort: sort,
+                                        resultType: .snapshots)
+        request.attributes = attributes
+        let result = try store.fetch(request)
+        let fault = PartialFault.of(result.loadedAttributes, metadata: metadata)
         var pendingByID: [PersistentIdentifier: ModelObject] = [:]
         for object in pending { pendingByID[object._$id] = object }
         func current(_ object: ModelObject) throws -> ModelSnapshot? {
@@ -112,7 +123,10 @@ extension ModelContext {
         switch resultType {
         case .snapshots:
             // Pending objects are themselves; saved rows go through the lookup that refreshes unchanged objects.
-            outcome.objects = slice.map { pendingByID[$0.id] ?? _object(for: $0) }
+            outcome.objects = slice.map { row in
+                pendingByID[row.id] ?? (fault.map { _object(for: row, partial: $0) } ?? _object(for: row))
+            }
+            if !loading.prefetched.isEmpty { prefetch(loading.prefetched, of: outcome.objects) }
         case .identifiers: outcome.identifiers = slice.map(\.id)
         case .count: break
         }
@@ -137,7 +151,7 @@ extension ModelContext {
         // Each candidate: the object the caller gets, and the object the predicate and sort look at.
         var candidates: [(result: ModelObject, judged: ModelObject)]
         if descriptor.includePendingChanges {
-            let objects = stored.snapshots.map(_object(for:)).filter { $0._$state != .deleted }
+            let objects = stored.snapshots.map { _object(for: $0) }.filter { $0._$state != .deleted }
                 + insertedObjects.filter { $0._$metadata.entityName == metadata.entityName }
             candidates = objects.map { ($0, $0) }
         } else {
@@ -175,11 +189,44 @@ extension ModelContext {
         plan.recordsReturned = slice.count
         var outcome = FetchOutcome(count: slice.count, plan: plan)
         switch resultType {
-        case .snapshots: outcome.objects = slice
+        case .snapshots:
+            outcome.objects = slice
+            prefetch(descriptor.loading(for: metadata).prefetched, of: slice)
         case .identifiers: outcome.identifiers = slice.map(\._$id)
         case .count: break
         }
         return outcome
+    }
+}
+
+extension ModelContext {
+    /// Reads the targets of `objects`' relationships at positions `slots` that this context has not registered,
+    /// in one store call, and registers them: following those relationships then reads nothing.
+    func prefetch(_ slots: [Int], of objects: [ModelObject]) {
+        guard !slots.isEmpty, !objects.isEmpty else { return }
+        var seen = Set<PersistentIdentifier>()
+        var targets: [PersistentIdentifier] = []
+        for object in objects {
+            for slot in slots {
+                for id in object._$relationships[slot].identifiers where registry[id] == nil && seen.insert(id).inserted {
+                    targets.append(id)
+                }
+            }
+        }
+        guard !targets.isEmpty else { return }
+        for row in store.snapshots(for: targets) {
+            if let row { _ = _object(for: row) }
+        }
+    }
+}
+
+extension PartialFault {
+    /// What a store's ``StoreFetchResult/loadedAttributes`` says of its rows: nil when they are whole.
+    static func of(_ loadedAttributes: [Int]?, metadata: ModelMetadata) -> PartialFault? {
+        guard let loadedAttributes else { return nil }
+        var loaded = [Bool](repeating: false, count: metadata.attributes.count)
+        for slot in loadedAttributes where slot >= 0 && slot < loaded.count { loaded[slot] = true }
+        return loaded.contains(false) ? PartialFault(loaded: loaded) : nil
     }
 }
 
@@ -190,4 +237,9 @@ extension FetchDescriptor {
         guard let fetchLimit, fetchLimit > 0 else { return nil }
         return fetchLimit
     }
+}
+
+extension AttributeMetadata {
+    /// The stored form of ``fallbackValue``: what an attribute whose stored value is lost reads as.
+    var encodedFallback: StoredValue { (try? codec?.encodeAny(fallbackValue)) ?? .null }
 }

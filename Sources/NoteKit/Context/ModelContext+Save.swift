@@ -217,6 +217,7 @@ extension ModelContext {
             return nil
         }
         if let registered = registry[id] {
+            if registered._$fault != nil { _fulfill(registered) }
             guard registered._$state == .registered, slots.map({ registered._$attributes[$0] }) == key else { return nil }
             return .object(registered)
         }

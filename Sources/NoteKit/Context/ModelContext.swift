@@ -291,8 +291,61 @@ public final class ModelContext {
         return _materialize(snapshot)
     }
 
-    /// Loads a newer saved version of an unchanged object, telling observers what changed.
+    /// The registered object for a partial snapshot the store returned, whose loaded attributes `fault` lists: a
+    /// new object gets the others when first read; a registered one is never unloaded (a newer version of it is
+    /// read whole).
+    func _object(for snapshot: ModelSnapshot, partial fault: PartialFault) -> ModelObject {
+        if let known = registry[snapshot.id] {
+            guard known._$state == .registered, !known._$isChanged else { return known }
+            if let committed = known._$committed, snapshot.version > committed.version {
+                if known._$fault != nil {
+                    _fulfill(known)
+                } else if let stored = store.snapshots(for: [snapshot.id]).first ?? nil {
+                    _refresh(known, from: stored)
+                }
+            }
+            return known
+        }
+        let object = _materialize(snapshot)
+        object._$fault = fault
+        return object
+    }
+
+    /// Loads the attributes a partial fetch left out of `object` from its row in the store (one row read), all
+    /// at once, and any newer saved values of the others (telling observers). A row the store no longer has (another
+    /// context deleted it) leaves each unloaded attribute at its declared default, recorded in ``readFailures``.
+    func _fulfill(_ object: ModelObject) {
+        guard object._$fault != nil else { return }
+        _fill(object, from: store.snapshots(for: [object._$id]).first ?? nil)
+    }
+
+    /// Fills the unloaded attributes of `object` from `row`, its whole saved row (nil: gone), then refreshes it.
+    private func _fill(_ object: ModelObject, from row: ModelSnapshot?) {
+        guard let fault = object._$fault else { return }
+        object._$fault = nil
+        var committed = object._$committed ?? object._$snapshot
+        for slot in fault.loaded.indices where !fault.loaded[slot] {
+            let value: StoredValue
+            if let row {
+                value = row.attributes[slot]
+            } else {
+                let attribute = object._$metadata.attributes[slot]
+                value = attribute.encodedFallback
+                _recordReadFailure(.init(model: object._$id, property: attribute.name,
+                                         reason: "the object was deleted from the store before this property, which "
+                                             + "its fetch did not load (propertiesToFetch), was first read"))
+            }
+            object._$attributes[slot] = value
+            committed.attributes[slot] = value
+        }
+        object._$committed = committed
+        if let row { _refresh(object, from: row) }
+    }
+
+    /// Loads a newer saved version of an unchanged object, telling observers what changed; fills the attributes a
+    /// partial fetch left out first (`snapshot` is a whole row).
     private func _refresh(_ object: ModelObject, from snapshot: ModelSnapshot) {
+        if object._$fault != nil { return _fill(object, from: snapshot) }
         guard let committed = object._$committed, snapshot.version > committed.version else { return }
         object._$load(snapshot, notify: true)
         object._$committed = snapshot
@@ -392,7 +445,9 @@ public final class ModelContext {
     }
 
     /// Called before any change to `object`: remembers its state for the open undo group and the transaction.
+    /// An object a partial fetch left unloaded is loaded first, so that every change applies to a whole object.
     func record(_ object: ModelObject) {
+        if object._$fault != nil { _fulfill(object) }
         undoManager?._record(object)
         guard journal != nil, journal![ObjectIdentifier(object)] == nil else { return }
         journal![ObjectIdentifier(object)] = JournalEntry(

@@ -250,6 +250,12 @@ public struct StoreFetchRequest: Sendable {
     public var resultType: ResultType
     /// Rows to leave out (the caller has newer values for them).
     public var excluding: Set<PersistentIdentifier>
+    /// The positions of the attributes the caller needs in the returned rows; nil (the default) for every one.
+    ///
+    /// A store may decode more than these, and must decode at least these and the attributes its filter and sort
+    /// read; it says what it decoded in ``StoreFetchResult/loadedAttributes``. Relationships are always whole. What
+    /// ``FetchDescriptor/propertiesToFetch`` becomes.
+    public var attributes: [Int]?
 
     /// A request for the rows of `entity` that match `filter`, sorted by `sort`, from `offset`, at most `limit`.
     public init(entity: String, filter: FetchFilter? = nil, sort: [FetchSortKey] = [], offset: Int = 0,
@@ -261,6 +267,46 @@ public struct StoreFetchRequest: Sendable {
         self.limit = limit
         self.resultType = resultType
         self.excluding = excluding
+    }
+
+    /// The attributes a store decodes for this request, one flag per position of `entity`'s `attributeCount`
+    /// attributes: ``attributes``, and what the filter and the sort read; nil for every attribute.
+    func decodedAttributes(attributeCount: Int) -> [Bool]? {
+        guard let attributes else { return nil }
+        var marks = [Bool](repeating: false, count: attributeCount)
+        for slot in attributes where slot >= 0 && slot < attributeCount { marks[slot] = true }
+        filter?.markAttributes(&marks)
+        for key in sort { key.operand.markAttributes(&marks) }
+        return marks.allSatisfy { $0 } ? nil : marks
+    }
+}
+
+extension FetchFilter {
+    /// Marks in `marks` the attributes the filter reads.
+    func markAttributes(_ marks: inout [Bool]) {
+        switch self {
+        case .constant: break
+        case .and(let parts), .or(let parts): for part in parts { part.markAttributes(&marks) }
+        case .not(let inner): inner.markAttributes(&marks)
+        case let .compare(lhs, _, rhs), let .text(lhs, _, rhs), let .contains(lhs, element: rhs):
+            lhs.markAttributes(&marks)
+            rhs.markAttributes(&marks)
+        case .isIn(let operand, _): operand.markAttributes(&marks)
+        }
+    }
+}
+
+extension FetchOperand {
+    /// Marks in `marks` the attributes the operand reads.
+    func markAttributes(_ marks: inout [Bool]) {
+        switch self {
+        case .attribute(let slot): if slot >= 0 && slot < marks.count { marks[slot] = true }
+        case .toOne, .toMany, .relationshipCount, .identifier, .value: break
+        case let .coalesce(first, second):
+            first.markAttributes(&marks)
+            second.markAttributes(&marks)
+        case .unwrap(let inner), .count(let inner): inner.markAttributes(&marks)
+        }
     }
 }
 
@@ -275,6 +321,10 @@ public struct StoreFetchResult: Sendable {
     public var count = 0
     /// How the store found the rows (see ``ModelContext/explain(_:)``).
     public var plan: FetchPlan
+    /// The positions of the attributes ``snapshots`` hold, when the store decoded fewer than every one (the
+    /// others hold `.null`: read the whole row with ``DataStore/snapshots(for:)``); nil when every row is whole.
+    /// A row may hold more than it lists.
+    public var loadedAttributes: [Int]?
 
     /// An empty result with its plan; the store fills in the field its request's result type asks for.
     public init(plan: FetchPlan) { self.plan = plan }

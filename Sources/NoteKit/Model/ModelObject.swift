@@ -138,6 +138,11 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The attributes a partial fetch (``FetchDescriptor/propertiesToFetch``) left unloaded; nil (nearly always)
+    /// when every attribute is loaded. Any change to the object, and the first read of an unloaded attribute,
+    /// loads them all first, so only reads ever see an object with a fault.
+    final var _$fault: PartialFault?
+
     enum State: Equatable {
         /// Not in any context.
         case unmanaged
@@ -296,6 +301,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     /// that no longer decodes its stored form) reads as the attribute's default, and the failure is recorded in the
     /// context's ``ModelContext/readFailures``.
     final func _$attributeValue<Value>(at slot: Int, as type: Value.Type) -> Value {
+        if _$fault != nil { _$fireFault(reading: slot) }
         let codec = _$metadata.codec(at: slot, as: Value.self)
         do {
             return try codec.decode(_$attributes[slot])
@@ -308,7 +314,27 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
 
     /// Whether writing `value` to `slot` would change anything (writes are ignored while materializing).
     final func _$attributeNeedsWrite(_ slot: Int, _ value: StoredValue) -> Bool {
-        !_$isMaterializing && _$attributes[slot] != value
+        if _$fault != nil { _$fulfill() }
+        return !_$isMaterializing && _$attributes[slot] != value
+    }
+
+    /// Loads the unloaded attributes when `slot` is one of them.
+    @inline(never)
+    final func _$fireFault(reading slot: Int) {
+        guard let fault = _$fault, !fault.loaded[slot] else { return }
+        _$fulfill()
+    }
+
+    /// Loads every attribute a partial fetch left out, from the store through the object's context (one row read).
+    /// Out of every context there is no store to read: the unloaded attributes take their declared defaults.
+    @inline(never)
+    final func _$fulfill() {
+        guard let fault = _$fault else { return }
+        if let context = _$context { return context._fulfill(self) }
+        _$fault = nil
+        for slot in fault.loaded.indices where !fault.loaded[slot] {
+            _$attributes[slot] = _$metadata.attributes[slot].encodedFallback
+        }
     }
 
     final func _$writeAttribute(_ slot: Int, _ value: StoredValue) {
@@ -341,6 +367,14 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
             }
         }
     }
+}
+
+/// Which attributes a partial fetch loaded, shared by every object it created.
+final class PartialFault {
+    /// Per attribute position, whether the fetch loaded it.
+    let loaded: [Bool]
+
+    init(loaded: [Bool]) { self.loaded = loaded }
 }
 
 /// A persisted property of a model type: its kind and its position among the type's attributes or relationships.

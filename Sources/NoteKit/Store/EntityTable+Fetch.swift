@@ -91,6 +91,7 @@ extension EntityTable {
         let limit = request.limit.map { request.offset + $0 }
         var matched: [ModelSnapshot] = []
         var examined = 0
+        var loaded: [Bool]?
 
         func consider(_ row: ModelSnapshot) throws {
             examined += 1
@@ -112,7 +113,11 @@ extension EntityTable {
                 plan.indexRange = path.hasRange
                 plan.sortedByIndex = path.deliversOrder
             }
-            (matched, examined) = try matchOverBase(request, path: path, limit: limit)
+            // Only a base decodes rows, so only a fetch over one can leave attributes out.
+            let decoding = request.resultType == .snapshots
+                ? request.decodedAttributes(attributeCount: entity.attributes.count) : nil
+            (matched, examined) = try matchOverBase(request, path: path, limit: limit, decoding: decoding)
+            loaded = decoding
         } else if let path {
             plan.index = indexSlots[path.index].map { entity.attributes[$0].name }
             plan.indexEqualityPrefix = path.equalityPrefix
@@ -150,6 +155,7 @@ extension EntityTable {
         result.count = max(0, min(matched.count - request.offset, request.limit ?? .max))
         let window = request.offset < matched.count
             ? matched[request.offset..<min(matched.count, limit ?? matched.count)] : []
+        result.loadedAttributes = loaded.map { marks in marks.indices.filter { marks[$0] } }
         switch request.resultType {
         case .snapshots: result.snapshots = Array(window)
         case .identifiers: result.identifiers = window.map(\.id)
@@ -162,8 +168,10 @@ extension EntityTable {
     /// The rows of a fetch over a base that match its filter, in the answer's order (before its offset and limit),
     /// and how many rows were examined: as the scans of rows in memory in ``fetch(_:)``, over the base's rows and
     /// the changes laid over them. Kept apart so that the fetches without a base stay as they were.
+    ///
+    /// - Parameter decoding: the attributes to decode of the base's rows (nil: every one).
     @inline(never)
-    func matchOverBase(_ request: StoreFetchRequest, path: AccessPath?, limit: Int?) throws
+    func matchOverBase(_ request: StoreFetchRequest, path: AccessPath?, limit: Int?, decoding: [Bool]?) throws
         -> (matched: [ModelSnapshot], examined: Int) {
         var matched: [ModelSnapshot] = []
         var examined = 0
@@ -199,9 +207,9 @@ extension EntityTable {
             return !(canStop && matched.count >= limit!)
         }
         if let path {
-            try scanOverBase(path, batch: batch, visit)
+            try scanOverBase(path, decoding: decoding, batch: batch, visit)
         } else {
-            try forEachRow(batch: batch, visit)
+            try forEachRow(batch: batch, decoding: decoding, visit)
         }
         if path != nil && !inOrder && request.sort.isEmpty {
             // Insertion order: a base row's number, then the inserted rows'.
@@ -217,8 +225,10 @@ extension EntityTable {
     /// identifier), each with its position, until `body` returns false: the base's entries (less those of rows
     /// changed or deleted since) merged with the in-memory index's. Rows are handed to `body` in batches of
     /// `batch()` (asked before each batch, at most ``batchSize``), the base's rows of a batch read in one
-    /// ``RowBase/rows(_:)`` call.
-    func scanOverBase(_ path: AccessPath, batch: () -> Int, _ body: (ModelSnapshot, Int) throws -> Bool) throws {
+    /// ``RowBase/rows(_:)`` call. With `decoding`, the base hands over its rows decoding those attributes as it
+    /// scans (``RowBase/scanIndex(_:from:to:reverse:decoding:_:)``), so none is read twice.
+    func scanOverBase(_ path: AccessPath, decoding: [Bool]? = nil, batch: () -> Int,
+                      _ body: (ModelSnapshot, Int) throws -> Bool) throws {
         guard let base else { return }
         /// A row reached: in memory (with its position), or a base row number still to read.
         enum Reached {
@@ -261,18 +271,36 @@ extension EntityTable {
         }
         var failure: (any Error)?
         do {
-            try base.scanIndex(path.index, from: path.lower, to: path.upper, reverse: path.reverse) { entry, number in
-                do {
-                    while !stopped, let next = cursor.entry, before(next, entry) {
-                        try push(memory(next))
-                        cursor.advance()
+            if let decoding {
+                // The base hands over the rows it read: they come as rows in memory do, and are not read again.
+                try base.scanIndex(path.index, from: path.lower, to: path.upper, reverse: path.reverse,
+                                   decoding: decoding) { entry, number, row in
+                    do {
+                        while !stopped, let next = cursor.entry, before(next, entry) {
+                            try push(memory(next))
+                            cursor.advance()
+                        }
+                        if !stopped && !isOverridden(number) { try push(.memory(row, number)) }
+                    } catch {
+                        failure = error
+                        return false
                     }
-                    if !stopped && !isOverridden(number) { try push(.base(number)) }
-                } catch {
-                    failure = error
-                    return false
+                    return !stopped
                 }
-                return !stopped
+            } else {
+                try base.scanIndex(path.index, from: path.lower, to: path.upper, reverse: path.reverse) { entry, number in
+                    do {
+                        while !stopped, let next = cursor.entry, before(next, entry) {
+                            try push(memory(next))
+                            cursor.advance()
+                        }
+                        if !stopped && !isOverridden(number) { try push(.base(number)) }
+                    } catch {
+                        failure = error
+                        return false
+                    }
+                    return !stopped
+                }
             }
         } catch {
             throw RowBaseFailure(entity: entity.name, error: error)

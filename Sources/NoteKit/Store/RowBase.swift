@@ -34,4 +34,27 @@ package protocol RowBase: AnyObject, Sendable {
     /// The row number of the row holding `key` for the entity's unique constraint `constraint` (its position in
     /// `Schema.Entity.uniqueConstraints`), or nil. `key` holds no null.
     func uniqueHolder(_ constraint: Int, key: [StoredValue]) throws -> Int?
+
+    /// The rows numbered `numbers`, in that order, each with its version, decoding at least the attributes
+    /// `attributes` marks true (one flag per attribute position); the others may hold `.null`. What a fetch with
+    /// ``FetchDescriptor/propertiesToFetch`` reads. Relationships are always whole. The default reads whole rows.
+    func rows(_ numbers: [Int], decoding attributes: [Bool]) throws -> [ModelSnapshot]
+
+    /// As ``scanIndex(_:from:to:reverse:_:)``, handing `body` each entry's row too, decoded as
+    /// ``rows(_:decoding:)`` decodes it (the index's own attributes are always decoded). The default reads each
+    /// entry's whole row.
+    func scanIndex(_ index: Int, from lower: IndexBound?, to upper: IndexBound?, reverse: Bool,
+                   decoding attributes: [Bool], _ body: (IndexEntry, Int, ModelSnapshot) throws -> Bool) throws
+}
+
+extension RowBase {
+    package func rows(_ numbers: [Int], decoding attributes: [Bool]) throws -> [ModelSnapshot] { try rows(numbers) }
+
+    package func scanIndex(_ index: Int, from lower: IndexBound?, to upper: IndexBound?, reverse: Bool,
+                           decoding attributes: [Bool],
+                           _ body: (IndexEntry, Int, ModelSnapshot) throws -> Bool) throws {
+        try scanIndex(index, from: lower, to: upper, reverse: reverse) { entry, number in
+            try body(entry, number, try rows([number])[0])
+        }
+    }
 }

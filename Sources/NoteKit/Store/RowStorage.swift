@@ -84,6 +84,42 @@ package final class RowStorage {
         return try tables[number].row(id)
     }
 
+    /// The rows of `ids`, in order; nil for one not stored. The base rows of each entity are read in one
+    /// ``RowBase/rows(_:)`` call (which reads them in the order they are stored): how a context prefetches.
+    ///
+    /// - Throws: ``RowBaseFailure``.
+    /// - Complexity: a hash look-up per identifier; over a base, one ``RowBase/rowNumber(of:)`` per row not
+    ///   changed since, and one ``RowBase/rows(_:)`` per entity.
+    package func snapshots(for ids: [PersistentIdentifier]) throws -> [ModelSnapshot?] {
+        if ids.count == 1 { return [try snapshot(for: ids[0])] }
+        var found = [ModelSnapshot?](repeating: nil, count: ids.count)
+        var wanted: [Int: [(index: Int, number: Int)]] = [:]
+        for (index, id) in ids.enumerated() {
+            guard let table = numbers[id.entityName] else { continue }
+            if let known = tables[table].known(id) {
+                found[index] = known?.row
+                continue
+            }
+            guard let base = tables[table].base,
+                  let number = try tables[table].reading({ try base.rowNumber(of: id.primaryKey) }) else { continue }
+            wanted[table, default: []].append((index, number))
+        }
+        for (table, list) in wanted {
+            let rows = try tables[table].baseRows(list.map(\.number))
+            for ((index, number), row) in zip(list, rows) {
+                guard row.id == ids[index] else {
+                    throw RowBaseFailure(entity: tables[table].entity.name, error: RowBaseMismatch(
+                        description: "row \(number), which rowNumber(of:) gives for \(ids[index]), is \(row.id)"))
+                }
+                found[index] = row
+            }
+        }
+        return found
+    }
+
+    /// The base `entity`'s rows start from, if any (for tests that count what it reads).
+    package func base(of entity: String) -> (any RowBase)? { numbers[entity].flatMap { tables[$0].base } }
+
     /// How many rows `entity` has. Never reads a base.
     package func count(of entity: String) -> Int { numbers[entity].map { tables[$0].count } ?? 0 }
 
@@ -399,10 +435,11 @@ struct EntityTable {
         }
     }
 
-    /// The base rows numbered `numbers`, checked to be as many as asked.
-    func baseRows(_ numbers: [Int]) throws -> [ModelSnapshot] {
+    /// The base rows numbered `numbers`, checked to be as many as asked, decoding the attributes `decoding` marks
+    /// (nil: every one).
+    func baseRows(_ numbers: [Int], decoding: [Bool]? = nil) throws -> [ModelSnapshot] {
         guard let base, !numbers.isEmpty else { return [] }
-        let found = try reading { try base.rows(numbers) }
+        let found = try reading { try decoding.map { try base.rows(numbers, decoding: $0) } ?? base.rows(numbers) }
         guard found.count == numbers.count else {
             throw RowBaseFailure(entity: entity.name, error: RowBaseMismatch(
                 description: "rows(_:) gave \(found.count) rows for \(numbers.count) row numbers"))
@@ -433,15 +470,17 @@ struct EntityTable {
     /// Visits every row in insertion order with its position, reading a base `batchSize` rows at a time, until
     /// `body` returns false.
     ///
-    /// - Parameter batch: the number of base rows to read next (at most `batchSize`), asked before each read.
-    func forEachRow(batch: () -> Int = { EntityTable.batchSize },
+    /// - Parameters:
+    ///   - batch: the number of base rows to read next (at most `batchSize`), asked before each read.
+    ///   - decoding: the attributes to decode of the base's rows (nil: every one).
+    func forEachRow(batch: () -> Int = { EntityTable.batchSize }, decoding: [Bool]? = nil,
                     _ body: (ModelSnapshot, Int) throws -> Bool) throws {
         var number = 0
         while number < baseCount {
             let end = min(baseCount, number + max(1, min(Self.batchSize, batch())))
             let pristine = changed.isEmpty && deleted.isEmpty
             let wanted = pristine ? Array(number..<end) : (number..<end).filter { !isOverridden($0) }
-            let read = try baseRows(wanted)
+            let read = try baseRows(wanted, decoding: decoding)
             var next = 0
             for position in number..<end {
                 let row: ModelSnapshot

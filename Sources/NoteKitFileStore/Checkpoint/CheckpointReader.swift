@@ -308,6 +308,13 @@ final class CheckpointFile: Sendable {
 
     /// The number of pages read and kept, for tests.
     var pagesRead: Int { pages.withLock { $0.count } }
+
+    private let decodedValues = Locked(0)
+
+    /// The number of attribute values decoded from rows so far, for tests: what a partial read saves.
+    var valuesDecoded: Int { decodedValues.withLock { $0 } }
+
+    func countDecoded(_ count: Int) { decodedValues.withLock { $0 += count } }
 }
 
 /// One entity's rows in a checkpoint, as a ``RowBase``.
@@ -320,6 +327,9 @@ final class CheckpointRowBase: RowBase {
     private let indexSlots: [[Int]]
     private let uniqueSlots: [[Int]]
     private let cache = Locked<[Int: ModelSnapshot]>([:])
+
+    /// The attribute values decoded from this checkpoint's rows so far (all its entities'), for tests.
+    var valuesDecoded: Int { file.valuesDecoded }
 
     init(file: CheckpointFile, entity: Schema.Entity, described: CheckpointHeader.Entity) {
         self.file = file
@@ -368,7 +378,15 @@ final class CheckpointRowBase: RowBase {
         return nil
     }
 
-    func rows(_ numbers: [Int]) throws -> [ModelSnapshot] {
+    func rows(_ numbers: [Int]) throws -> [ModelSnapshot] { try rows(numbers, only: nil) }
+
+    func rows(_ numbers: [Int], decoding attributes: [Bool]) throws -> [ModelSnapshot] {
+        try rows(numbers, only: attributes.allSatisfy { $0 } ? nil : attributes)
+    }
+
+    /// The rows numbered `numbers`, decoding the attributes `only` selects (nil: every one). Whole rows are kept
+    /// and answer later reads, partial ones are not kept; a row kept whole answers a partial read as it is.
+    private func rows(_ numbers: [Int], only: [Bool]?) throws -> [ModelSnapshot] {
         var found = [ModelSnapshot?](repeating: nil, count: numbers.count)
         cache.withLock { cache in
             for (i, number) in numbers.enumerated() { found[i] = cache[number] }
@@ -394,6 +412,8 @@ final class CheckpointRowBase: RowBase {
         let order = wanted.sorted { $0.value.offset < $1.value.offset }
         let decoder = RecordDecoderV1(blobs: file.blobs)
         var decoded: [Int: ModelSnapshot] = [:]
+        var valuesDecoded = 0
+        defer { file.countDecoded(valuesDecoded) }
         var start = 0
         while start < order.count {
             // A run: rows whose gaps are small (a comma, or a record boundary), up to about 1 MiB.
@@ -419,7 +439,7 @@ final class CheckpointRowBase: RowBase {
                     }
                     do {
                         var snapshot = try decoder.decodeRow(row, offset: place.offset, file: file.segmentPath,
-                                                             entity: entity)
+                                                             entity: entity, only: only, decoded: &valuesDecoded)
                         snapshot.version = file.lastTransaction
                         decoded[number] = snapshot
                     } catch {
@@ -430,7 +450,7 @@ final class CheckpointRowBase: RowBase {
             }
             start = end
         }
-        cache.withLock { cache in cache.merge(decoded) { old, _ in old } }
+        if only == nil { cache.withLock { cache in cache.merge(decoded) { old, _ in old } } }
         return numbers.enumerated().map { i, number in found[i] ?? decoded[number]! }
     }
 
@@ -438,9 +458,34 @@ final class CheckpointRowBase: RowBase {
 
     func scanIndex(_ index: Int, from lower: IndexBound?, to upper: IndexBound?, reverse: Bool,
                    _ body: (IndexEntry, Int) throws -> Bool) throws {
+        try scanIndex(index, from: lower, to: upper, reverse: reverse, only: nil) { entry, number, _ in
+            try body(entry, number)
+        }
+    }
+
+    func scanIndex(_ index: Int, from lower: IndexBound?, to upper: IndexBound?, reverse: Bool,
+                   decoding attributes: [Bool], _ body: (IndexEntry, Int, ModelSnapshot) throws -> Bool) throws {
+        try scanIndex(index, from: lower, to: upper, reverse: reverse,
+                      only: attributes.allSatisfy { $0 } ? nil : attributes, body)
+    }
+
+    /// The index scan, with each entry's row: whole rows when `only` is nil, else rows decoding `only` and the
+    /// index's own attributes (the bounds' binary search decodes the index's attributes alone).
+    private func scanIndex(_ index: Int, from lower: IndexBound?, to upper: IndexBound?, reverse: Bool,
+                           only: [Bool]?, _ body: (IndexEntry, Int, ModelSnapshot) throws -> Bool) throws {
         guard index >= 0, index < described.indexes.count else { throw damage("\(entityName) has no index \(index)") }
         let section = described.indexes[index].section
         let slots = indexSlots[index]
+        // Constants, so that the functions below capture them by value.
+        let (keyOnly, wanted) = only.map { only -> ([Bool]?, [Bool]?) in
+            var keys = [Bool](repeating: false, count: only.count), wanted = only
+            for slot in slots {
+                keys[slot] = true
+                wanted[slot] = true
+            }
+            return (keys, wanted)
+        } ?? (nil, nil)
+        func row(_ number: Int) throws -> ModelSnapshot { try rows([number], only: keyOnly)[0] }
         func entry(_ row: ModelSnapshot) -> IndexEntry { IndexEntry(key: slots.map { row.attributes[$0] }, id: row.id) }
         /// The first position whose entry's key prefix is past the bound (`after`) or at or after it.
         func position(of bound: IndexBound, after: Bool) throws -> Int {
@@ -473,7 +518,7 @@ final class CheckpointRowBase: RowBase {
             let positions = reverse ? Array(stride(from: next, to: max(lo, next - batch + 1) - 1, by: -1))
                 : Array(next..<min(hi, next + batch))
             let numbers = try positions.map { try rowNumber(at: $0, of: section) }
-            for (position, (number, row)) in zip(positions, zip(numbers, try rows(numbers))) {
+            for (position, (number, row)) in zip(positions, zip(numbers, try rows(numbers, only: wanted))) {
                 let current = entry(row)
                 if let previous {
                     let c = IndexEntry.compare(previous, current)
@@ -487,7 +532,7 @@ final class CheckpointRowBase: RowBase {
                                  page: section.page + position / Checkpoint.perPage(Checkpoint.rowNumberSize))
                 }
                 previous = current
-                guard try body(current, number) else { return }
+                guard try body(current, number, row) else { return }
             }
             next = reverse ? next - positions.count : next + positions.count
             batch = min(batch * 2, 512)

@@ -479,11 +479,16 @@ struct RecordDecoderV1: RecordDecoding {
     /// first byte is at `offset` in `file`: how a checkpoint's rows are read back.
     ///
     /// - Throws: ``FileStoreError/undecodableRecord(file:offset:reason:)``.
-    func decodeRow(_ bytes: UnsafeRawBufferPointer, offset: Int, file: String, entity: Schema.Entity) throws
-        -> ModelSnapshot {
+    ///
+    /// - Parameters:
+    ///   - only: which attributes to decode (by position); the others are checked to be present, skipped, and left
+    ///     `.null` in the row. Nil decodes every attribute.
+    ///   - decoded: incremented by the number of attribute values decoded (what a partial read saves, for tests).
+    func decodeRow(_ bytes: UnsafeRawBufferPointer, offset: Int, file: String, entity: Schema.Entity,
+                   only: [Bool]? = nil, decoded: inout Int) throws -> ModelSnapshot {
         var reader = JSONReader(bytes, baseOffset: offset)
         do {
-            let row = try readWholeRow(&reader, entity: entity, withEntityKey: false)
+            let row = try readWholeRow(&reader, entity: entity, withEntityKey: false, only: only, decoded: &decoded)
             try reader.finish()
             return row
         } catch let error as JSONReadError {
@@ -547,6 +552,13 @@ struct RecordDecoderV1: RecordDecoding {
     /// Reads `{"id":…, "a":{…}, "r":{…}}` (with `"e"` too when `withEntityKey`), requiring every attribute and
     /// relationship of the entity.
     private func readWholeRow(_ reader: inout JSONReader, entity: Schema.Entity, withEntityKey: Bool) throws -> ModelSnapshot {
+        var decoded = 0
+        return try readWholeRow(&reader, entity: entity, withEntityKey: withEntityKey, only: nil, decoded: &decoded)
+    }
+
+    /// As above, decoding only the attributes `only` selects (nil: all), counting those decoded in `decoded`.
+    private func readWholeRow(_ reader: inout JSONReader, entity: Schema.Entity, withEntityKey: Bool, only: [Bool]?,
+                              decoded: inout Int) throws -> ModelSnapshot {
         let plan = plans.plan(for: entity)
         var id: PersistentIdentifier?
         var attributes = [StoredValue](repeating: .null, count: plan.attributeTypes.count)
@@ -562,6 +574,8 @@ struct RecordDecoderV1: RecordDecoding {
                 try member.readObject { value, name in
                     let index = try attributeIndex(name, in: entity, value, expected: &expected)
                     guard seenAttributes.insert(index) else { throw fail(value, "attribute \(name.string) appears twice") }
+                    if let only, !only[index] { return try value.skipValue() }
+                    decoded += 1
                     attributes[index] = plan.external[index]
                         ? try readExternal(&value) : try readValue(&value, type: plan.attributeTypes[index])
                 }
