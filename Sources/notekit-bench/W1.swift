@@ -9,6 +9,8 @@ enum W1 {
     struct Result {
         var notes = 0
         var sharing = FileStoreConfiguration.Sharing.perSave
+        /// Whether the run used the store's default automatic compaction (W1 as defined runs without).
+        var automaticCompaction = false
         var bulkInsert = 0.0
         var openLoadAll = 0.0
         var pinnedTop20 = 0.0
@@ -20,6 +22,7 @@ enum W1 {
         var json: String {
             func number(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }
             return "{\"engine\":\"notekit\",\"sharing\":\"\(sharing == .exclusive ? "exclusive" : "shared")\","
+                + (automaticCompaction ? "\"automatic_compaction\":\"default\"," : "")
                 + "\"notes\":\(notes),\"bulk_insert_ms\":\(number(bulkInsert, 1)),"
                 + "\"open_load_all_ms\":\(number(openLoadAll, 1)),\"pinned_top20_ms\":\(number(pinnedTop20, 4)),"
                 + "\"single_update_tx_ms\":\(number(singleUpdate, 4)),"
@@ -72,14 +75,17 @@ enum W1 {
         }
     }
 
-    /// Runs W1 with writable opens shared as `sharing` says (the default, `.perSave`, or `.exclusive`).
-    static func run(notes n: Int, directory: URL, sharing: FileStoreConfiguration.Sharing = .perSave) throws -> Result {
+    /// Runs W1 with writable opens shared as `sharing` says (the default, `.perSave`, or `.exclusive`), and without
+    /// automatic compaction unless `automaticCompaction` gives a policy.
+    static func run(notes n: Int, directory: URL, sharing: FileStoreConfiguration.Sharing = .perSave,
+                    automaticCompaction: FileStoreConfiguration.AutomaticCompaction? = nil) throws -> Result {
         var result = Result()
         result.notes = n
         result.sharing = sharing
+        result.automaticCompaction = automaticCompaction != nil
         let url = directory.appendingPathComponent("w1.notekit")
         try? FileManager.default.removeItem(at: url)
-        let configuration = FileStoreConfiguration(url: url, automaticCompaction: nil, sharing: sharing)
+        let configuration = FileStoreConfiguration(url: url, automaticCompaction: automaticCompaction, sharing: sharing)
         let body = String((0..<240).map { Array("lorem ipsum ")[$0 % 12] })
 
         // Bulk insert: open a new store, 100 notebooks and n notes, one durable save.

@@ -53,7 +53,7 @@ if arguments.first == "history" {
     }
 }
 guard arguments.first == "w1" else {
-    FileHandle.standardError.write(Data("usage: notekit-bench w1 [--notes N] [--dir DIR] [--sharing exclusive|shared]\n       notekit-bench history [--transactions N] [--dir DIR]\n       \(Cold.usage)\n       \(Cold.timeUsage)\n       \(RowBaseBench.usage)\n       \(MemoryProbe.usage)\n".utf8))
+    FileHandle.standardError.write(Data("usage: notekit-bench w1 [--notes N] [--dir DIR] [--sharing exclusive|shared] [--automatic-compaction off|default]\n       notekit-bench history [--transactions N] [--dir DIR]\n       \(Cold.usage)\n       \(Cold.timeUsage)\n       \(RowBaseBench.usage)\n       \(MemoryProbe.usage)\n".utf8))
     exit(2)
 }
 let sharing: FileStoreConfiguration.Sharing
@@ -64,11 +64,21 @@ case let other:
     FileHandle.standardError.write(Data("error: --sharing must be exclusive or shared, not \(other)\n".utf8))
     exit(2)
 }
+// W1 as defined runs without automatic compaction, phase for phase as the SQLite program; `default` runs it with the
+// store's default policy, whose replay limit compacts the bulk insert's log inside its save.
+let compaction: FileStoreConfiguration.AutomaticCompaction?
+switch value("--automatic-compaction", in: arguments) ?? "off" {
+case "off": compaction = nil
+case "default": compaction = FileStoreConfiguration.AutomaticCompaction()
+case let other:
+    FileHandle.standardError.write(Data("error: --automatic-compaction must be off or default, not \(other)\n".utf8))
+    exit(2)
+}
 let notes = value("--notes", in: arguments).flatMap(Int.init) ?? 100_000
 let directory = URL(fileURLWithPath: value("--dir", in: arguments) ?? FileManager.default.temporaryDirectory.path)
 do {
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    print(try W1.run(notes: notes, directory: directory, sharing: sharing).json)
+    print(try W1.run(notes: notes, directory: directory, sharing: sharing, automaticCompaction: compaction).json)
 } catch {
     FileHandle.standardError.write(Data("error: \(error)\n".utf8))
     exit(1)
