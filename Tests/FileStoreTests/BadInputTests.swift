@@ -744,26 +744,12 @@ final class CaseDirectory {
 
 /// The real file system without its flushes (`fsync`, `fdatasync`): an open does the same to the files, without
 /// waiting for the disk thousands of times. A truncation still flushes, as `POSIXFileSystem` does it in one call.
-struct UnflushedFileSystem: StoreFileSystem {
-    private let base = POSIXFileSystem()
+struct UnflushedFileSystem: ForwardingFileSystem {
+    let base: any StoreFileSystem = POSIXFileSystem()
 
-    func read(_ path: String) throws -> [UInt8] { try base.read(path) }
-    func read(_ path: String, from offset: Int) throws -> [UInt8] { try base.read(path, from: offset) }
-    func read(_ path: String, from offset: Int, count: Int) throws -> [UInt8] {
-        try base.read(path, from: offset, count: count)
-    }
-    func status(_ path: String) throws -> StoreFileStatus? { try base.status(path) }
     func create(_ path: String) throws -> any StoreFile { UnflushedFile(try base.create(path)) }
     func openForAppending(_ path: String) throws -> any StoreFile { UnflushedFile(try base.openForAppending(path)) }
-    func rename(_ source: String, to destination: String) throws { try base.rename(source, to: destination) }
-    func remove(_ path: String) throws { try base.remove(path) }
     func syncDirectory(_ path: String) throws {}
-    func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
-    func contentsOfDirectory(_ path: String) throws -> [String] { try base.contentsOfDirectory(path) }
-    func exists(_ path: String) -> Bool { base.exists(path) }
-    func kind(of path: String) throws -> StoreFileKind? { try base.kind(of: path) }
-    func truncate(_ path: String, to length: Int) throws { try base.truncate(path, to: length) }
-    func tryLock(_ path: String) throws -> (any StoreLockHandle)? { try base.tryLock(path) }
 
     private final class UnflushedFile: StoreFile {
         let base: any StoreFile

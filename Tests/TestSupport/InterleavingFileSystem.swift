@@ -5,21 +5,22 @@ import Synchronization
 /// A file system that runs the test's action between two of the store's calls: just before a read of a file whose
 /// path contains a given text. It makes a race with another process deterministic: a compaction that lands after
 /// a reader read the manifest and before it read the segments the manifest lists, say. Every other call goes
-/// straight to the real file system.
+/// straight to the real file system (``ForwardingFileSystem``).
 ///
 /// ```swift
 /// let racing = InterleavingFileSystem()
 /// racing.interleave(beforeReadsOf: url.path + "/segments/") { try compactInAnotherOpen(url) }
 /// let report = try StoreVerifier.verify(at: url, fileSystem: racing)
 /// ```
-public final class InterleavingFileSystem: StoreFileSystem {
+package final class InterleavingFileSystem: ForwardingFileSystem {
     private struct Interleaving {
         var path: String
         var remaining: Int?
         var action: @Sendable (String) throws -> Void
     }
 
-    private let base: any StoreFileSystem
+    /// Where every call goes, after the action for a read.
+    package let base: any StoreFileSystem
     private let interleaving = Mutex<Interleaving?>(nil)
     private let ran = Mutex(0)
 
@@ -74,16 +75,4 @@ public final class InterleavingFileSystem: StoreFileSystem {
         return try base.read(path, from: offset, count: count)
     }
 
-    public func status(_ path: String) throws -> StoreFileStatus? { try base.status(path) }
-    public func create(_ path: String) throws -> any StoreFile { try base.create(path) }
-    public func openForAppending(_ path: String) throws -> any StoreFile { try base.openForAppending(path) }
-    public func rename(_ source: String, to destination: String) throws { try base.rename(source, to: destination) }
-    public func remove(_ path: String) throws { try base.remove(path) }
-    public func syncDirectory(_ path: String) throws { try base.syncDirectory(path) }
-    public func makeDirectory(_ path: String) throws { try base.makeDirectory(path) }
-    public func contentsOfDirectory(_ path: String) throws -> [String] { try base.contentsOfDirectory(path) }
-    public func exists(_ path: String) -> Bool { base.exists(path) }
-    public func truncate(_ path: String, to length: Int) throws { try base.truncate(path, to: length) }
-    public func tryLock(_ path: String) throws -> (any StoreLockHandle)? { try base.tryLock(path) }
-    public func kind(of path: String) throws -> StoreFileKind? { try base.kind(of: path) }
 }
