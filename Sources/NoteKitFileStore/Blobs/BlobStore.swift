@@ -101,17 +101,7 @@ struct BlobStore: Sendable {
         }
         if existing == nil {
             let temporary = directory + "/" + StoreLayout.partialBlobFileName(name)
-            if fileSystem.exists(temporary) { try fileSystem.remove(temporary) }
-            let file = try fileSystem.create(temporary)
-            do {
-                try data.withUnsafeBytes { try file.append($0) }
-                try file.sync()
-                try file.close()
-            } catch {
-                try? file.close()
-                try? fileSystem.remove(temporary)
-                throw error
-            }
+            try fileSystem.writeFlushedFile(temporary, data)
             do {
                 try fileSystem.rename(temporary, to: path)
                 try fileSystem.syncDirectory(directory)

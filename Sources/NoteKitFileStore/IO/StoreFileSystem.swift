@@ -119,11 +119,11 @@ public struct StoreFileStatus: Sendable, Hashable {
 
 extension StoreFileSystem {
     /// Writes `bytes` as a new file at `path` (a temporary name: one left by an earlier attempt is removed first),
-    /// flushes it and closes it; on failure closes and removes it again. What the manifest and the checkpoint are
-    /// written as before they are renamed into place.
+    /// flushes it and closes it; on failure closes and removes it again. What the manifest, the checkpoint and each
+    /// blob are written as before they are renamed into place.
     ///
     /// - Throws: the file system's error.
-    func writeFlushedFile(_ path: String, _ bytes: [UInt8]) throws {
+    func writeFlushedFile(_ path: String, _ bytes: some ContiguousBytes) throws {
         if exists(path) { try remove(path) }
         let file = try create(path)
         do {
