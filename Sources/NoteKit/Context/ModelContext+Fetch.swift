@@ -76,11 +76,8 @@ extension ModelContext {
             request.attributes = attributes
             let result = try store.fetch(request)
             var outcome = FetchOutcome(identifiers: result.identifiers, count: result.count, plan: result.plan)
-            if let fault = PartialFault.of(result.loadedAttributes, metadata: metadata) {
-                outcome.objects = result.snapshots.map { _object(for: $0, partial: fault) }
-            } else {
-                outcome.objects = result.snapshots.map { _object(for: $0) }
-            }
+            let fault = PartialFault.of(result.loadedAttributes, metadata: metadata)
+            outcome.objects = result.snapshots.map { _object(for: $0, partial: fault) }
             if !loading.prefetched.isEmpty { prefetch(loading.prefetched, of: outcome.objects) }
             return outcome
         }
@@ -124,7 +121,7 @@ extension ModelContext {
         case .snapshots:
             // Pending objects are themselves; saved rows go through the lookup that refreshes unchanged objects.
             outcome.objects = slice.map { row in
-                pendingByID[row.id] ?? (fault.map { _object(for: row, partial: $0) } ?? _object(for: row))
+                pendingByID[row.id] ?? _object(for: row, partial: fault)
             }
             if !loading.prefetched.isEmpty { prefetch(loading.prefetched, of: outcome.objects) }
         case .identifiers: outcome.identifiers = slice.map(\.id)

@@ -291,10 +291,11 @@ public final class ModelContext {
         return _materialize(snapshot)
     }
 
-    /// The registered object for a partial snapshot the store returned, whose loaded attributes `fault` lists: a
-    /// new object gets the others when first read; a registered one is never unloaded (a newer version of it is
-    /// read whole).
-    func _object(for snapshot: ModelSnapshot, partial fault: PartialFault) -> ModelObject {
+    /// The registered object for a snapshot the store returned, partial when `fault` lists its loaded attributes
+    /// (nil: a whole row, ``_object(for:)``): a new object gets the others when first read; a registered one is
+    /// never unloaded (a newer version of it is read whole).
+    func _object(for snapshot: ModelSnapshot, partial fault: PartialFault?) -> ModelObject {
+        guard let fault else { return _object(for: snapshot) }
         if let known = registry[snapshot.id] {
             guard known._$state == .registered, !known._$isChanged else { return known }
             if let committed = known._$committed, snapshot.version > committed.version {
