@@ -93,25 +93,19 @@ package final class RowStorage {
     package func snapshots(for ids: [PersistentIdentifier]) throws -> [ModelSnapshot?] {
         if ids.count == 1 { return [try snapshot(for: ids[0])] }
         var found = [ModelSnapshot?](repeating: nil, count: ids.count)
-        var wanted: [Int: [(index: Int, number: Int)]] = [:]
+        // Per table, the positions in `ids` of the identifiers only its base can answer.
+        var unknown: [Int: [Int]] = [:]
         for (index, id) in ids.enumerated() {
             guard let table = numbers[id.entityName] else { continue }
             if let known = tables[table].known(id) {
                 found[index] = known?.row
-                continue
+            } else {
+                unknown[table, default: []].append(index)
             }
-            guard let base = tables[table].base,
-                  let number = try tables[table].reading({ try base.rowNumber(of: id.primaryKey) }) else { continue }
-            wanted[table, default: []].append((index, number))
         }
-        for (table, list) in wanted {
-            let rows = try tables[table].baseRows(list.map(\.number))
-            for ((index, number), row) in zip(list, rows) {
-                guard row.id == ids[index] else {
-                    throw RowBaseFailure(entity: tables[table].entity.name, error: RowBaseMismatch(
-                        description: "row \(number), which rowNumber(of:) gives for \(ids[index]), is \(row.id)"))
-                }
-                found[index] = row
+        for (table, indices) in unknown {
+            for (index, located) in zip(indices, try tables[table].readBase(indices.map { ids[$0] })) {
+                found[index] = located?.row
             }
         }
         return found
@@ -420,7 +414,24 @@ struct EntityTable {
     func readBase(_ id: PersistentIdentifier) throws -> Located? {
         guard let base else { return nil }
         guard let number = try reading({ try base.rowNumber(of: id.primaryKey) }) else { return nil }
-        let row = try baseRows([number])[0]
+        return try located(id, number: number, row: baseRows([number])[0])
+    }
+
+    /// Reads the base rows of `ids`, none in memory nor deleted, in one ``RowBase/rows(_:)`` call; nil for one the
+    /// base does not hold.
+    func readBase(_ ids: [PersistentIdentifier]) throws -> [Located?] {
+        guard let base else { return ids.map { _ in nil } }
+        let numbers = try ids.map { id in try reading { try base.rowNumber(of: id.primaryKey) } }
+        var rows = try baseRows(numbers.compactMap { $0 }).makeIterator()
+        return try zip(ids, numbers).map { id, number in
+            // `baseRows` gave one row per number.
+            guard let number, let row = rows.next() else { return nil }
+            return try located(id, number: number, row: row)
+        }
+    }
+
+    /// `row`, base row `number`, which ``RowBase/rowNumber(of:)`` gave for `id`, checked to be `id`'s.
+    private func located(_ id: PersistentIdentifier, number: Int, row: ModelSnapshot) throws -> Located {
         guard row.id == id else {
             throw RowBaseFailure(entity: entity.name, error: RowBaseMismatch(
                 description: "row \(number), which rowNumber(of:) gives for \(id), is \(row.id)"))
