@@ -13,6 +13,9 @@ extension FileStore {
         /// The segment holding them, and its format version.
         var segment: Int
         var version: Int
+        /// The segment as the open found it, held open: a compaction in another process may delete it before the
+        /// history is read, and its bytes stay readable through this handle.
+        var file: any StoreReadableFile
         /// The byte range of its `history` records.
         var range: Range<Int>
         /// The number of the last transaction the opening's state includes (the snapshot's).
@@ -27,8 +30,8 @@ extension FileStore {
     /// - Complexity: O(the history records' bytes), once per open.
     func loadHistoryPrefix(_ state: inout State) throws {
         guard let prefix = state.historyPrefix else { return }
-        let path = layout.segment(prefix.segment)
-        let bounded = BoundedFileSystem(base: fileSystem, path: path, limit: prefix.range.upperBound)
+        let path = prefix.file.path
+        let bounded = HeldFileSystem(base: fileSystem, file: prefix.file, limit: prefix.range.upperBound)
         var older = HistoryLog()
         if !prefix.range.isEmpty {
             let scan = try SegmentScan.read(path, number: prefix.segment, fileSystem: bounded,
@@ -64,24 +67,24 @@ extension FileStore {
     }
 }
 
-/// A file system that shows one file cut at `limit` bytes: a scan over it stops where the caller's range ends,
-/// whatever follows in the file.
-struct BoundedFileSystem: ForwardingFileSystem {
+/// A file system that shows `file`, a file opened earlier, at its path, cut at `limit` bytes: a scan over it reads
+/// the file that was opened (another process's compaction may have deleted the path since) and stops where the
+/// caller's range ends, whatever follows in the file. Every other path goes to `base`.
+struct HeldFileSystem: ForwardingFileSystem {
     let base: any StoreFileSystem
-    let path: String
+    let file: any StoreReadableFile
     let limit: Int
 
     func read(_ path: String) throws -> [UInt8] { try read(path, from: 0, count: .max) }
     func read(_ path: String, from offset: Int) throws -> [UInt8] { try read(path, from: offset, count: .max) }
     func read(_ path: String, from offset: Int, count: Int) throws -> [UInt8] {
-        guard path == self.path else { return try base.read(path, from: offset, count: count) }
+        guard path == file.path else { return try base.read(path, from: offset, count: count) }
         guard offset < limit else { return [] }
-        return try base.read(path, from: offset, count: min(count, limit - offset))
+        return try file.read(from: offset, count: min(count, limit - offset))
     }
     func status(_ path: String) throws -> StoreFileStatus? {
-        guard var status = try base.status(path) else { return nil }
-        if path == self.path { status.size = min(status.size, limit) }
-        return status
+        guard path == file.path else { return try base.status(path) }
+        return StoreFileStatus(size: min(try file.size(), limit), identity: [])
     }
 }
 /// Why an open did not go through the checkpoint although it is sound: the rows it describes are not the state
@@ -169,12 +172,14 @@ extension FileStore {
         guard let first = manifest.segments.first else {
             throw CheckpointDamage(file: layout.manifest, offset: 0, reason: "the manifest lists no segment")
         }
-        // The opening's schema history, from the byte range the header gives. The checkpoint is read through this
-        // one handle from here on, so the header read here is the header of the rows read.
+        // The opening's schema history, from the byte range the header gives. The checkpoint and the first segment
+        // are read through these handles from here on (the rows, the history when first asked for), so what is
+        // checked here is what is read later, whatever other processes' compactions delete or replace meanwhile.
         let checkpoint = try CheckpointReader.openFile(layout.checkpoint, fileSystem: fileSystem)
         let header = try CheckpointReader.readHeader(checkpoint)
         let segmentPath = layout.segment(first)
-        let bounded = BoundedFileSystem(base: fileSystem, path: segmentPath, limit: header.schemas.upperBound)
+        let segmentFile = try fileSystem.openForReading(segmentPath)
+        let bounded = HeldFileSystem(base: fileSystem, file: segmentFile, limit: header.schemas.upperBound)
         let head = try SegmentScan.read(segmentPath, number: first, fileSystem: bounded)
         var schemas: [Schema] = []
         var sawHeader = false
@@ -199,9 +204,8 @@ extension FileStore {
         guard case .current(let recorded) = try SchemaVersioning.decide(schema, history: schemas) else {
             throw CheckpointInapplicable(reason: "this open migrates the store")
         }
-        let reader = try CheckpointReader.open(checkpoint, header: header, layout: layout, fileSystem: fileSystem,
-                                               store: manifest.store, segment: first, schema: stored,
-                                               blobs: blobs).get()
+        let reader = try CheckpointReader.open(checkpoint, header: header, segment: first, file: segmentFile,
+                                               store: manifest.store, schema: stored, blobs: blobs).get()
         let rows = RowStorage(schema: recorded, bases: reader.bases, generation: header.lastTransaction)
         var lastTransaction = header.lastTransaction
         var operationsLogged = header.rowCount
@@ -265,7 +269,7 @@ extension FileStore {
                                 rows: rows, lastTransaction: lastTransaction, operationsLogged: operationsLogged,
                                 segment: segment, end: end, version: version, closedSegmentBytes: closed,
                                 tornTail: tornTail, referencedBlobs: referenced,
-                                historyPrefix: HistoryPrefix(segment: first, version: head.version,
+                                historyPrefix: HistoryPrefix(segment: first, version: head.version, file: segmentFile,
                                                              range: header.history,
                                                              lastTransaction: header.lastTransaction),
                                 openingEnd: header.end)

@@ -61,8 +61,9 @@ final class CheckpointReader: Sendable {
                      schema: Schema, blobs: BlobStore?) -> Result<CheckpointReader, CheckpointDamage> {
         do {
             let checkpoint = try fileSystem.openForReading(layout.checkpoint)
-            return open(checkpoint, header: try readHeader(checkpoint), layout: layout, fileSystem: fileSystem,
-                        store: store, segment: segment, schema: schema, blobs: blobs)
+            return open(checkpoint, header: try readHeader(checkpoint), segment: segment,
+                        file: try fileSystem.openForReading(layout.segment(segment)), store: store, schema: schema,
+                        blobs: blobs)
         } catch let damage as CheckpointDamage {
             return .failure(damage)
         } catch {
@@ -72,16 +73,16 @@ final class CheckpointReader: Sendable {
 
     /// The reader of the checkpoint open as `checkpoint`, whose header `readHeader(_:)` read as `header` (an open
     /// reads the header first, for the segment's schema range, and goes on through the same handle: the header
-    /// is read once), or why it cannot be used, as ``open(layout:fileSystem:store:segment:schema:blobs:)`` says.
-    static func open(_ checkpoint: any StoreReadableFile, header: CheckpointHeader, layout: StoreLayout,
-                     fileSystem: any StoreFileSystem, store: UUID, segment: Int, schema: Schema,
+    /// is read once), over the manifest's first segment, number `segment`, open as `segmentFile`, or why it cannot
+    /// be used, as ``open(layout:fileSystem:store:segment:schema:blobs:)`` says.
+    static func open(_ checkpoint: any StoreReadableFile, header: CheckpointHeader, segment: Int,
+                     file segmentFile: any StoreReadableFile, store: UUID, schema: Schema,
                      blobs: BlobStore?) -> Result<CheckpointReader, CheckpointDamage> {
-        let path = layout.checkpoint
+        let path = checkpoint.path
         do {
             // Both files are read through handles opened once: another process's compaction may replace the
             // checkpoint and delete the segment meanwhile, and this open goes on reading the pair it checked.
             try check(header, path: path, store: store, segment: segment, schema: schema)
-            let segmentFile = try fileSystem.openForReading(layout.segment(segment))
             try checkTies(header, segment: segmentFile)
             let file = CheckpointFile(checkpoint: checkpoint, segment: segmentFile,
                                       lastTransaction: header.lastTransaction,
