@@ -16,7 +16,9 @@ import Darwin
 /// intact one (which a replay decodes anyway) and one piece, or one record's claimed length when that is larger
 /// (at most ``RecordFrame/maximumPayloadLength``, and only as far as the bytes hold no zero). Zeros after the last
 /// record are read a piece at a time and not kept, and only up to ``RecordFrame/maximumReservedSpace``: a hole of any
-/// size (`truncate -s +8G`) costs one piece of memory.
+/// size (`truncate -s +8G`) costs one piece of memory. A replay streams the file instead
+/// (``stream(_:number:fileSystem:blobs:_:)``): it hands each record out as it is found and lets its bytes go, so it
+/// holds at most one piece or one record, whichever is larger.
 struct SegmentScan {
     let number: Int
     let path: String
@@ -25,7 +27,8 @@ struct SegmentScan {
     /// The file offset of `bytes[0]`: 0, or the offset a scan resumed at.
     let base: Int
     let version: Int
-    /// The payload ranges of the intact records, in order, as offsets in the file.
+    /// The payload ranges of the intact records, in order, as offsets in the file (none for a streamed scan, which
+    /// handed them out as it found them).
     var records: [Range<Int>] = []
     /// The offset just past the last intact record.
     var end: Int
@@ -38,6 +41,8 @@ struct SegmentScan {
     /// An intact record (checksum and all) whose payload holds a zero byte: it cannot be decoded (JSON text has no
     /// zero byte), and its bytes were not kept. The scan stops there: its offset, where it ends, and why.
     var undecodable: (offset: Int, end: Int, reason: String)?
+    /// The most bytes of the file the scan held in memory at once.
+    private(set) var heldBytes = 0
 
     struct Tail: Equatable {
         let offset: Int
@@ -88,6 +93,44 @@ struct SegmentScan {
     /// - Complexity: O(bytes of the file up to what decides its tail); memory as the type says.
     static func read(_ path: String, number: Int, fileSystem: any StoreFileSystem,
                      from resume: (offset: Int, version: Int)? = nil) throws -> SegmentScan {
+        var (scan, reader) = try begin(path, number: number, fileSystem: fileSystem, from: resume)
+        var records: [Range<Int>] = []
+        try scan.scanRecords(from: scan.end, with: &reader) { range, _ in
+            records.append(range)
+            return false
+        }
+        // Keep the records, not the piece read past them.
+        reader.bytes.removeSubrange(min(reader.bytes.count, scan.end - reader.base)...)
+        scan.records = records
+        scan.bytes = reader.bytes
+        return scan
+    }
+
+    /// Reads the file from its start and hands each intact record to `body` as soon as it is found, decoding with
+    /// `blobs` (see ``forEachRecord(blobs:_:)``), then lets the record's bytes go: what ``read(_:number:fileSystem:from:)``
+    /// and ``forEachRecord(blobs:_:)`` do, in the same order and with the same scan returned (its tail, reserved
+    /// space, undecodable record, end), but holding at most one piece or one record of the file at a time. The
+    /// returned scan keeps no bytes and no ``records``. A record's payload is valid during its visit only.
+    ///
+    /// - Throws: what `body` throws (the scan stops there), what reading the file throws (as
+    ///   ``read(_:number:fileSystem:from:)``), or ``FileStoreError/unsupportedFormatVersion(file:found:supported:)``.
+    /// - Complexity: O(bytes of the file up to what decides its tail).
+    static func stream(_ path: String, number: Int, fileSystem: any StoreFileSystem, blobs: BlobStore?,
+                       _ body: (SegmentRecord) throws -> Void) throws -> SegmentScan {
+        var (scan, reader) = try begin(path, number: number, fileSystem: fileSystem, from: nil)
+        let decoder = try RecordDecoders.decoder(for: scan.version, file: path, blobs: blobs)
+        try scan.scanRecords(from: scan.end, with: &reader) { range, payload in
+            try body(SegmentRecord(file: path, offset: range.lowerBound, next: range.upperBound + 1, payload: payload,
+                                   decoder: decoder))
+            return true
+        }
+        return scan
+    }
+
+    /// The scan of a file before its records: its magic line read (unless it resumes at a record), `end` at the
+    /// first record, and the reader positioned there.
+    private static func begin(_ path: String, number: Int, fileSystem: any StoreFileSystem,
+                              from resume: (offset: Int, version: Int)?) throws -> (SegmentScan, PieceReader) {
         guard let status = try fileSystem.status(path) else {
             throw FileStoreError.inconsistentSegments(file: path, reason: "the manifest lists it but it does not exist")
         }
@@ -101,17 +144,21 @@ struct SegmentScan {
                 try MagicLine.parse($0, expecting: .segment, file: path)
             }
         }
-        var scan = SegmentScan(number: number, path: path, base: reader.base, version: version, end: start,
+        let scan = SegmentScan(number: number, path: path, base: reader.base, version: version, end: start,
                                fileSize: reader.size)
-        try scan.scanRecords(from: start, with: &reader)
-        // Keep the records, not the piece read past them.
-        reader.bytes.removeSubrange(min(reader.bytes.count, scan.end - reader.base)...)
-        scan.bytes = reader.bytes
-        scan.fileSize = reader.size
-        return scan
+        return (scan, reader)
     }
 
-    private mutating func scanRecords(from start: Int, with reader: inout PieceReader) throws {
+    /// Finds the records from `start`, passing each intact one to `visit` (its payload's range in the file and its
+    /// bytes, valid during the call), which returns whether the reader may let the record's bytes go; sets the
+    /// scan's end, tail, reserved space and undecodable record, its file size and ``heldBytes``.
+    private mutating func scanRecords(from start: Int, with reader: inout PieceReader,
+                                      visit: (_ payload: Range<Int>, _ bytes: UnsafeRawBufferPointer) throws -> Bool)
+        throws {
+        defer {
+            fileSize = reader.size
+            heldBytes = max(heldBytes, reader.heldBytes)
+        }
         var offset = start
         while offset < reader.size {
             guard try reader.load(through: offset + 1) else { break }   // the file shrank
@@ -162,9 +209,13 @@ struct SegmentScan {
             let scanned = reader.bytes.withUnsafeBytes { RecordFrame.scan($0, at: offset - reader.base) }
             switch scanned {
             case let .record(payload, next):
-                records.append((payload.lowerBound + reader.base)..<(payload.upperBound + reader.base))
+                let range = (payload.lowerBound + reader.base)..<(payload.upperBound + reader.base)
                 offset = next + reader.base
                 end = offset
+                let release = try reader.bytes.withUnsafeBytes {
+                    try visit(range, UnsafeRawBufferPointer(rebasing: $0[payload]))
+                }
+                if release { reader.release(before: offset) }
             case .truncated(let reason):
                 // A length that runs past the end may itself be the damage: intact records after it say so.
                 let resumes = try reader.nextIntactRecord(after: offset)
@@ -191,20 +242,43 @@ struct SegmentScan {
 }
 
 /// Reads a file in pieces: the bytes kept so far (`bytes`, from `base`), and reads of what follows that keep
-/// nothing (runs of zeros, a search for the next intact record, a payload's checksum).
+/// nothing (runs of zeros, a search for the next intact record, a payload's checksum). Bytes a reader is done with
+/// (``release(before:)``) are dropped before the next piece is read, and `base` moves past them.
 private struct PieceReader {
     let path: String
     let fileSystem: any StoreFileSystem
     /// The file's length; lowered when a read finds the file shorter.
     var size: Int
-    let base: Int
-    var bytes: [UInt8] = []
+    /// The file offset of `bytes[0]`.
+    private(set) var base: Int
+    var bytes: [UInt8] = [] {
+        didSet { heldBytes = max(heldBytes, bytes.count) }
+    }
+    /// Bytes before this offset are no longer needed.
+    private var released: Int
+    /// The most bytes `bytes` held at once.
+    private(set) var heldBytes = 0
 
     init(path: String, fileSystem: any StoreFileSystem, size: Int, base: Int) {
         self.path = path
         self.fileSystem = fileSystem
         self.size = size
         self.base = base
+        released = base
+    }
+
+    /// Lets the bytes before `offset` go: the next read of a piece drops them.
+    mutating func release(before offset: Int) { released = max(released, offset) }
+
+    /// Drops the released bytes ahead of reading `incoming` more, keeping the rest in an array with room for them.
+    private mutating func dropReleased(making incoming: Int) {
+        let drop = min(released, loadedEnd) - base
+        guard drop > 0 else { return }
+        var kept: [UInt8] = []
+        kept.reserveCapacity(bytes.count - drop + incoming)
+        kept += bytes[drop...]
+        base += drop
+        bytes = kept
     }
 
     private var loadedEnd: Int { base + bytes.count }
@@ -221,7 +295,9 @@ private struct PieceReader {
     /// Keeps the bytes up to `target` (in one read when it is far); returns whether the file reaches it.
     mutating func load(through target: Int) throws -> Bool {
         while loadedEnd < min(target, size) {
-            let piece = try read(at: loadedEnd, count: min(size, max(target, loadedEnd + SegmentScan.piece)) - loadedEnd)
+            let count = min(size, max(target, loadedEnd + SegmentScan.piece)) - loadedEnd
+            dropReleased(making: count)
+            let piece = try read(at: loadedEnd, count: count)
             if piece.isEmpty { break }
             bytes += piece
         }
@@ -242,7 +318,9 @@ private struct PieceReader {
                 checked = min(loadedEnd, end)
             }
             guard loadedEnd < end, loadedEnd < size else { return nil }
-            let piece = try read(at: loadedEnd, count: min(end, size, loadedEnd + SegmentScan.piece) - loadedEnd)
+            let count = min(end, size, loadedEnd + SegmentScan.piece) - loadedEnd
+            dropReleased(making: count)
+            let piece = try read(at: loadedEnd, count: count)
             if piece.isEmpty { return nil }
             bytes += piece
         }
@@ -354,6 +432,8 @@ struct LogReplay {
     /// The offset just past the last record of the first segment's opening (its `segment` and `schema` records, and
     /// a compaction's history, snapshot and rows): the log's size right after the compaction that wrote it.
     var openingEnd = 0
+    /// The most bytes of a segment the replay held in memory at once (it decodes each record as its scan finds it).
+    var heldSegmentBytes = 0
 
     enum Policy {
         /// Refuse any damage but a torn tail of the last segment.
@@ -381,8 +461,8 @@ struct LogReplay {
             }
             let isLast = position == manifest.segments.count - 1
             do {
-                let scan = try SegmentScan.read(layout.segment(number), number: number, fileSystem: fileSystem)
-                try replay.apply(scan, manifest: manifest, isFirst: position == 0, isLast: isLast, blobs: blobs)
+                try replay.applySegment(layout.segment(number), number: number, fileSystem: fileSystem,
+                                        manifest: manifest, isFirst: position == 0, isLast: isLast, blobs: blobs)
             } catch let error as FileStoreError where policy == .pointInTime {
                 replay.damage = error
                 return replay
@@ -455,8 +535,11 @@ struct LogReplay {
         }
     }
 
-    private mutating func apply(_ scan: SegmentScan, manifest: Manifest, isFirst: Bool, isLast: Bool,
-                                blobs: BlobStore?) throws {
+    /// Applies the records of the segment at `path` as its scan finds them (``SegmentScan/stream(_:number:fileSystem:blobs:_:)``),
+    /// then decides what ends it. What was applied of a segment that throws goes with the failed replay (or, for a
+    /// point-in-time replay, stays: everything before the damage).
+    private mutating func applySegment(_ path: String, number: Int, fileSystem: any StoreFileSystem,
+                                       manifest: Manifest, isFirst: Bool, isLast: Bool, blobs: BlobStore?) throws {
         var opening = Opening()
         /// Loads nothing of a first segment whose opening is not whole: a partial snapshot is no committed state.
         func refuseOpening(_ error: FileStoreError) -> FileStoreError {
@@ -465,35 +548,36 @@ struct LogReplay {
             return error
         }
         var isHeader = true
-        try scan.forEachRecord(blobs: blobs) { entry in
+        let scan = try SegmentScan.stream(path, number: number, fileSystem: fileSystem, blobs: blobs) { entry in
             let record = try entry.decode(schema: schemas.last)
             if isHeader {
                 isHeader = false
                 guard case .segment(let header) = record else {
-                    throw FileStoreError.undecodableRecord(file: scan.path, offset: entry.offset,
+                    throw FileStoreError.undecodableRecord(file: path, offset: entry.offset,
                                                            reason: "a segment must begin with a segment record")
                 }
                 guard header.store == manifest.store else {
                     throw FileStoreError.inconsistentSegments(
-                        file: scan.path, reason: "it belongs to store \(header.store), not \(manifest.store)")
+                        file: path, reason: "it belongs to store \(header.store), not \(manifest.store)")
                 }
-                guard header.number == scan.number else {
+                guard header.number == number else {
                     throw FileStoreError.inconsistentSegments(
-                        file: scan.path, reason: "it says it is segment \(header.number)")
+                        file: path, reason: "it says it is segment \(header.number)")
                 }
                 return
             }
             let wasOpen = opening.isOpen
-            try opening.take(record, at: entry.offset, file: scan.path, isFirst: isFirst)
-            if isFirst, wasOpen, !opening.isOpen, let reason = opening.incompleteness(segment: scan.number) {
-                throw refuseOpening(FileStoreError.undecodableRecord(file: scan.path, offset: entry.offset,
+            try opening.take(record, at: entry.offset, file: path, isFirst: isFirst)
+            if isFirst, wasOpen, !opening.isOpen, let reason = opening.incompleteness(segment: number) {
+                throw refuseOpening(FileStoreError.undecodableRecord(file: path, offset: entry.offset,
                                                                      reason: reason))
             }
-            try apply(record, at: entry.offset, file: scan.path)
+            try apply(record, at: entry.offset, file: path)
             if isFirst, opening.isOpen { openingEnd = entry.next }
         }
-        if scan.undecodable == nil, scan.records.isEmpty {
-            throw FileStoreError.damagedRecord(file: scan.path, offset: scan.tail?.offset ?? scan.end,
+        heldSegmentBytes = max(heldSegmentBytes, scan.heldBytes)
+        if scan.undecodable == nil, isHeader {   // no record at all
+            throw FileStoreError.damagedRecord(file: path, offset: scan.tail?.offset ?? scan.end,
                                                kind: scan.tail?.damage ?? .truncated,
                                                reason: "the segment has no segment record"
                                                    + (scan.tail.map { ": \($0.reason)" } ?? ""))

@@ -1,0 +1,164 @@
+import Foundation
+import NoteKit
+@testable import NoteKitFileStore
+import NoteKitTestSupport
+import Testing
+
+// Issue 17, item 2 (W1's peak memory): an open that replays the log decodes each record as the scan finds it and
+// lets the bytes behind it go, so it holds about one piece (`SegmentScan.piece`) or one record of segment text at a
+// time, never a whole segment, with the same records applied and the same damage found as a whole-file scan.
+
+final class StreamedNote: PersistentModel {
+    @Attribute var number = 0
+    @Attribute var body = ""
+
+    required init() {}
+}
+
+enum StreamedStore {
+    /// Notes of about 100 KB each, saved `perSave` at a time (a record of ~`perSave` × 100 KB each save).
+    static let noteLength = 100_000
+
+    /// A store of `saves` × `perSave` notes, never compacted: the log is all transactions.
+    static func make(saves: Int, perSave: Int = 8, maximumSegmentSize: Int? = nil,
+                     url: URL = TemporaryStores.newURL()) throws -> URL {
+        let container = try StoreFiles.open(url, [StreamedNote.self]) {
+            $0.automaticCompaction = nil
+            if let maximumSegmentSize { $0.maximumSegmentSize = maximumSegmentSize }
+        }
+        let context = ModelContext(container)
+        for save in 0..<saves {
+            for n in 0..<perSave {
+                let note = StreamedNote()
+                note.number = save * perSave + n
+                note.body = String(repeating: String(UnicodeScalar(UInt8(97 + note.number % 26))), count: noteLength)
+                context.insert(note)
+            }
+            try context.save()
+        }
+        try StoreFiles.close(container)
+        return url
+    }
+
+    static func layout(_ url: URL) -> StoreLayout { StoreLayout(root: url.path) }
+
+    static func manifest(_ url: URL) throws -> Manifest {
+        try SegmentLog.readManifest(layout: layout(url), fileSystem: POSIXFileSystem())
+    }
+
+    /// The longest record frame (header, payload, newline) of the manifest's segments, read whole.
+    static func largestRecord(_ url: URL) throws -> Int {
+        try manifest(url).segments.map { number in
+            try SegmentScan.read(layout(url).segment(number), number: number, fileSystem: POSIXFileSystem())
+                .records.map { RecordFrame.headerLength + $0.count + 1 }.max() ?? 0
+        }.max() ?? 0
+    }
+
+    /// The replay an open does.
+    static func replay(_ url: URL, policy: LogReplay.Policy = .strict) throws -> LogReplay {
+        try LogReplay.replay(manifest(url), layout: layout(url), fileSystem: POSIXFileSystem(), blobs: nil,
+                             policy: policy)
+    }
+
+    static func segmentSize(_ url: URL, _ number: Int) throws -> Int {
+        try POSIXFileSystem().status(layout(url).segment(number))?.size ?? 0
+    }
+}
+
+@Suite("Replay streams the log")
+struct StreamingReplayTests {
+    @Test("Replay: a segment of more than three pieces is held a piece and a record at a time, not whole")
+    func oneLargeSegment() throws {
+        let url = try StreamedStore.make(saves: 36)
+        let manifest = try StreamedStore.manifest(url)
+        #expect(manifest.segments.count == 1)
+        let size = try StreamedStore.segmentSize(url, manifest.segments[0])
+        #expect(size > 3 * SegmentScan.piece)
+        let bound = SegmentScan.piece + (try StreamedStore.largestRecord(url))
+        let replay = try StreamedStore.replay(url)
+        #expect(replay.heldSegmentBytes <= bound, "held \(replay.heldSegmentBytes) of a \(size)-byte segment")
+        #expect(replay.heldSegmentBytes > 0)
+        #expect(replay.rowCount == 36 * 8)
+        #expect(replay.lastTransaction == 36)
+        #expect(replay.tornTail == nil)
+        // The open itself sees every note, bodies whole.
+        let container = try StoreFiles.open(url, [StreamedNote.self])
+        let notes = try ModelContext(container).fetch(FetchDescriptor<StreamedNote>(sortBy: [SortDescriptor(\.number)]))
+        #expect(notes.count == 36 * 8)
+        #expect(notes.allSatisfy { $0.body.utf8.count == StreamedStore.noteLength })
+        #expect(notes.last?.body.first == Character(String(UnicodeScalar(UInt8(97 + (36 * 8 - 1) % 26)))))
+    }
+
+    @Test("Replay: across several segments, each of more than a piece, no segment is held whole")
+    func severalSegments() throws {
+        let url = try StreamedStore.make(saves: 45, maximumSegmentSize: 3 * SegmentScan.piece / 2)
+        let manifest = try StreamedStore.manifest(url)
+        #expect(manifest.segments.count >= 3)
+        let sizes = try manifest.segments.map { try StreamedStore.segmentSize(url, $0) }
+        let bound = SegmentScan.piece + (try StreamedStore.largestRecord(url))
+        let replay = try StreamedStore.replay(url)
+        #expect(replay.heldSegmentBytes <= bound, "held \(replay.heldSegmentBytes) of segments of \(sizes) bytes")
+        #expect(replay.rowCount == 45 * 8)
+        #expect(replay.lastTransaction == 45)
+        // The sizes the writable open appends after are where each segment's last record ends.
+        for number in manifest.segments {
+            let whole = try SegmentScan.read(StreamedStore.layout(url).segment(number), number: number,
+                                             fileSystem: POSIXFileSystem())
+            #expect(replay.segmentSizes[number] == whole.end)
+        }
+    }
+
+    @Test("Replay: a torn tail after more than three pieces is found where the whole-file scan finds it, and cut there")
+    func tornTailAfterPieces() throws {
+        let url = try StreamedStore.make(saves: 36)
+        let number = try StreamedStore.manifest(url).segments[0]
+        let path = StreamedStore.layout(url).segment(number)
+        let intact = try SegmentScan.read(path, number: number, fileSystem: POSIXFileSystem()).end
+        // A save cut short: the start of a record frame, then nothing. Reserved space is cut off first.
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        try handle.truncate(atOffset: UInt64(intact))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("00012345 1234abcd {\"kind\":\"transaction\"".utf8))
+        try handle.close()
+        let replay = try StreamedStore.replay(url)
+        let whole = try SegmentScan.read(path, number: number, fileSystem: POSIXFileSystem())
+        #expect(replay.heldSegmentBytes <= SegmentScan.piece + (try StreamedStore.largestRecord(url)))
+        #expect(replay.tornTail?.offset == intact)
+        #expect(replay.tornTail?.offset == whole.tail?.offset)
+        #expect(replay.tornTail?.length == whole.fileSize - intact)
+        #expect(replay.rowCount == 36 * 8)
+        let container = try StoreFiles.open(url, [StreamedNote.self])
+        #expect(StoreFiles.store(container).recovery.tornTail?.offset == intact)
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<StreamedNote>()) == 36 * 8)
+        try StoreFiles.close(container)
+        #expect(try StreamedStore.segmentSize(url, number) >= intact)
+    }
+
+    @Test("Replay: damage past the third piece refuses a strict open at its offset and ends a point-in-time replay there")
+    func damageAfterPieces() throws {
+        let url = try StreamedStore.make(saves: 36)
+        let number = try StreamedStore.manifest(url).segments[0]
+        let path = StreamedStore.layout(url).segment(number)
+        let before = try SegmentScan.read(path, number: number, fileSystem: POSIXFileSystem())
+        // A flipped byte in the payload of the first record that starts past three pieces.
+        let index = try #require(before.records.firstIndex { $0.lowerBound > 3 * SegmentScan.piece })
+        let damaged = before.records[index]
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        bytes[damaged.lowerBound + 100] ^= 0x01
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let whole = try SegmentScan.read(path, number: number, fileSystem: POSIXFileSystem())
+        let tail = try #require(whole.tail)
+        #expect(tail.offset == damaged.lowerBound - RecordFrame.headerLength)
+        #expect(throws: FileStoreError.damagedRecord(
+            file: path, offset: tail.offset, kind: tail.damage,
+            reason: tail.reason + " (intact records follow, so this is not a torn tail)")) {
+            try StreamedStore.replay(url)
+        }
+        let pointInTime = try StreamedStore.replay(url, policy: .pointInTime)
+        #expect(pointInTime.damage != nil)
+        // Every record before the damage was applied: the segment record, the schema and `index - 2` saves.
+        #expect(pointInTime.lastTransaction == UInt64(index - 2))
+        #expect(pointInTime.rowCount == (index - 2) * 8)
+        #expect(pointInTime.heldSegmentBytes <= SegmentScan.piece + (try StreamedStore.largestRecord(url)))
+    }
+}
