@@ -70,6 +70,7 @@ struct StreamingReplayTests {
     @Test("Replay: a segment of more than three pieces is held a piece and a record at a time, not whole")
     func oneLargeSegment() throws {
         let url = try StreamedStore.make(saves: 36)
+        defer { try? FileManager.default.removeItem(at: url) }
         let manifest = try StreamedStore.manifest(url)
         #expect(manifest.segments.count == 1)
         let size = try StreamedStore.segmentSize(url, manifest.segments[0])
@@ -92,6 +93,7 @@ struct StreamingReplayTests {
     @Test("Replay: across several segments, each of more than a piece, no segment is held whole")
     func severalSegments() throws {
         let url = try StreamedStore.make(saves: 45, maximumSegmentSize: 3 * SegmentScan.piece / 2)
+        defer { try? FileManager.default.removeItem(at: url) }
         let manifest = try StreamedStore.manifest(url)
         #expect(manifest.segments.count >= 3)
         let sizes = try manifest.segments.map { try StreamedStore.segmentSize(url, $0) }
@@ -111,6 +113,7 @@ struct StreamingReplayTests {
     @Test("Replay: a torn tail after more than three pieces is found where the whole-file scan finds it, and cut there")
     func tornTailAfterPieces() throws {
         let url = try StreamedStore.make(saves: 36)
+        defer { try? FileManager.default.removeItem(at: url) }
         let number = try StreamedStore.manifest(url).segments[0]
         let path = StreamedStore.layout(url).segment(number)
         let intact = try SegmentScan.read(path, number: number, fileSystem: POSIXFileSystem()).end
@@ -137,6 +140,7 @@ struct StreamingReplayTests {
     @Test("Replay: damage past the third piece refuses a strict open at its offset and ends a point-in-time replay there")
     func damageAfterPieces() throws {
         let url = try StreamedStore.make(saves: 36)
+        defer { try? FileManager.default.removeItem(at: url) }
         let number = try StreamedStore.manifest(url).segments[0]
         let path = StreamedStore.layout(url).segment(number)
         let before = try SegmentScan.read(path, number: number, fileSystem: POSIXFileSystem())
