@@ -42,6 +42,12 @@ enum StreamedStore {
 
     static func layout(_ url: URL) -> StoreLayout { StoreLayout(root: url.path) }
 
+    /// The manifest's first segment: its number and path.
+    static func firstSegment(_ url: URL) throws -> (number: Int, path: String) {
+        let number = try manifest(url).segments[0]
+        return (number, layout(url).segment(number))
+    }
+
     static func manifest(_ url: URL) throws -> Manifest {
         try SegmentLog.readManifest(layout: layout(url), fileSystem: POSIXFileSystem())
     }
@@ -114,8 +120,7 @@ struct StreamingReplayTests {
     func tornTailAfterPieces() throws {
         let url = try StreamedStore.make(saves: 36)
         defer { try? FileManager.default.removeItem(at: url) }
-        let number = try StreamedStore.manifest(url).segments[0]
-        let path = StreamedStore.layout(url).segment(number)
+        let (number, path) = try StreamedStore.firstSegment(url)
         let intact = try SegmentScan.read(path, number: number, fileSystem: POSIXFileSystem()).end
         // A save cut short: the start of a record frame, then nothing. Reserved space is cut off first.
         let handle = try #require(FileHandle(forWritingAtPath: path))
@@ -141,8 +146,7 @@ struct StreamingReplayTests {
     func damageAfterPieces() throws {
         let url = try StreamedStore.make(saves: 36)
         defer { try? FileManager.default.removeItem(at: url) }
-        let number = try StreamedStore.manifest(url).segments[0]
-        let path = StreamedStore.layout(url).segment(number)
+        let (number, path) = try StreamedStore.firstSegment(url)
         let before = try SegmentScan.read(path, number: number, fileSystem: POSIXFileSystem())
         // A flipped byte in the payload of the first record that starts past three pieces.
         let index = try #require(before.records.firstIndex { $0.lowerBound > 3 * SegmentScan.piece })
