@@ -237,7 +237,7 @@ public final class FileStore: DataStore {
                 case .damaged: checkpointDamaged = true
                 }
             }
-            let replay = try Self.replay(layout: layout, configuration: configuration, blobs: blobs,
+            var replay = try Self.replay(layout: layout, configuration: configuration, blobs: blobs,
                                          policy: configuration.recovery == .pointInTime && readOnly ? .pointInTime : .strict)
             // Taken before the manifest was read: a manifest replaced after that makes the next refresh look again.
             let manifestStatus = readOnly ? replay.manifestStatus : nil
@@ -246,21 +246,25 @@ public final class FileStore: DataStore {
                                                        reason: "the store records no schema")
             }
             // A schema change is checked (and refused) before anything is written.
-            let replayed = replay.log.rows
-            var rows = replayed
+            let decision = try SchemaVersioning.decide(schema, history: replay.log.schemas)
+            // The replay's tables become the store's own (no row copied) unless a migration converts the rows.
+            let replayed = replay.log.takeTables()
+            // What a migration makes of the rows, in the stored schema's entity order.
+            var migrated: [ModelSnapshot]?
             var migration: MigrationRecord?
             let effective: Schema
-            switch try SchemaVersioning.decide(schema, history: replay.log.schemas) {
+            switch decision {
             case .current(let recorded):
                 effective = recorded
             case .migrate(let target):
                 effective = target
                 let lightweight = try LightweightMigration(from: stored, to: target)
-                rows = try lightweight.convert(rows)
+                var rows = try lightweight.convert(stored.entities.flatMap { replayed[$0.name]?.rows ?? [] })
                 let fills = lightweight.fillUpdates(for: rows) { entity, attribute in
                     target.generatedDefault(entity: entity, attribute: attribute) ?? .null
                 }
                 rows = ReplayedObjects.applying(fills, to: rows, version: replay.log.lastTransaction + 1)
+                migrated = rows
                 migration = MigrationRecord(number: replay.log.lastTransaction + 1, time: configuration.clocks.wall(),
                                             from: stored, schema: target, fills: fills)
             }
@@ -313,8 +317,13 @@ public final class FileStore: DataStore {
                                         reason: torn.reason, quarantinedAt: nil)
             }
             let lastTransaction = replay.log.lastTransaction + (migration == nil ? 0 : 1)
-            let storage = RowStorage(schema: effective)
-            storage.load(rows, generation: lastTransaction)
+            let storage: RowStorage
+            if let migrated {
+                storage = RowStorage(schema: effective)
+                storage.load(migrated, generation: lastTransaction)
+            } else {
+                storage = RowStorage(schema: effective, adopting: replayed, generation: lastTransaction)
+            }
             storage.history = replay.log.history
             if let migration { storage.history.append(migration.historyRecord) }
             if case .latest(let count) = configuration.historyRetention {
@@ -561,6 +570,13 @@ public final class FileStore: DataStore {
     /// The blob names live rows reference.
     static func referencedBlobs(_ rows: [ModelSnapshot], schema: Schema) -> Set<String> {
         Set(referencedExternalData(rows, schema: schema).keys)
+    }
+
+    /// The blob names the rows of `tables` (per entity name, as a replay built them) reference: only the tables
+    /// of entities with an external-storage attribute are read.
+    static func referencedBlobs(_ tables: [String: OrderedRows], schema: Schema) -> Set<String> {
+        let holding = schema.entities.filter { $0.attributes.contains { $0.has(.externalStorage) } }
+        return referencedBlobs(holding.flatMap { tables[$0.name]?.rows ?? [] }, schema: schema)
     }
 
     /// The blobs live rows reference, by name, with the size their records give.

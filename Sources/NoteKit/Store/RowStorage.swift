@@ -277,6 +277,21 @@ package final class RowStorage {
         }
     }
 
+    /// Storage whose tables are `tables`, per entity name, taken as they are (no row copied, no identifier hashed
+    /// again; each index and unique key built once), at store generation `generation`: how a file store's open
+    /// takes over the rows its replay built.
+    ///
+    /// - Parameter tables: per entity name, its rows in insertion order; an entity without one starts empty, a
+    ///   name the schema does not have is ignored.
+    /// - Complexity: O(n log n) for n rows, for the indexes.
+    package convenience init(schema: Schema, adopting tables: [String: OrderedRows], generation: UInt64) {
+        self.init(schema: schema)
+        for (name, rows) in tables {
+            if let number = numbers[name] { self.tables[number].adopt(rows) }
+        }
+        self.generation = generation
+    }
+
     /// Replaces every row at once (a store's initial load): indexes are built once, not row by row. An entity
     /// that had a base no longer has it.
     ///
@@ -585,12 +600,29 @@ struct EntityTable {
         holes = 0
         positions.reserveCapacity(loaded.count)
         for (position, row) in loaded.enumerated() { positions[row.id] = position }
+        buildKeys()
+    }
+
+    /// Takes `adopted`'s rows and positions as the table's own (no row is copied, no identifier hashed), then
+    /// builds the indexes and unique keys once.
+    mutating func adopt(_ adopted: OrderedRows) {
+        rows = adopted.slots
+        positions = adopted.positions
+        holes = adopted.holes
+        buildKeys()
+    }
+
+    /// Builds every index and unique key of the table's rows (a table without a base) in one pass each.
+    private mutating func buildKeys() {
         for (number, slots) in indexSlots.enumerated() {
-            indexes[number].bulkLoad(loaded.map { IndexEntry(key: Self.key($0, slots), id: $0.id) })
+            var entries: [IndexEntry] = []
+            entries.reserveCapacity(positions.count)
+            for case let row? in rows { entries.append(IndexEntry(key: Self.key(row, slots), id: row.id)) }
+            indexes[number].bulkLoad(entries)
         }
         for (number, slots) in uniqueSlots.enumerated() {
             uniques[number] = [:]
-            for row in loaded {
+            for case let row? in rows {
                 let key = Self.key(row, slots)
                 if Self.isConstraining(key) { uniques[number][key] = row.id }
             }

@@ -21,6 +21,9 @@ public struct PersistentIdentifier: Sendable, Hashable, Comparable, Codable, Cus
 
     /// The name of the entity the object belongs to.
     public var entityName: String { entity.name }
+    /// The interned name's identity: equal for every identifier made with the same spelling of an entity name
+    /// (two canonically equivalent spellings have two), so a cache keyed by it needs the name only on a miss.
+    package var entityIdentity: ObjectIdentifier { ObjectIdentifier(entity) }
     /// The object's key, unique within its store.
     public let primaryKey: UUID
 
@@ -30,6 +33,13 @@ public struct PersistentIdentifier: Sendable, Hashable, Comparable, Codable, Cus
     ///   it is given for the life of the process.
     public init(entityName: String, primaryKey: UUID) {
         entity = EntityName.interned(entityName)
+        self.primaryKey = primaryKey
+    }
+
+    /// An identifier of the entity `entity` names, without looking the name up: for a decoder that makes many
+    /// identifiers of a few entities.
+    package init(_ entity: InternedEntityName, primaryKey: UUID) {
+        self.entity = entity.entity
         self.primaryKey = primaryKey
     }
 
@@ -86,6 +96,16 @@ public struct PersistentIdentifier: Sendable, Hashable, Comparable, Codable, Cus
 
 /// An entity name as identifiers hold it: one object per name (exactly, scalar for scalar) for the life of the
 /// process, so identifiers refer to it without counting references.
+/// An entity name looked up once in the process's table of names: identifiers made from it
+/// (``PersistentIdentifier/init(_:primaryKey:)``) skip the look-up ``PersistentIdentifier/init(entityName:primaryKey:)``
+/// makes.
+package struct InternedEntityName: Sendable {
+    fileprivate let entity: EntityName
+
+    /// `name`, looked up (and kept for the life of the process).
+    package init(_ name: String) { entity = EntityName.interned(name) }
+}
+
 final class EntityName: Sendable {
     let name: String
 

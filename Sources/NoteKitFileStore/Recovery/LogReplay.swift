@@ -447,6 +447,10 @@ struct LogReplay {
 
     var rowCount: Int { objects.count }
 
+    /// Hands over the live objects as tables per entity name, and keeps none (``ReplayedObjects/takeTables()``):
+    /// what an open adopts as its store's rows.
+    mutating func takeTables() -> [String: OrderedRows] { objects.takeTables() }
+
     /// Replays `manifest`'s segments.
     ///
     /// - Throws: ``FileStoreError`` for damage the policy does not tolerate; nothing is written.

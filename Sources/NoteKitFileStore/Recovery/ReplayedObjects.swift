@@ -8,10 +8,13 @@ import NoteKit
 /// The objects a log describes, rebuilt record by record: the one place where replay and salvage apply
 /// snapshots, rows and transactions.
 struct ReplayedObjects {
-    /// The objects in the order they were first inserted; nil where one was deleted.
-    private var slots: [ModelSnapshot?] = []
-    /// Where each live object is in `slots`.
-    private var index: [PersistentIdentifier: Int] = [:]
+    /// Each entity's objects in the order they were first inserted, in the order the entities first appeared:
+    /// what the store adopts as its tables (``takeTables()``).
+    private var tables: [OrderedRows] = []
+    private var entityNames: [String] = []
+    private var numbers: [String: Int] = [:]
+    /// The table of the entity last looked up, by its interned name's identity: consecutive rows mostly share one.
+    private var lastEntity: (identity: ObjectIdentifier, table: Int)?
     /// The number of the last transaction applied (or the snapshot's).
     private(set) var lastTransaction: UInt64 = 0
     /// The `.noAction` links of the schema in force.
@@ -22,27 +25,88 @@ struct ReplayedObjects {
         noAction = NoActionReferences(schema: schema)
     }
 
-    /// The live objects in the order they were first inserted. O(objects inserted since the last snapshot).
-    var rows: [ModelSnapshot] { slots.compactMap { $0 } }
+    /// The live objects, each entity's in the order they were first inserted. O(objects).
+    var rows: [ModelSnapshot] { tables.flatMap(\.rows) }
 
-    var count: Int { index.count }
+    var count: Int { tables.reduce(0) { $0 + $1.count } }
+
+    /// Hands over every entity's objects, by entity name, and keeps none: the tables a store adopts without
+    /// copying (``RowStorage/init(schema:adopting:generation:)``).
+    mutating func takeTables() -> [String: OrderedRows] {
+        var taken: [String: OrderedRows] = [:]
+        for (number, name) in entityNames.enumerated() { taken[name] = tables[number] }
+        tables = []
+        entityNames = []
+        numbers = [:]
+        lastEntity = nil
+        return taken
+    }
+
+    /// The number of the table of `id`'s entity, made when `make` and the entity has none yet.
+    private mutating func table(of id: PersistentIdentifier, make: Bool) -> Int? {
+        let identity = id.entityIdentity
+        if let lastEntity, lastEntity.identity == identity { return lastEntity.table }
+        let name = id.entityName
+        let number: Int
+        if let found = numbers[name] {
+            number = found
+        } else {
+            guard make else { return nil }
+            number = tables.count
+            tables.append(OrderedRows())
+            entityNames.append(name)
+            numbers[name] = number
+        }
+        lastEntity = (identity, number)
+        return number
+    }
+
+    private func table(of id: PersistentIdentifier) -> Int? {
+        if let lastEntity, lastEntity.identity == id.entityIdentity { return lastEntity.table }
+        return numbers[id.entityName]
+    }
+
+    /// The live object `id`, if any.
+    private func row(_ id: PersistentIdentifier) -> ModelSnapshot? { table(of: id).flatMap { tables[$0].row(id) } }
 
     /// Starts over from a snapshot of the state after transaction `last`.
     mutating func beginSnapshot(after last: UInt64) {
-        slots.removeAll(keepingCapacity: true)
-        index.removeAll(keepingCapacity: true)
+        tables = []
+        entityNames = []
+        numbers = [:]
+        lastEntity = nil
         lastTransaction = last
     }
 
-    /// Adds a snapshot's rows; returns why one cannot be added.
+    /// Adds a snapshot's rows whole, or returns why they cannot be added (and adds none).
     mutating func addSnapshotRows(_ rows: [ModelSnapshot]) -> String? {
-        reserve(rows.count)
-        for var row in rows {
-            guard index[row.id] == nil else { return "\(row.id) appears twice in the snapshot" }
-            row.version = lastTransaction
-            insert(row)
+        var seen = Set<PersistentIdentifier>(minimumCapacity: rows.count)
+        for row in rows where contains(row.id) || !seen.insert(row.id).inserted {
+            return "\(row.id) appears twice in the snapshot"
         }
+        insert(rows, version: lastTransaction)
         return nil
+    }
+
+    /// Appends `rows` (none of which is here) to their entities' tables, stamped with `version`. Each table makes
+    /// room for its own rows of the batch up front: growing by doubling would hold the old and the new buffers at
+    /// once, at the replay's peak (a bulk insert's record decoded, its bytes still read).
+    private mutating func insert(_ rows: [ModelSnapshot], version: UInt64) {
+        var numbers: [Int] = []
+        numbers.reserveCapacity(rows.count)
+        var counts: [Int] = []
+        for row in rows {
+            let number = table(of: row.id, make: true)!
+            if number >= counts.count { counts += repeatElement(0, count: number + 1 - counts.count) }
+            counts[number] += 1
+            numbers.append(number)
+        }
+        for (number, count) in counts.enumerated() where count > 0 { tables[number].reserve(count) }
+        for (row, number) in zip(rows, numbers) {
+            var row = row
+            row.version = version
+            tables[number].append(row)
+        }
     }
 
     /// Applies `transaction` whole, or returns why it does not apply (and changes nothing).
@@ -57,47 +121,37 @@ struct ReplayedObjects {
             return "transaction \(transaction.number) follows transaction \(lastTransaction)"
         }
         let changes = transaction.changes
-        var deleted = Set<PersistentIdentifier>()
+        var deleted = Set<PersistentIdentifier>(minimumCapacity: changes.deleted.count)
         for deletion in changes.deleted {
-            guard index[deletion.id] != nil, deleted.insert(deletion.id).inserted else {
+            guard contains(deletion.id), deleted.insert(deletion.id).inserted else {
                 return "transaction \(transaction.number) deletes \(deletion.id), which does not exist"
             }
         }
-        for update in changes.updated where index[update.id] == nil || deleted.contains(update.id) {
+        for update in changes.updated where !contains(update.id) || deleted.contains(update.id) {
             return "transaction \(transaction.number) updates \(update.id), which does not exist"
         }
-        var inserted = Set<PersistentIdentifier>()
-        for row in changes.inserted where (index[row.id] != nil && !deleted.contains(row.id))
+        var inserted = Set<PersistentIdentifier>(minimumCapacity: changes.inserted.count)
+        for row in changes.inserted where (contains(row.id) && !deleted.contains(row.id))
             || !inserted.insert(row.id).inserted {
             return "transaction \(transaction.number) inserts \(row.id), which already exists"
         }
+        let number = transaction.number
         if let noAction, !noAction.isEmpty {
-            let row = { (id: PersistentIdentifier) in self.index[id].flatMap { self.slots[$0] } }
-            for update in noAction.updates(deleting: changes.deleted, row: row) {
-                let position = index[update.id]!
-                slots[position] = slots[position]!.applying(update, version: transaction.number)
+            for update in noAction.updates(deleting: changes.deleted, row: { self.row($0) }) {
+                tables[table(of: update.id)!].modify(update.id) { $0.applying(update, version: number) }
             }
         }
-        for deletion in changes.deleted {
-            if let position = index.removeValue(forKey: deletion.id) { slots[position] = nil }
-        }
+        for deletion in changes.deleted { tables[table(of: deletion.id)!].remove(deletion.id) }
         for update in changes.updated {
-            let position = index[update.id]!
-            slots[position] = slots[position]!.applying(update, version: transaction.number)
+            tables[table(of: update.id)!].modify(update.id) { $0.applying(update, version: number) }
         }
-        // Room for the inserts up front: growing by doubling would hold the old and the new buffers at once, at the
-        // replay's peak (a bulk insert's record decoded, its bytes still read).
-        reserve(changes.inserted.count)
-        for var row in changes.inserted {
-            row.version = transaction.number
-            insert(row)
-        }
-        lastTransaction = transaction.number
+        if !changes.inserted.isEmpty { insert(changes.inserted, version: number) }
+        lastTransaction = number
         return nil
     }
 
     /// Whether object `id` exists.
-    func contains(_ id: PersistentIdentifier) -> Bool { index[id] != nil }
+    func contains(_ id: PersistentIdentifier) -> Bool { table(of: id).map { tables[$0].contains(id) } ?? false }
 
     /// The first relationship `changes` would set to an object that does not exist once they are applied: a
     /// salvage that keeps transactions after a lost one leaves such a transaction out, so that no relationship of
@@ -105,7 +159,7 @@ struct ReplayedObjects {
     func danglingTarget(in changes: ChangeSet) -> (source: PersistentIdentifier, target: PersistentIdentifier)? {
         let deleted = Set(changes.deleted.map(\.id)), inserted = Set(changes.inserted.map(\.id))
         func exists(_ id: PersistentIdentifier) -> Bool {
-            inserted.contains(id) || (index[id] != nil && !deleted.contains(id))
+            inserted.contains(id) || (contains(id) && !deleted.contains(id))
         }
         for row in changes.inserted {
             for target in row.relationships.flatMap(\.identifiers) where !exists(target) { return (row.id, target) }
@@ -135,7 +189,7 @@ struct ReplayedObjects {
         var next = ReplayedObjects()
         next.lastTransaction = lastTransaction
         next.noAction = noAction
-        for row in converted { next.insert(row) }
+        for row in converted { next.tables[next.table(of: row.id, make: true)!].append(row) }
         let transaction = Transaction(number: migration.number, time: migration.time,
                                       changes: ChangeSet(updated: migration.fills))
         if let reason = next.apply(transaction, consecutive: consecutive) { return reason }
@@ -149,20 +203,5 @@ struct ReplayedObjects {
         var byID: [PersistentIdentifier: ModelUpdate] = [:]
         for update in updates { byID[update.id] = update }
         return rows.map { row in byID[row.id].map { row.applying($0, version: version) } ?? row }
-    }
-
-    /// Makes room for `count` more objects when they would not fit, growing at least twofold (so that many small
-    /// reservations stay linear), in one step for a large batch.
-    private mutating func reserve(_ count: Int) {
-        let needed = slots.count + count
-        guard needed > slots.capacity else { return }
-        let capacity = max(needed, 2 * slots.capacity)
-        slots.reserveCapacity(capacity)
-        index.reserveCapacity(capacity)
-    }
-
-    private mutating func insert(_ row: ModelSnapshot) {
-        index[row.id] = slots.count
-        slots.append(row)
     }
 }

@@ -1,0 +1,84 @@
+/// The rows of one entity in the order they were inserted, each found by its identifier: the in-memory form of
+/// an entity's table. A file store's replay builds one per entity as it applies the log, and the store's
+/// ``RowStorage`` adopts them as its tables (``RowStorage/init(schema:adopting:generation:)``) without copying a
+/// row or hashing an identifier again.
+///
+/// A removed row leaves a hole (nil) so that later rows keep their positions; holes are squeezed out once they
+/// are more than half of the slots, as a table does.
+package struct OrderedRows {
+    /// The rows by position; nil where one was removed.
+    package private(set) var slots: ContiguousArray<ModelSnapshot?> = []
+    /// The position of each row in `slots`.
+    package private(set) var positions: [PersistentIdentifier: Int] = [:]
+    /// The number of nil slots.
+    package private(set) var holes = 0
+
+    package init() {}
+
+    /// The number of rows.
+    package var count: Int { positions.count }
+
+    /// Whether a row of `id` is here. One hash look-up.
+    package func contains(_ id: PersistentIdentifier) -> Bool { positions[id] != nil }
+
+    /// The row of `id`, if here. One hash look-up.
+    package func row(_ id: PersistentIdentifier) -> ModelSnapshot? { positions[id].flatMap { slots[$0] } }
+
+    /// The rows in insertion order.
+    package var rows: [ModelSnapshot] {
+        var rows: [ModelSnapshot] = []
+        rows.reserveCapacity(count)
+        for case let row? in slots { rows.append(row) }
+        return rows
+    }
+
+    /// Makes room for `count` more rows when they would not fit, growing at least twofold (so that many small
+    /// reservations stay linear), in one step for a large batch: growing by doubling would hold the old and the
+    /// new buffers at once.
+    package mutating func reserve(_ count: Int) {
+        let needed = slots.count + count
+        guard needed > slots.capacity else { return }
+        let capacity = max(needed, 2 * slots.capacity)
+        slots.reserveCapacity(capacity)
+        positions.reserveCapacity(capacity)
+    }
+
+    /// Adds `row` after every other.
+    ///
+    /// - Precondition: no row of `row.id` is here (the caller checked; a replay refuses a record that inserts an
+    ///   existing object before applying any of it).
+    package mutating func append(_ row: ModelSnapshot) {
+        positions[row.id] = slots.count
+        slots.append(row)
+    }
+
+    /// Removes the row of `id`; returns whether it was here.
+    @discardableResult
+    package mutating func remove(_ id: PersistentIdentifier) -> Bool {
+        guard let position = positions.removeValue(forKey: id) else { return false }
+        slots[position] = nil
+        holes += 1
+        if holes > 64 && holes > slots.count / 2 { squeeze() }
+        return true
+    }
+
+    /// Replaces the row of `id` with what `change` makes of it; returns whether it was here.
+    @discardableResult
+    package mutating func modify(_ id: PersistentIdentifier, _ change: (ModelSnapshot) -> ModelSnapshot) -> Bool {
+        guard let position = positions[id], let row = slots[position] else { return false }
+        slots[position] = change(row)
+        return true
+    }
+
+    /// Takes the holes out, renumbering the rows after them.
+    private mutating func squeeze() {
+        var kept = ContiguousArray<ModelSnapshot?>()
+        kept.reserveCapacity(slots.count - holes)
+        for case let row? in slots {
+            positions[row.id] = kept.count
+            kept.append(row)
+        }
+        slots = kept
+        holes = 0
+    }
+}
