@@ -95,6 +95,7 @@ struct RecordDecoderV1: RecordDecoding {
 
     func decode(_ payload: UnsafeRawBufferPointer, offset: Int, file: String, schema: Schema?) throws -> StoreRecord {
         var reader = JSONReader(payload, baseOffset: offset)
+        plans.beginRecord()
         do {
             let record = try decodeRecord(&reader, schema: schema)
             try reader.finish()
@@ -568,11 +569,12 @@ struct RecordDecoderV1: RecordDecoding {
         try reader.readObject { member, key in
             switch key {
             case "e" where withEntityKey: try member.skipValue()
-            case "id": id = PersistentIdentifier(entityName: plan.name, primaryKey: try member.readUUID())
+            case "id": id = PersistentIdentifier(plan.interned, primaryKey: try member.readUUID())
             case "a":
                 var expected = 0
                 try member.readObject { value, name in
-                    let index = try attributeIndex(name, in: entity, value, expected: &expected)
+                    let index = try attributeIndex(name, in: entity, names: plan.attributeNames, value,
+                                                   expected: &expected)
                     guard seenAttributes.insert(index) else { throw fail(value, "attribute \(name.string) appears twice") }
                     if let only, !only[index] { return try value.skipValue() }
                     decoded += 1
@@ -582,7 +584,8 @@ struct RecordDecoderV1: RecordDecoding {
             case "r":
                 var expected = 0
                 try member.readObject { value, name in
-                    let index = try relationshipIndex(name, in: entity, value, expected: &expected)
+                    let index = try relationshipIndex(name, in: entity, names: plan.relationshipNames, value,
+                                                      expected: &expected)
                     guard seenRelationships.insert(index) else { throw fail(value, "relationship \(name.string) appears twice") }
                     relationships[index] = try readTargets(&value, toMany: plan.toMany[index],
                                                            destination: plan.destinations[index])
@@ -709,9 +712,9 @@ struct RecordDecoderV1: RecordDecoding {
 
     /// The attribute `key` names. Writers list attributes in declaration order, so the one after the previous key
     /// (`expected`) is tried first, without making a `String`.
-    private func attributeIndex(_ key: JSONKey, in entity: Schema.Entity, _ reader: JSONReader,
+    private func attributeIndex(_ key: JSONKey, in entity: Schema.Entity, names: [String], _ reader: JSONReader,
                                 expected: inout Int) throws -> Int {
-        if expected < entity.attributes.count, key == entity.attributes[expected].name {
+        if expected < names.count, key == names[expected] {
             expected += 1
             return expected - 1
         }
@@ -720,9 +723,9 @@ struct RecordDecoderV1: RecordDecoding {
         return index
     }
 
-    private func relationshipIndex(_ key: JSONKey, in entity: Schema.Entity, _ reader: JSONReader,
+    private func relationshipIndex(_ key: JSONKey, in entity: Schema.Entity, names: [String], _ reader: JSONReader,
                                    expected: inout Int) throws -> Int {
-        if expected < entity.relationships.count, key == entity.relationships[expected].name {
+        if expected < names.count, key == names[expected] {
             expected += 1
             return expected - 1
         }
@@ -747,16 +750,22 @@ struct RecordDecoderV1: RecordDecoding {
         return index
     }
 
-    private func readTargets(_ reader: inout JSONReader, toMany: Bool, destination: String) throws -> RelationshipTargets {
+    private func readTargets(_ reader: inout JSONReader, toMany: Bool, destination: InternedEntityName) throws
+        -> RelationshipTargets {
         if toMany { return .toMany(try readKeyArray(&reader, destination: destination)) }
         if reader.readNullIfPresent() { return .toOne(nil) }
-        return .toOne(PersistentIdentifier(entityName: destination, primaryKey: try readUUID(&reader)))
+        return .toOne(PersistentIdentifier(destination, primaryKey: try readUUID(&reader)))
     }
 
     private func readKeyArray(_ reader: inout JSONReader, destination: String) throws -> [PersistentIdentifier] {
+        try readKeyArray(&reader, destination: InternedEntityName(destination))
+    }
+
+    private func readKeyArray(_ reader: inout JSONReader, destination: InternedEntityName) throws
+        -> [PersistentIdentifier] {
         var ids: [PersistentIdentifier] = []
         try reader.readArray { element in
-            ids.append(PersistentIdentifier(entityName: destination, primaryKey: try readUUID(&element)))
+            ids.append(PersistentIdentifier(destination, primaryKey: try readUUID(&element)))
         }
         return ids
     }
@@ -910,28 +919,49 @@ struct RecordDecoderV1: RecordDecoding {
 /// would copy the attribute's description (its name, options, default) each time.
 final class EntityDecodingPlan {
     let name: String
+    /// The entity's name and its relationships' destinations, interned once for the identifiers decoded.
+    let interned: InternedEntityName
+    let attributeNames: [String]
+    let relationshipNames: [String]
     let attributeTypes: [Schema.AttributeType]
     let external: [Bool]
     let toMany: [Bool]
-    let destinations: [String]
+    let destinations: [InternedEntityName]
 
     init(_ entity: Schema.Entity) {
         name = entity.name
+        interned = InternedEntityName(entity.name)
+        attributeNames = entity.attributes.map(\.name)
+        relationshipNames = entity.relationships.map(\.name)
         attributeTypes = entity.attributes.map(\.type)
         external = entity.attributes.map { $0.has(.externalStorage) }
         toMany = entity.relationships.map(\.isToMany)
-        destinations = entity.relationships.map(\.destination)
+        destinations = entity.relationships.map { InternedEntityName($0.destination) }
     }
 }
 
 /// The decoding plans of the entities met so far, by entity description (a stored schema can change mid-log).
+///
+/// Within one record the schema does not change, so a plan checked against its entity once in a record
+/// (``beginRecord()`` starts one) is taken by name for the rest of it: comparing entity descriptions for every
+/// row of a 100,000-row record would compare their attributes 100,000 times.
 final class DecodingPlans {
-    private var plans: [String: (entity: Schema.Entity, plan: EntityDecodingPlan)] = [:]
+    private var plans: [String: (entity: Schema.Entity, plan: EntityDecodingPlan, record: Int)] = [:]
+    private var record = 0
+
+    /// Starts the decoding of a record.
+    func beginRecord() { record &+= 1 }
 
     func plan(for entity: Schema.Entity) -> EntityDecodingPlan {
-        if let known = plans[entity.name], known.entity == entity { return known.plan }
+        if let known = plans[entity.name] {
+            if known.record == record { return known.plan }
+            if known.entity == entity {
+                plans[entity.name]!.record = record
+                return known.plan
+            }
+        }
         let plan = EntityDecodingPlan(entity)
-        plans[entity.name] = (entity, plan)
+        plans[entity.name] = (entity, plan, record)
         return plan
     }
 }
