@@ -77,6 +77,7 @@ extension ModelContext {
             let result = try store.fetch(request)
             var outcome = FetchOutcome(identifiers: result.identifiers, count: result.count, plan: result.plan)
             let fault = PartialFault.of(result.loadedAttributes, metadata: metadata)
+            registry.reserve(adding: result.snapshots.count)
             outcome.objects = result.snapshots.map { _object(for: $0, partial: fault) }
             if !loading.prefetched.isEmpty { prefetch(loading.prefetched, of: outcome.objects) }
             return outcome

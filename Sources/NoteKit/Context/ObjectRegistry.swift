@@ -22,6 +22,14 @@ struct ObjectRegistry: Sequence {
         set { entries[id] = newValue.map(Entry.init) }
     }
 
+    /// Makes room for `count` more objects at once, when the registry is small next to them (a large fetch into a
+    /// fresh context): growing entry by entry would rehash every entry at each doubling. A registry that already
+    /// holds as many is left as it is, since the fetch may well return objects it has.
+    mutating func reserve(adding count: Int) {
+        guard count > 64, entries.count < count else { return }
+        entries.reserveCapacity(entries.count + count)
+    }
+
     /// Removes `object`'s entry, if it is the object registered under its identifier (an upsert may have given
     /// its identifier to another object).
     mutating func forget(_ object: ModelObject) {
