@@ -96,6 +96,31 @@ struct StreamingReplayTests {
         #expect(notes.last?.body.first == Character(String(UnicodeScalar(UInt8(97 + (36 * 8 - 1) % 26)))))
     }
 
+    @Test("Replay: a save larger than a piece gives its decoded text back while its rows are read, not after")
+    func oneLargeRecord() throws {
+        // One save of 200 notes of 100 KB: a single 20 MB transaction record, which a replay must hold to decode.
+        let url = try StreamedStore.make(saves: 1, perSave: 200)
+        defer { try? FileManager.default.removeItem(at: url) }
+        let record = try StreamedStore.largestRecord(url)
+        #expect(record > 4 * SegmentScan.releaseStep)
+        let replay = try StreamedStore.replay(url)
+        #expect(replay.rowCount == 200)
+        #if os(Linux)
+        // All of it but the last stretch (at most a release step and a page each side) goes back while decoding.
+        #expect(replay.givenBackRecordBytes >= record - 2 * SegmentScan.releaseStep,
+                "gave back \(replay.givenBackRecordBytes) bytes of a \(record)-byte record")
+        #endif
+        // The rows decoded from the pages given back are whole.
+        let container = try StoreFiles.open(url, [StreamedNote.self])
+        defer { try? StoreFiles.close(container) }
+        let notes = try ModelContext(container).fetch(FetchDescriptor<StreamedNote>(sortBy: [SortDescriptor(\.number)]))
+        #expect(notes.map(\.number) == Array(0..<200))
+        #expect(notes.allSatisfy { note in
+            note.body.utf8.count == StreamedStore.noteLength
+                && note.body.utf8.allSatisfy { $0 == UInt8(97 + note.number % 26) }
+        })
+    }
+
     @Test("Replay: across several segments, each of more than a piece, no segment is held whole")
     func severalSegments() throws {
         let url = try StreamedStore.make(saves: 45, maximumSegmentSize: 3 * SegmentScan.piece / 2)

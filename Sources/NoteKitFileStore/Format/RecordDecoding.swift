@@ -21,6 +21,13 @@ protocol RecordDecoding {
     /// - Throws: ``FileStoreError/undecodableRecord(file:offset:reason:)``.
     func decode(_ payload: UnsafeRawBufferPointer, offset: Int, file: String, schema: Schema?) throws -> StoreRecord
 
+    /// Decodes one record's payload as ``decode(_:offset:file:schema:)`` does, telling `readPast`, after each
+    /// object of a transaction's inserts, the file offsets of the inserts read so far: the decoder never reads
+    /// those bytes again (an object's keys are checked for duplicates only while it is read), so the caller may
+    /// give their memory back while the rest of a large record is decoded.
+    func decode(_ payload: UnsafeRawBufferPointer, offset: Int, file: String, schema: Schema?,
+                readPast: @escaping (Range<Int>) -> Void) throws -> StoreRecord
+
     /// The kind a record's payload names and, for a `tx` or `migration` record, its transaction number, read
     /// without decoding the rest (nor checking it: ``decode(_:offset:file:schema:)`` does). The members may come in
     /// any order; the writer puts `"k"` and then `"tx"` first, so a record it wrote costs one or two members.
@@ -66,6 +73,11 @@ struct RecordDecoderV2: RecordDecoding {
         try records.decode(payload, offset: offset, file: file, schema: schema)
     }
 
+    func decode(_ payload: UnsafeRawBufferPointer, offset: Int, file: String, schema: Schema?,
+                readPast: @escaping (Range<Int>) -> Void) throws -> StoreRecord {
+        try records.decode(payload, offset: offset, file: file, schema: schema, readPast: readPast)
+    }
+
     func peek(_ payload: UnsafeRawBufferPointer, offset: Int, file: String) throws -> RecordPeek {
         try records.peek(payload, offset: offset, file: file)
     }
@@ -79,6 +91,8 @@ struct RecordDecoderV1: RecordDecoding {
     let blobs: BlobStore?
     /// What decoding needs of each entity, worked out once instead of per value.
     private let plans = DecodingPlans()
+    /// Whom the decode under way tells how far it has read (see ``decode(_:offset:file:schema:readPast:)``).
+    private let progress = DecodeProgress()
     /// Whether a manifest has the schema history: refused in version 1, required in version 2.
     private let manifestSchemas: ManifestSchemas
 
@@ -91,6 +105,13 @@ struct RecordDecoderV1: RecordDecoding {
     init(blobs: BlobStore?, manifestSchemas: ManifestSchemas) {
         self.blobs = blobs
         self.manifestSchemas = manifestSchemas
+    }
+
+    func decode(_ payload: UnsafeRawBufferPointer, offset: Int, file: String, schema: Schema?,
+                readPast: @escaping (Range<Int>) -> Void) throws -> StoreRecord {
+        progress.readPast = readPast
+        defer { progress.readPast = nil }
+        return try decode(payload, offset: offset, file: file, schema: schema)
     }
 
     func decode(_ payload: UnsafeRawBufferPointer, offset: Int, file: String, schema: Schema?) throws -> StoreRecord {
@@ -531,8 +552,12 @@ struct RecordDecoderV1: RecordDecoding {
             case "time": time = Date(timeIntervalSinceReferenceDate: try member.readDouble())
             case "author": changes.author = try member.readString()
             case "insert":
+                let readPast = progress.readPast
+                var first: Int?
                 try member.readArray { element in
+                    if first == nil { first = element.offset }
                     changes.inserted.append(try readInsert(&element, schema: schema))
+                    if let readPast, let first { readPast(first..<element.offset) }
                 }
             case "update":
                 try member.readArray { element in changes.updated.append(try readUpdate(&element, schema: schema)) }
@@ -913,6 +938,12 @@ struct RecordDecoderV1: RecordDecoding {
         guard let result else { throw fail(reader, "a tagged value has no kind") }
         return result
     }
+}
+
+/// The listener of a decode under way, told how far the decoder has read (see
+/// ``RecordDecoding/decode(_:offset:file:schema:readPast:)``); a decoder decodes one record at a time.
+final class DecodeProgress {
+    var readPast: ((Range<Int>) -> Void)?
 }
 
 /// What decoding an entity's rows needs, taken out of the schema once: reading `entity.attributes[i]` for every value

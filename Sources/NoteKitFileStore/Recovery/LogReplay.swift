@@ -57,6 +57,8 @@ struct SegmentScan {
 
     /// Bytes read at a time.
     static let piece = 8 << 20
+    /// How much of a record being decoded a replay gives back at a time (``SegmentRecord/decode(schema:givingBack:)``).
+    static let releaseStep = 4 << 20
 
     /// What a reader must refuse in what ends this scan, or nil when the segment ends as a healthy one does: an
     /// intact record that cannot be decoded; damage, unless it is a torn tail (no intact record after it) and the
@@ -308,6 +310,14 @@ private struct PieceReader {
     /// returns that zero's offset in the payload, or nil when the record is in memory without one.
     mutating func loadPayload(from start: Int, through end: Int) throws -> Int? {
         var checked = start
+        if end - loadedEnd > SegmentScan.piece {
+            // Room for the whole record at once: growing a piece at a time would copy it at each doubling, holding
+            // the old and the new buffer together (W1's 61 MB record: 96 MB at the peak). The room asked for is at
+            // most the file's size and the longest payload a header may claim, and it is address space, not memory,
+            // until read: the loading still stops at the first zero byte.
+            dropReleased(making: min(end, size) - loadedEnd)
+            bytes.reserveCapacity(min(end, size) - base)
+        }
         while true {
             if checked < min(loadedEnd, end) {
                 let found = bytes.withUnsafeBytes { buffer -> Int? in
@@ -434,6 +444,8 @@ struct LogReplay {
     var openingEnd = 0
     /// The most bytes of a segment the replay held in memory at once (it decodes each record as its scan finds it).
     var heldSegmentBytes = 0
+    /// The bytes of records given back to the system while they were decoded (a record's pages read past).
+    var givenBackRecordBytes = 0
 
     enum Policy {
         /// Refuse any damage but a torn tail of the last segment.
@@ -553,7 +565,7 @@ struct LogReplay {
         }
         var isHeader = true
         let scan = try SegmentScan.stream(path, number: number, fileSystem: fileSystem, blobs: blobs) { entry in
-            let record = try entry.decode(schema: schemas.last)
+            let record = try entry.decode(schema: schemas.last, givingBack: &givenBackRecordBytes)
             if isHeader {
                 isHeader = false
                 guard case .segment(let header) = record else {

@@ -32,6 +32,56 @@ struct SegmentRecord {
     func decode(schema: Schema?) throws -> StoreRecord {
         try decoder.decode(payload, offset: offset, file: file, schema: schema)
     }
+
+    /// The record, decoded in `schema`, giving the memory of the payload's bytes back to the system as the decoder
+    /// reads past them, a ``SegmentScan/releaseStep`` at a time (whole pages only, on Linux): a replay that must
+    /// hold a 61 MB record to decode it then holds little more than the rows it makes. The payload's bytes are not
+    /// valid after this call; adds the bytes given back to `givenBack`.
+    ///
+    /// - Throws: ``FileStoreError/undecodableRecord(file:offset:reason:)``.
+    func decode(schema: Schema?, givingBack givenBack: inout Int) throws -> StoreRecord {
+        guard payload.count > SegmentScan.releaseStep, let base = payload.baseAddress else {
+            return try decode(schema: schema)
+        }
+        let release = PayloadRelease(payload: base, offset: offset)
+        defer { givenBack += release.given }
+        return try decoder.decode(payload, offset: offset, file: file, schema: schema) { release.give($0) }
+    }
+}
+
+/// Gives back the memory of a payload's pages that a decoder has read past (see
+/// ``SegmentRecord/decode(schema:givingBack:)``).
+private final class PayloadRelease {
+    /// The payload's first byte, and its offset in the file.
+    private let payload: UnsafeRawPointer
+    private let offset: Int
+    /// The address up to which pages were given back (page-aligned once set).
+    private var givenUpTo: UInt?
+    /// Bytes given back so far.
+    private(set) var given = 0
+    private static let pageSize = UInt(max(4096, sysconf(Int32(_SC_PAGESIZE))))
+
+    init(payload: UnsafeRawPointer, offset: Int) {
+        self.payload = payload
+        self.offset = offset
+    }
+
+    /// Gives back the whole pages of `read` (file offsets) not given back yet, once they make a release step.
+    func give(_ read: Range<Int>) {
+        #if os(Linux)
+        let start = UInt(bitPattern: payload) + UInt(read.lowerBound - offset)
+        let end = UInt(bitPattern: payload) + UInt(read.upperBound - offset)
+        let page = Self.pageSize
+        let from = max(givenUpTo ?? 0, (start + page - 1) & ~(page - 1))
+        let to = end & ~(page - 1)
+        guard to > from, to - from >= UInt(SegmentScan.releaseStep) else { return }
+        // The decoder never reads these bytes again; they read as zeros if anything did.
+        if madvise(UnsafeMutableRawPointer(bitPattern: from), Int(to - from), MADV_DONTNEED) == 0 {
+            given += Int(to - from)
+        }
+        givenUpTo = to
+        #endif
+    }
 }
 
 extension RecordDecoders {
