@@ -61,6 +61,9 @@ struct JSONKey: CustomStringConvertible {
         return name.withUTF8 { key.hasBytes(UnsafeRawBufferPointer($0)) }
     }
 
+    /// Whether the key is `bytes` (a name's UTF-8, kept as bytes by a caller that compares it often).
+    func isUTF8(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBytes { hasBytes($0) } }
+
     /// Lets a `switch` over a key match literals without creating strings.
     static func ~= (pattern: StaticString, key: JSONKey) -> Bool { key == pattern }
 

@@ -737,9 +737,9 @@ struct RecordDecoderV1: RecordDecoding {
 
     /// The attribute `key` names. Writers list attributes in declaration order, so the one after the previous key
     /// (`expected`) is tried first, without making a `String`.
-    private func attributeIndex(_ key: JSONKey, in entity: Schema.Entity, names: [String], _ reader: JSONReader,
+    private func attributeIndex(_ key: JSONKey, in entity: Schema.Entity, names: [[UInt8]], _ reader: JSONReader,
                                 expected: inout Int) throws -> Int {
-        if expected < names.count, key == names[expected] {
+        if expected < names.count, key.isUTF8(names[expected]) {
             expected += 1
             return expected - 1
         }
@@ -748,9 +748,9 @@ struct RecordDecoderV1: RecordDecoding {
         return index
     }
 
-    private func relationshipIndex(_ key: JSONKey, in entity: Schema.Entity, names: [String], _ reader: JSONReader,
+    private func relationshipIndex(_ key: JSONKey, in entity: Schema.Entity, names: [[UInt8]], _ reader: JSONReader,
                                    expected: inout Int) throws -> Int {
-        if expected < names.count, key == names[expected] {
+        if expected < names.count, key.isUTF8(names[expected]) {
             expected += 1
             return expected - 1
         }
@@ -952,8 +952,9 @@ final class EntityDecodingPlan {
     let name: String
     /// The entity's name and its relationships' destinations, interned once for the identifiers decoded.
     let interned: InternedEntityName
-    let attributeNames: [String]
-    let relationshipNames: [String]
+    /// The attributes' and relationships' names in UTF-8, as rows' keys are compared with them.
+    let attributeNames: [[UInt8]]
+    let relationshipNames: [[UInt8]]
     let attributeTypes: [Schema.AttributeType]
     let external: [Bool]
     let toMany: [Bool]
@@ -962,8 +963,8 @@ final class EntityDecodingPlan {
     init(_ entity: Schema.Entity) {
         name = entity.name
         interned = InternedEntityName(entity.name)
-        attributeNames = entity.attributes.map(\.name)
-        relationshipNames = entity.relationships.map(\.name)
+        attributeNames = entity.attributes.map { Array($0.name.utf8) }
+        relationshipNames = entity.relationships.map { Array($0.name.utf8) }
         attributeTypes = entity.attributes.map(\.type)
         external = entity.attributes.map { $0.has(.externalStorage) }
         toMany = entity.relationships.map(\.isToMany)
@@ -979,20 +980,26 @@ final class EntityDecodingPlan {
 final class DecodingPlans {
     private var plans: [String: (entity: Schema.Entity, plan: EntityDecodingPlan, record: Int)] = [:]
     private var record = 0
+    /// The plan last handed out in this record: rows of one entity come in runs.
+    private var last: EntityDecodingPlan?
 
     /// Starts the decoding of a record.
-    func beginRecord() { record &+= 1 }
+    func beginRecord() {
+        record &+= 1
+        last = nil
+    }
 
     func plan(for entity: Schema.Entity) -> EntityDecodingPlan {
-        if let known = plans[entity.name] {
-            if known.record == record { return known.plan }
-            if known.entity == entity {
-                plans[entity.name]!.record = record
-                return known.plan
-            }
+        if let last, last.name == entity.name { return last }
+        let plan: EntityDecodingPlan
+        if let known = plans[entity.name], known.record == record || known.entity == entity {
+            plans[entity.name]!.record = record
+            plan = known.plan
+        } else {
+            plan = EntityDecodingPlan(entity)
+            plans[entity.name] = (entity, plan, record)
         }
-        let plan = EntityDecodingPlan(entity)
-        plans[entity.name] = (entity, plan, record)
+        last = plan
         return plan
     }
 }
