@@ -48,7 +48,8 @@ struct IndexKeyStorageTests {
         var loaded = IndexTree(keyCount: 2, chunkCapacity: 4)
         loaded.bulkLoad(zip(Self.exactKeys, ids).map { IndexEntry(key: $0, id: $1) })
         var fromRows = IndexTree(keyCount: 2, chunkCapacity: 4)
-        fromRows.bulkLoad(zip(Self.exactKeys, ids).map { key, id in
+        // Rows as a table holds them, a removed one's place nil.
+        fromRows.bulkLoad([nil] + zip(Self.exactKeys, ids).map { key, id -> ModelSnapshot? in
             ModelSnapshot(id: id, attributes: [.string("x")] + key.reversed(), relationships: [], version: 1)
         }, slots: [2, 1])
         // Reloading a tree's own entries, which hold no array, keeps them so.

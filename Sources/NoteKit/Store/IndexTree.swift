@@ -178,13 +178,15 @@ struct IndexTree: Sendable {
         })
     }
 
-    /// Replaces the whole content with the entries of `rows`, whose key is the attributes at `slots`, as
-    /// ``bulkLoad(_:)`` does, but building a key array only for the rows whose digest does not determine the key.
-    mutating func bulkLoad(_ rows: some Sequence<ModelSnapshot>, slots: [Int]) {
+    /// Replaces the whole content with the entries of `rows` (nil ones skipped), whose key is the attributes at
+    /// `slots`, as ``bulkLoad(_:)`` does, but building a key array only for the rows whose digest does not
+    /// determine the key.
+    mutating func bulkLoad(_ rows: some Collection<ModelSnapshot?>, slots: [Int]) {
         precondition(slots.count == keyCount, "every key needs \(keyCount) components")
         var entries: [IndexEntry] = []
-        entries.reserveCapacity(rows.underestimatedCount)
-        for row in rows {
+        entries.reserveCapacity(rows.count)
+        // Rows bound in place (`case let row?`), not copied out: a copy would retain each row's arrays.
+        for case let row? in rows {
             let (digest, isExact) = Self.digest(count: slots.count) { row.attributes[slots[$0]] }
             entries.append(IndexEntry(digest: digest, values: isExact ? nil : slots.map { row.attributes[$0] }, id: row.id))
         }
