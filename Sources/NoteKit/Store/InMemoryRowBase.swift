@@ -45,7 +45,7 @@ package final class InMemoryRowBase: RowBase {
         indexes = entity.indexes.map { names in
             let slots = names.compactMap(entity.attributeIndex(named:))
             var tree = IndexTree(keyCount: slots.count)
-            tree.bulkLoad(rows.map { row in IndexEntry(key: slots.map { row.attributes[$0] }, id: row.id) })
+            tree.bulkLoad(rows.lazy.map(Optional.some), slots: slots)
             return tree
         }
         uniques = entity.uniqueConstraints.map { names in

@@ -556,9 +556,10 @@ struct EntityTable {
             }
         }
         // The indexes in memory cover the base rows changed since as well.
-        let live = changed.isEmpty ? rows.compactMap { $0 } : Array(changed.values) + rows.compactMap { $0 }
+        let changedRows = changed.values.map(Optional.some)
         for (number, slots) in indexSlots.enumerated() {
-            indexes[number].bulkLoad(live.map { IndexEntry(key: Self.key($0, slots), id: $0.id) })
+            if changedRows.isEmpty { indexes[number].bulkLoad(rows, slots: slots) }
+            else { indexes[number].bulkLoad(changedRows + rows, slots: slots) }
         }
     }
 
@@ -615,10 +616,7 @@ struct EntityTable {
     /// Builds every index and unique key of the table's rows (a table without a base) in one pass each.
     private mutating func buildKeys() {
         for (number, slots) in indexSlots.enumerated() {
-            var entries: [IndexEntry] = []
-            entries.reserveCapacity(positions.count)
-            for case let row? in rows { entries.append(IndexEntry(key: Self.key(row, slots), id: row.id)) }
-            indexes[number].bulkLoad(entries)
+            indexes[number].bulkLoad(rows, slots: slots)
         }
         for (number, slots) in uniqueSlots.enumerated() {
             uniques[number] = [:]
