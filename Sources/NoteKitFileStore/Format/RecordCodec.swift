@@ -264,7 +264,11 @@ struct RecordEncoder {
     /// A transaction record. External data in `changes` must already be `.external` (its blob written).
     func transaction(_ transaction: Transaction, schema: Schema) -> [UInt8] {
         let changes = transaction.changes
-        var writer = RecordFrame.writer(reservingCapacity: 256 + changes.inserted.count * 320 + changes.updated.count * 128)
+        // A large insert is measured first: a record that outgrows its room is copied into one twice as large, and a
+        // bulk insert's 61 MB record would hold the old and the new buffer at once, at the save's peak.
+        let inserts = changes.inserted.count >= 1024
+            ? Self.estimatedBytes(of: changes.inserted, in: schema) : changes.inserted.count * 320
+        var writer = RecordFrame.writer(reservingCapacity: 256 + inserts + changes.updated.count * 128)
         writer.beginObject()
         writer.key("k"); writer.string("tx")
         writer.key("tx"); writer.uint(transaction.number)
@@ -476,6 +480,50 @@ struct RecordEncoder {
             }
         }
         writer.endObject()
+    }
+
+    /// About as many bytes as `rows` take as inserted objects of a record, somewhat more rather than less (strings
+    /// are counted unescaped: one with many characters to escape makes the record grow once, as before).
+    ///
+    /// - Complexity: O(values), without encoding any.
+    static func estimatedBytes(of rows: [ModelSnapshot], in schema: Schema) -> Int {
+        var total = 0
+        var entity: Schema.Entity?
+        var names = 0
+        for row in rows {
+            if entity?.name != row.id.entityName {
+                entity = schema.entity(named: row.id.entityName)
+                names = (entity?.attributes.reduce(0) { $0 + $1.name.utf8.count + 4 } ?? 0)
+                    + (entity?.relationships.reduce(0) { $0 + $1.name.utf8.count + 4 } ?? 0)
+                    + row.id.entityName.utf8.count
+            }
+            // {"e":"…","id":"…","a":{…},"r":{…}}, and the names.
+            total += 72 + names
+            for value in row.attributes { total += estimatedBytes(of: value) }
+            for targets in row.relationships {
+                switch targets {
+                case .toOne(let target): total += target == nil ? 4 : 38
+                case .toMany(let targets): total += 2 + 39 * targets.count
+                }
+            }
+        }
+        return total + total / 16
+    }
+
+    /// About as many bytes as `value` takes in a record, tagged or not.
+    private static func estimatedBytes(of value: StoredValue) -> Int {
+        switch value {
+        case .null: 4
+        case .bool: 16
+        case .int, .uint, .double, .date: 32
+        case .string(let v): v.utf8.count + 14
+        case .data(let v): v.count / 3 * 4 + 16
+        case .uuid: 48
+        case .decimal: 64
+        case .array(let items): items.reduce(12) { $0 + estimatedBytes(of: $1) + 1 }
+        case .dictionary(let items): items.reduce(16) { $0 + $1.key.utf8.count + 4 + estimatedBytes(of: $1.value) }
+        case .external(let blob): blob.name.utf8.count + 40
+        }
     }
 
     private func writeKeys(_ ids: [PersistentIdentifier], to writer: inout JSONWriter) {
