@@ -25,21 +25,6 @@ struct IndexKeyOrderTests {
     static let reals: [Double] = [-0.0, 0.0, 0.5, -1.5, 2, 3, 1e15, -1e300, 0x1p53, 0x1p60, .infinity, -.infinity, 5]
     static let wholes: [Int] = [0, 5, -5, 2, 1 << 53, (1 << 53) + 1, 1 << 60, -(1 << 60), .max, .min, 3]
 
-    /// Swift's answer: filter, sort by the descriptors, ties by identifier (descending after a descending last key).
-    static func reference(_ gauges: [Gauge24], _ descriptor: FetchDescriptor<Gauge24>) throws -> [PersistentIdentifier] {
-        let descending = descriptor.sortBy.last?.order == .reverse
-        return try gauges.filter { try descriptor.predicate?.evaluate($0) ?? true }.sorted { a, b in
-            for sort in descriptor.sortBy {
-                switch sort.compare(a, b) {
-                case .orderedAscending: return true
-                case .orderedDescending: return false
-                case .orderedSame: continue
-                }
-            }
-            return descending ? b.persistentModelID < a.persistentModelID : a.persistentModelID < b.persistentModelID
-        }.prefix(descriptor.fetchLimit ?? .max).map(\.persistentModelID)
-    }
-
     static func descriptors(_ gauges: [Gauge24]) -> [(String, FetchDescriptor<Gauge24>)] {
         let token = gauges[7].token, name = gauges[3].name
         var list: [(String, FetchDescriptor<Gauge24>)] = []
@@ -76,7 +61,7 @@ struct IndexKeyOrderTests {
         for (name, descriptor) in descriptors(gauges) {
             #expect(try context.explain(descriptor).index != nil, "\(label): \(name) uses an index")
             let found = try context.fetch(descriptor).map(\.persistentModelID)
-            #expect(found == (try reference(gauges, descriptor)), "\(label): \(name)")
+            #expect(found == (try IndexTests.reference(gauges, descriptor)), "\(label): \(name)")
             if descriptor.fetchLimit == nil { #expect(try context.fetchCount(descriptor) == found.count, "\(label): \(name)") }
         }
     }

@@ -36,8 +36,9 @@ struct NoteCorpus {
 struct IndexTests {
     /// Swift's answer: filter, sort by the descriptors, ties by identifier (descending after a descending last
     /// key), then the window.
-    static func reference(_ notes: [NoteRecord], _ descriptor: FetchDescriptor<NoteRecord>) throws -> [PersistentIdentifier] {
-        let matching = try notes.filter { try descriptor.predicate?.evaluate($0) ?? true }
+    static func reference<Model: PersistentModel>(_ models: [Model], _ descriptor: FetchDescriptor<Model>) throws
+        -> [PersistentIdentifier] {
+        let matching = try models.filter { try descriptor.predicate?.evaluate($0) ?? true }
         let descending = descriptor.sortBy.last?.order == .reverse
         let sorted = matching.sorted { a, b in
             for sort in descriptor.sortBy {
