@@ -24,3 +24,35 @@ struct RecordRoomTests {
         #expect(measured <= 2 * record.count, "measured \(measured) for a \(record.count)-byte record")
     }
 }
+
+/// Every identifier a record holds is read by `UUIDText.parse`: it must take exactly the 36-character form, in
+/// either case, and nothing else.
+@Suite("UUID text: the one form records hold")
+struct UUIDTextTests {
+    private func parse(_ text: String) -> UUID? {
+        Array(text.utf8).withUnsafeBytes { UUIDText.parse($0) }
+    }
+
+    @Test("A UUID reads back from its text in upper and lower case; any other character at any place is refused")
+    func exactForm() throws {
+        var generator = SeededGenerator(seed: 20_261_202)
+        for _ in 0..<200 {
+            let uuid = UUID(uuid: (0..<16).reduce(into: [UInt8]()) { bytes, _ in bytes.append(.random(in: 0...255, using: &generator)) }
+                .withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
+            let text = uuid.uuidString
+            #expect(parse(text) == uuid)
+            #expect(parse(text.lowercased()) == uuid)
+            for place in text.indices {
+                for replacement in ["g", "G", "-", " ", "\u{0}", "/", ":", "@", "`", "é"] where String(text[place]) != replacement {
+                    var damaged = text
+                    damaged.replaceSubrange(place...place, with: replacement)
+                    #expect(parse(damaged) == nil, "\(damaged)")
+                }
+            }
+        }
+        #expect(parse("") == nil)
+        #expect(parse("E621E1F8C36C495A93FC0C247A3E6E5F") == nil)
+        #expect(parse("E621E1F8-C36C-495A-93FC-0C247A3E6E5F0") == nil)
+        #expect(parse("{E621E1F8-C36C-495A-93FC-0C247A3E6E5}") == nil)
+    }
+}
