@@ -56,3 +56,35 @@ struct UUIDTextTests {
         #expect(parse("{E621E1F8-C36C-495A-93FC-0C247A3E6E5}") == nil)
     }
 }
+
+/// A decoder keeps what it worked out for each entity (its decoding plan) and trusts it for the rest of a record; a
+/// row decoded on its own is a record of its own, so another description of the same entity gets its own plan.
+@Suite("Record decoding: an entity's plan follows its description")
+struct DecodingPlanTests {
+    private static func thing(_ attributes: [Schema.Attribute]) -> Schema.Entity {
+        Schema.Entity(name: "Thing", attributes: attributes, relationships: [])
+    }
+
+    @Test("One decoder reading rows of two descriptions of an entity decodes each in its own layout")
+    func planPerDescription() throws {
+        let narrow = Self.thing([.init(name: "title", type: .string, defaultValue: .string(""))])
+        let wide = Self.thing([.init(name: "title", type: .string, defaultValue: .string("")),
+                               .init(name: "size", type: .int, defaultValue: .int(0))])
+        let decoder = RecordDecoderV1(blobs: nil)
+        func decode(_ json: String, as entity: Schema.Entity) throws -> ModelSnapshot {
+            var decoded = 0
+            return try Array(json.utf8).withUnsafeBytes {
+                try decoder.decodeRow($0, offset: 0, file: "test", entity: entity, decoded: &decoded)
+            }
+        }
+        let id = "E621E1F8-C36C-495A-93FC-0C247A3E6E5F"
+        let first = try decode(#"{"id":"\#(id)","a":{"title":"a"},"r":{}}"#, as: narrow)
+        #expect(first.attributes == [.string("a")])
+        let second = try decode(#"{"id":"\#(id)","a":{"title":"b","size":7},"r":{}}"#, as: wide)
+        #expect(second.attributes == [.string("b"), .int(7)])
+        // And back: the narrow description refuses the wide row's extra attribute.
+        #expect(throws: FileStoreError.self) {
+            try decode(#"{"id":"\#(id)","a":{"title":"c","size":7},"r":{}}"#, as: narrow)
+        }
+    }
+}

@@ -480,6 +480,7 @@ struct RecordDecoderV1: RecordDecoding {
     func decodeRows(_ payload: UnsafeRawBufferPointer, offset: Int, file: String, schema: Schema) throws
         -> (entity: String, rows: [ModelSnapshot], spans: [Range<Int>]) {
         var reader = JSONReader(payload, baseOffset: offset)
+        plans.beginRecord()
         do {
             guard try recordKind(reader, readingNumber: false).kind == .rows else {
                 throw fail(reader, "the record is not a rows record")
@@ -509,6 +510,9 @@ struct RecordDecoderV1: RecordDecoding {
     func decodeRow(_ bytes: UnsafeRawBufferPointer, offset: Int, file: String, entity: Schema.Entity,
                    only: [Bool]? = nil, decoded: inout Int) throws -> ModelSnapshot {
         var reader = JSONReader(bytes, baseOffset: offset)
+        // Each row is a record of its own here: the caller may pass another description of an entity of the same
+        // name, so its plan is checked again.
+        plans.beginRecord()
         do {
             let row = try readWholeRow(&reader, entity: entity, withEntityKey: false, only: only, decoded: &decoded)
             try reader.finish()
@@ -976,7 +980,9 @@ final class EntityDecodingPlan {
 ///
 /// Within one record the schema does not change, so a plan checked against its entity once in a record
 /// (``beginRecord()`` starts one) is taken by name for the rest of it: comparing entity descriptions for every
-/// row of a 100,000-row record would compare their attributes 100,000 times.
+/// row of a 100,000-row record would compare their attributes 100,000 times. Every entry point of a decoder begins
+/// a record, so a decoder that meets another description of an entity (a migration later in the log, a caller's
+/// other schema) checks its plan again.
 final class DecodingPlans {
     private var plans: [String: (entity: Schema.Entity, plan: EntityDecodingPlan, record: Int)] = [:]
     private var record = 0
