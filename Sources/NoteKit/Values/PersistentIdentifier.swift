@@ -94,8 +94,6 @@ public struct PersistentIdentifier: Sendable, Hashable, Comparable, Codable, Cus
     }
 }
 
-/// An entity name as identifiers hold it: one object per name (exactly, scalar for scalar) for the life of the
-/// process, so identifiers refer to it without counting references.
 /// An entity name looked up once in the process's table of names: identifiers made from it
 /// (``PersistentIdentifier/init(_:primaryKey:)``) skip the look-up ``PersistentIdentifier/init(entityName:primaryKey:)``
 /// makes.
@@ -106,6 +104,8 @@ package struct InternedEntityName: Sendable {
     package init(_ name: String) { entity = EntityName.interned(name) }
 }
 
+/// An entity name as identifiers hold it: one object per name (exactly, scalar for scalar) for the life of the
+/// process, so identifiers refer to it without counting references.
 final class EntityName: Sendable {
     let name: String
 
