@@ -58,9 +58,13 @@ package struct OrderedRows {
         guard let position = positions.removeValue(forKey: id) else { return false }
         slots[position] = nil
         holes += 1
-        if holes > 64 && holes > slots.count / 2 { squeeze() }
+        if Self.isWorthSqueezing(holes: holes, slots: slots.count) { squeeze() }
         return true
     }
+
+    /// Whether `holes` of `slots` are worth squeezing out: past 64, and more than half. The one rule of a replay's
+    /// tables and of the store's.
+    package static func isWorthSqueezing(holes: Int, slots: Int) -> Bool { holes > 64 && holes > slots / 2 }
 
     /// Replaces the row of `id` with what `change` makes of it; returns whether it was here.
     @discardableResult

@@ -578,7 +578,7 @@ struct EntityTable {
         removeKeys(found.row)
         rows[found.position - baseCount] = nil
         holes += 1
-        if holes > 64 && holes > rows.count / 2 { compactHoles() }
+        if OrderedRows.isWorthSqueezing(holes: holes, slots: rows.count) { compactHoles() }
     }
 
     mutating func update(_ update: ModelUpdate, version: UInt64) {
