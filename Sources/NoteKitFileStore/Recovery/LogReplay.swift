@@ -122,8 +122,7 @@ struct SegmentScan {
         var (scan, reader) = try begin(path, number: number, fileSystem: fileSystem, from: nil)
         let decoder = try RecordDecoders.decoder(for: scan.version, file: path, blobs: blobs)
         try scan.scanRecords(from: scan.end, with: &reader) { range, payload in
-            try body(SegmentRecord(file: path, offset: range.lowerBound, next: range.upperBound + 1, payload: payload,
-                                   decoder: decoder))
+            try body(SegmentRecord(file: path, payload: range, bytes: payload, decoder: decoder))
             return true
         }
         return scan

@@ -18,6 +18,16 @@ struct SegmentRecord {
     let payload: UnsafeRawBufferPointer
     let decoder: any RecordDecoding
 
+    /// The record whose payload is `range` of `file` (the next record starts after the newline that ends it),
+    /// holding `payload`, its bytes.
+    init(file: String, payload range: Range<Int>, bytes payload: UnsafeRawBufferPointer, decoder: any RecordDecoding) {
+        self.file = file
+        offset = range.lowerBound
+        next = range.upperBound + 1
+        self.payload = payload
+        self.decoder = decoder
+    }
+
     /// The offset of the record's header: where problems with the record as a whole are reported.
     var recordOffset: Int { offset - RecordFrame.headerLength }
 
@@ -107,8 +117,7 @@ extension SegmentScan {
         let decoder = try RecordDecoders.decoder(for: version, file: path, blobs: blobs)
         try bytes.withUnsafeBytes { buffer in
             for range in records {
-                try body(SegmentRecord(file: path, offset: range.lowerBound, next: range.upperBound + 1,
-                                       payload: payload(range, in: buffer), decoder: decoder))
+                try body(SegmentRecord(file: path, payload: range, bytes: payload(range, in: buffer), decoder: decoder))
             }
         }
     }
