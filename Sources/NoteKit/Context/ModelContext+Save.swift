@@ -83,7 +83,7 @@ extension ModelContext {
     private func update(for object: ModelObject) throws -> ModelUpdate? {
         guard let committed = object._$committed else { return nil }
         var attributes: [AttributeChange] = []
-        for slot in object._$attributes.indices where object._$attributes[slot] != committed.attributes[slot] {
+        for slot in object._$attributes.indices where !object._$attributes.hasSameValue(at: slot, as: committed.attributes) {
             attributes.append(AttributeChange(index: slot, value: object._$attributes[slot]))
         }
         var relationships: [RelationshipChange] = []

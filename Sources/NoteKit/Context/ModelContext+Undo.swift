@@ -84,7 +84,7 @@ extension ModelContext {
     private func restoreValues(of object: ModelObject, from: UndoGroup.Image, to: UndoGroup.Image) {
         var snapshot = object._$snapshot
         var differs = false
-        for slot in to.attributes.indices where from.attributes[slot] != to.attributes[slot] {
+        for slot in to.attributes.indices where !from.attributes.hasSameValue(at: slot, as: to.attributes) {
             snapshot.attributes[slot] = to.attributes[slot]
             differs = true
         }

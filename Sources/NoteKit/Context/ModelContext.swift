@@ -437,7 +437,7 @@ public final class ModelContext {
     /// What an object looked like before the current transaction first touched it.
     struct JournalEntry {
         let object: ModelObject
-        let attributes: [StoredValue]
+        let attributes: AttributeValues
         let relationships: [RelationshipTargets]
         let state: ModelObject.State
         let isChanged: Bool

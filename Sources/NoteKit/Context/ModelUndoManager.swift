@@ -298,7 +298,7 @@ struct UndoGroup {
         let isInContext: Bool
         /// Deleted (only used to tell a deleted object outside the context from one never inserted).
         let isDeleted: Bool
-        let attributes: [StoredValue]
+        let attributes: AttributeValues
         let relationships: [RelationshipTargets]
     }
 

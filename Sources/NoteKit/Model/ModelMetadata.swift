@@ -141,9 +141,9 @@ final class ModelMetadata: @unchecked Sendable {
         attributeNotifiers = attributes.map { _ in MutationNotifierSlot() }
         relationshipNotifiers = relationships.map { _ in MutationNotifierSlot() }
         // The prototype's own base init handed its values over instead of storing them; store them now.
-        first._$attributes = zip(attributes, recorded.attributeValues).map { attribute, initial in
+        first._$attributes = AttributeValues(zip(attributes, recorded.attributeValues).map { attribute, initial in
             attribute.codec.flatMap { try? $0.encodeAny(initial) } ?? .null
-        }
+        })
         first._$relationships = relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
         prototype = Locked(first)
         self.problems = problems

@@ -142,7 +142,7 @@ extension ModelObject {
     /// Writes attribute `slot` on behalf of the engine (an upsert), announcing it like a property setter does.
     final func _$writeAttributeNotifying(_ slot: Int, _ value: StoredValue) {
         if _$fault != nil { _$fulfill() }
-        guard _$attributes[slot] != value else { return }
+        guard !_$attributes.holds(value, at: slot) else { return }
         _$metadata.attributeNotifiers[slot].withMutation(of: self) { _$writeAttribute(slot, value) }
     }
 }

@@ -20,7 +20,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     final var _$metadata: ModelMetadata!
     final var _$id: PersistentIdentifier
     /// Attribute values in declaration order; shares its buffer with the store's row until first written.
-    final var _$attributes: [StoredValue] = []
+    final var _$attributes: AttributeValues = []
     final var _$relationships: [RelationshipTargets] = []
     /// The values last read from or saved to the store, without the identifier (the object's own): nil for an
     /// object the store has never seen. ``_$committed`` is this as a snapshot.
@@ -127,7 +127,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
 
     /// A committed snapshot less its identifier, which is the object's.
     struct CommittedValues {
-        var attributes: [StoredValue]
+        var attributes: AttributeValues
         var relationships: [RelationshipTargets]
         var version: UInt64
 
@@ -222,7 +222,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
         } else {
             _$id = .make(entityName: metadata.entityName)
             // The wrappers encoded their initial values already: they move over as they are.
-            _$attributes = stack.attributeValues.popLast(attributeCount)
+            _$attributes = AttributeValues(stack.attributeValues.popLast(attributeCount))
             if !stack.encodingFailures.isEmpty, let failure = stack.takeEncodingFailure(from: attributeStart) {
                 let name = metadata.attributes[failure.stamp - attributeStart].name
                 preconditionFailure(
@@ -315,7 +315,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     /// Whether writing `value` to `slot` would change anything (writes are ignored while materializing).
     final func _$attributeNeedsWrite(_ slot: Int, _ value: StoredValue) -> Bool {
         if _$fault != nil { _$fulfill() }
-        return !_$isMaterializing && _$attributes[slot] != value
+        return !_$isMaterializing && !_$attributes.holds(value, at: slot)
     }
 
     /// Loads the unloaded attributes when `slot` is one of them.
@@ -357,7 +357,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
             return
         }
         for slot in _$attributes.indices where slot < snapshot.attributes.count
-            && _$attributes[slot] != snapshot.attributes[slot] {
+            && !_$attributes.hasSameValue(at: slot, as: snapshot.attributes) {
             _$metadata.attributeNotifiers[slot].withMutation(of: self) { _$attributes[slot] = snapshot.attributes[slot] }
         }
         for slot in _$relationships.indices where slot < snapshot.relationships.count

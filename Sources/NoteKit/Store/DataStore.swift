@@ -90,8 +90,9 @@ extension DataStore {
 public struct ModelSnapshot: Sendable, Hashable {
     /// The object's identifier (which names its entity).
     public var id: PersistentIdentifier
-    /// Attribute values, in the entity's attribute order.
-    public var attributes: [StoredValue]
+    /// Attribute values, in the entity's attribute order. A file store's rows hold them packed (see
+    /// ``AttributeValues``).
+    public var attributes: AttributeValues
     /// Relationship targets, in the entity's relationship order.
     public var relationships: [RelationshipTargets]
     /// The store generation that last wrote this row (0 for a row not yet saved).
@@ -100,6 +101,13 @@ public struct ModelSnapshot: Sendable, Hashable {
     /// A row of object `id` with its attribute values and relationship targets in the entity's declaration order;
     /// `version` is the generation that wrote it (0 for a row not yet saved).
     public init(id: PersistentIdentifier, attributes: [StoredValue], relationships: [RelationshipTargets],
+                version: UInt64 = 0) {
+        self.init(id: id, attributes: AttributeValues(attributes), relationships: relationships, version: version)
+    }
+
+    /// A row of object `id` with its attribute values and relationship targets in the entity's declaration order;
+    /// `version` is the generation that wrote it (0 for a row not yet saved).
+    public init(id: PersistentIdentifier, attributes: AttributeValues, relationships: [RelationshipTargets],
                 version: UInt64 = 0) {
         self.id = id
         self.attributes = attributes
@@ -112,10 +120,15 @@ extension ModelSnapshot {
     /// This row with `update` applied: changed attributes replaced, to-one targets set, to-many targets removed
     /// and then appended (each at most once, in order).
     ///
-    /// Every store applies updates through this one function, in memory and when replaying a log.
+    /// Every store applies updates through this one function, in memory and when replaying a log. A row whose
+    /// attributes are packed (``AttributeValues``) stays packed.
     public func applying(_ update: ModelUpdate, version: UInt64) -> ModelSnapshot {
         var row = self
-        for change in update.attributes { row.attributes[change.index] = change.value }
+        if !update.attributes.isEmpty {
+            var values = attributes.array
+            for change in update.attributes { values[change.index] = change.value }
+            row.attributes = attributes.isPacked ? AttributeValues(packing: values) : AttributeValues(values)
+        }
         for change in update.relationships {
             switch change.kind {
             case .toOne(let target):

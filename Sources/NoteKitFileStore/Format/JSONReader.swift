@@ -324,6 +324,20 @@ struct JSONReader {
         return makeString(start, end, hasEscapes: hasEscapes)
     }
 
+    /// Reads a string and hands its unescaped UTF-8 (checked) to `body`, without making a `String` when it has no
+    /// escapes; returns what `body` returns. The bytes are valid only during the call.
+    ///
+    /// - throws: as ``readString()``, and what `body` throws.
+    mutating func readStringBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) throws -> Result {
+        skipWhitespace()
+        guard position < input.count, input[position] == UInt8(ascii: "\"") else { throw expected("a string") }
+        let (start, end, hasEscapes) = try scanString()
+        let contents = UnsafeRawBufferPointer(rebasing: input[start..<end])
+        guard hasEscapes else { return try body(contents) }
+        var unescaped = Self.unescapedString(contents)
+        return try unescaped.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
+    }
+
     /// Reads a string holding a UUID (`E621E1F8-C36C-495A-93FC-0C247A3E6E5F`, either case) without making a `String`.
     ///
     /// - throws: ``JSONReadError`` when the value is not a string or not a UUID.

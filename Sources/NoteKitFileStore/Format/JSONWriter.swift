@@ -131,6 +131,12 @@ struct JSONWriter {
         value.withUTF8 { appendQuoted($0) }
     }
 
+    /// Writes a string given as its UTF-8 (which must be valid), escaped as ``string(_:)`` escapes.
+    mutating func string(utf8: UnsafeRawBufferPointer) {
+        beginValue()
+        appendQuoted(utf8.assumingMemoryBound(to: UInt8.self))
+    }
+
     /// Writes a signed integer in decimal.
     mutating func int(_ value: Int64) {
         beginValue()

@@ -465,6 +465,13 @@ struct RecordEncoder {
         writer.beginObject()
         for (index, attribute) in entity.attributes.enumerated() {
             writer.key(attribute.name)
+            // Text is written from a packed row's bytes, with no `String` made of it.
+            switch attribute.type.nonOptional {
+            case .string, .url:
+                if row.attributes.withStringBytes(at: index, { writer.string(utf8: $0) }) != nil { continue }
+            default:
+                break
+            }
             writeValue(row.attributes[index], type: attribute.type, to: &writer)
         }
         writer.endObject()

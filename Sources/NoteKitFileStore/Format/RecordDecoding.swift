@@ -591,9 +591,10 @@ struct RecordDecoderV1: RecordDecoding {
                               decoded: inout Int) throws -> ModelSnapshot {
         let plan = plans.plan(for: entity)
         var id: PersistentIdentifier?
-        var attributes = [StoredValue](repeating: .null, count: plan.attributeTypes.count)
+        let attributeCount = plan.attributeTypes.count
+        plans.packer.begin(count: attributeCount)
         var relationships = [RelationshipTargets](repeating: .toOne(nil), count: plan.toMany.count)
-        var seenAttributes = PresenceSet(count: attributes.count), seenRelationships = PresenceSet(count: relationships.count)
+        var seenAttributes = PresenceSet(count: attributeCount), seenRelationships = PresenceSet(count: relationships.count)
         let start = reader
         try reader.readObject { member, key in
             switch key {
@@ -607,8 +608,14 @@ struct RecordDecoderV1: RecordDecoding {
                     guard seenAttributes.insert(index) else { throw fail(value, "attribute \(name.string) appears twice") }
                     if let only, !only[index] { return try value.skipValue() }
                     decoded += 1
-                    attributes[index] = plan.external[index]
-                        ? try readExternal(&value) : try readValue(&value, type: plan.attributeTypes[index])
+                    if plan.text[index] {
+                        // Text goes into the row as it is read, with no `String` made of it.
+                        if value.readNullIfPresent() { return plans.packer.set(.null, at: index) }
+                        try value.readStringBytes { plans.packer.setString(utf8: $0, at: index) }
+                    } else {
+                        plans.packer.set(plan.external[index] ? try readExternal(&value)
+                                            : try readValue(&value, type: plan.attributeTypes[index]), at: index)
+                    }
                 }
             case "r":
                 var expected = 0
@@ -629,7 +636,7 @@ struct RecordDecoderV1: RecordDecoding {
         if let missing = seenRelationships.firstMissing {
             throw fail(start, "\(id) lacks relationship \(entity.relationships[missing].name)")
         }
-        return ModelSnapshot(id: id, attributes: attributes, relationships: relationships)
+        return ModelSnapshot(id: id, attributes: plans.packer.finish(), relationships: relationships)
     }
 
     private func readUpdate(_ reader: inout JSONReader, schema: Schema) throws -> ModelUpdate {
@@ -961,6 +968,8 @@ final class EntityDecodingPlan {
     let relationshipNames: [[UInt8]]
     let attributeTypes: [Schema.AttributeType]
     let external: [Bool]
+    /// Whether each attribute is text (a string or URL, optional or not), whose bytes a row packs as read.
+    let text: [Bool]
     let toMany: [Bool]
     let destinations: [InternedEntityName]
 
@@ -971,6 +980,13 @@ final class EntityDecodingPlan {
         relationshipNames = entity.relationships.map { Array($0.name.utf8) }
         attributeTypes = entity.attributes.map(\.type)
         external = entity.attributes.map { $0.has(.externalStorage) }
+        text = entity.attributes.map { attribute in
+            guard !attribute.has(.externalStorage) else { return false }
+            switch attribute.type {
+            case .string, .url, .optional(.string), .optional(.url): return true
+            default: return false
+            }
+        }
         toMany = entity.relationships.map(\.isToMany)
         destinations = entity.relationships.map { InternedEntityName($0.destination) }
     }
@@ -988,6 +1004,9 @@ final class DecodingPlans {
     private var record = 0
     /// The plan last handed out in this record: rows of one entity come in runs.
     private var last: EntityDecodingPlan?
+
+    /// Where rows are packed as they are read (``AttributePacker``), its room kept from row to row.
+    var packer = AttributePacker()
 
     /// Starts the decoding of a record.
     func beginRecord() {

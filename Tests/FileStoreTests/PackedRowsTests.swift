@@ -1,0 +1,69 @@
+import Foundation
+import NoteKit
+import NoteKitFileStore
+import NoteKitTestSupport
+import Testing
+
+/// Issue 17, item 2 (compact storage per row): the rows a file store reads from disk, by replaying its log or
+/// through its checkpoint, hold their attribute values packed in one allocation, and read back the values saved.
+@Suite("A file store's rows read from disk are packed")
+struct PackedRowsTests {
+    /// Saves `count` volumes (every kind of value W1's notes hold) and returns their rows as saved.
+    private func build(_ url: URL, count: Int) throws -> [ModelSnapshot] {
+        let container = try StoreFiles.open(url, ReplayShelf.models) { $0.automaticCompaction = nil }
+        let context = ModelContext(container)
+        let shelf = ReplayShelf(code: "s")
+        context.insert(shelf)
+        for index in 0..<count {
+            // Long text, text the JSON escapes (quotes, control characters, backslashes), and plain short text.
+            let title = index % 3 == 0 ? String(repeating: "long title ", count: 30)
+                : index % 3 == 1 ? "q\"\n\t\\ caf\u{E9} 🗒️ \u{1}\(index)" : "v\(index)"
+            let volume = ReplayVolume(title: title,
+                                      rank: index, weight: Double(index) / 4)
+            context.insert(volume)
+            volume.shelf = index % 2 == 0 ? shelf : nil
+        }
+        try context.save()
+        let saved = try rows(container)
+        try StoreFiles.close(container)
+        return saved
+    }
+
+    private func rows(_ container: ModelContainer) throws -> [ModelSnapshot] {
+        try container.store.fetch(StoreFetchRequest(entity: "ReplayVolume")).snapshots
+    }
+
+    @Test("A store opened by replaying its log holds its rows packed, with the values saved")
+    func replayedRowsArePacked() throws {
+        let url = TemporaryStores.newURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let saved = try build(url, count: 120)
+        let container = try StoreFiles.open(url, ReplayShelf.models) { $0.automaticCompaction = nil }
+        defer { try? StoreFiles.close(container) }
+        let replayed = try rows(container)
+        #expect(replayed == saved)
+        #expect(replayed.allSatisfy { $0.attributes.isPacked }, "\(replayed.filter { !$0.attributes.isPacked }.count) not packed")
+        // The objects a context makes of them read the same values.
+        let titles = try ModelContext(container).fetch(FetchDescriptor<ReplayVolume>(sortBy: [SortDescriptor(\.rank)]))
+            .map(\.title)
+        #expect(titles == saved.map { if case .string(let title) = $0.attributes[0] { title } else { "?" } })
+    }
+
+    @Test("Rows read through a checkpoint are packed, with the values saved")
+    func checkpointRowsArePacked() throws {
+        let url = TemporaryStores.newURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let saved = try build(url, count: 120)
+        do {
+            let container = try StoreFiles.open(url, ReplayShelf.models) { $0.automaticCompaction = nil }
+            try StoreFiles.store(container).compact()
+            try StoreFiles.close(container)
+        }
+        let container = try StoreFiles.open(url, ReplayShelf.models) { $0.automaticCompaction = nil }
+        defer { try? StoreFiles.close(container) }
+        let read = try rows(container)
+        #expect(read.map { ModelSnapshot(id: $0.id, attributes: $0.attributes, relationships: $0.relationships) }
+            == saved.map { ModelSnapshot(id: $0.id, attributes: $0.attributes, relationships: $0.relationships) })
+        #expect(read.allSatisfy { $0.attributes.isPacked }, "\(read.filter { !$0.attributes.isPacked }.count) not packed")
+    }
+}
