@@ -334,39 +334,36 @@ final class PackedValues: ManagedBuffer<PackedValues.Header, UInt8> {
 
     /// Whether the value at `index` is `value`; strings and data are compared in place.
     func holds(_ value: StoredValue, at index: Int) -> Bool {
-        let bytes: (UnsafeRawBufferPointer, Bool) -> Bool = { expected, isString in
-            self.withUnsafeMutablePointers { header, elements in
-                let base = UnsafeRawPointer(elements)
-                let at = self.start(of: index, header, base)
-                let tag = Tag(rawValue: base.load(fromByteOffset: at, as: UInt8.self))
-                let long: Bool
-                switch tag {
-                case .shortString where isString, .shortData where !isString: long = false
-                case .string where isString, .data where !isString: long = true
-                default: return false
-                }
-                let count = long ? Int(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: at + 1, as: UInt32.self)))
-                    : Int(base.load(fromByteOffset: at + 1, as: UInt8.self))
-                guard count == expected.count else { return false }
-                return UnsafeRawBufferPointer(start: base + at + (long ? 5 : 2), count: count).elementsEqual(expected)
-            }
-        }
         switch value {
-        case .string(var string): return string.withUTF8 { bytes(UnsafeRawBufferPointer($0), true) }
-        case .data(let data): return data.withUnsafeBytes { bytes($0, false) }
-        default: return self.value(at: index) == value
+        case .string(var string):
+            return string.withUTF8 { expected in
+                withBytes(at: index, ofString: true) { $0.elementsEqual(UnsafeRawBufferPointer(expected)) } ?? false
+            }
+        case .data(let data):
+            return data.withUnsafeBytes { expected in
+                withBytes(at: index, ofString: false) { $0.elementsEqual(expected) } ?? false
+            }
+        default:
+            return self.value(at: index) == value
         }
     }
 
     /// Calls `body` with the bytes of the string at `index`; nil when the value there is not a string.
     func withStringBytes<Result>(at index: Int, _ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result? {
+        try withBytes(at: index, ofString: true, body)
+    }
+
+    /// Calls `body` with the bytes of the string (`ofString`) or the data value at `index`; nil when the value
+    /// there is not one.
+    private func withBytes<Result>(at index: Int, ofString isString: Bool,
+                                   _ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result? {
         try withUnsafeMutablePointers { header, elements in
             let base = UnsafeRawPointer(elements)
             let at = start(of: index, header, base)
             let long: Bool
             switch Tag(rawValue: base.load(fromByteOffset: at, as: UInt8.self)) {
-            case .shortString: long = false
-            case .string: long = true
+            case .shortString where isString, .shortData where !isString: long = false
+            case .string where isString, .data where !isString: long = true
             default: return nil
             }
             let count = long ? Int(UInt32(littleEndian: base.loadUnaligned(fromByteOffset: at + 1, as: UInt32.self)))

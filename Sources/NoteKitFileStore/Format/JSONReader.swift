@@ -318,9 +318,7 @@ struct JSONReader {
     /// - throws: ``JSONReadError`` when the value is not a string, or the string holds invalid UTF-8, a raw control
     ///   character, an invalid escape or a lone surrogate, or is not terminated.
     mutating func readString() throws -> String {
-        skipWhitespace()
-        guard position < input.count, input[position] == UInt8(ascii: "\"") else { throw expected("a string") }
-        let (start, end, hasEscapes) = try scanString()
+        let (start, end, hasEscapes) = try scanStringValue()
         return makeString(start, end, hasEscapes: hasEscapes)
     }
 
@@ -329,13 +327,19 @@ struct JSONReader {
     ///
     /// - throws: as ``readString()``, and what `body` throws.
     mutating func readStringBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) throws -> Result {
-        skipWhitespace()
-        guard position < input.count, input[position] == UInt8(ascii: "\"") else { throw expected("a string") }
-        let (start, end, hasEscapes) = try scanString()
+        let (start, end, hasEscapes) = try scanStringValue()
         let contents = UnsafeRawBufferPointer(rebasing: input[start..<end])
         guard hasEscapes else { return try body(contents) }
         var unescaped = Self.unescapedString(contents)
         return try unescaped.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Scans the string value that comes next (after whitespace): its checked contents' range, and whether it
+    /// holds escapes.
+    private mutating func scanStringValue() throws -> (start: Int, end: Int, hasEscapes: Bool) {
+        skipWhitespace()
+        guard position < input.count, input[position] == UInt8(ascii: "\"") else { throw expected("a string") }
+        return try scanString()
     }
 
     /// Reads a string holding a UUID (`E621E1F8-C36C-495A-93FC-0C247A3E6E5F`, either case) without making a `String`.
