@@ -81,8 +81,9 @@ struct ReplayedObjects {
     /// Adds a snapshot's rows whole, or returns why they cannot be added (and adds none).
     mutating func addSnapshotRows(_ rows: [ModelSnapshot]) -> String? {
         var seen = Set<PersistentIdentifier>(minimumCapacity: rows.count)
-        for row in rows where contains(row.id) || !seen.insert(row.id).inserted {
-            return "\(row.id) appears twice in the snapshot"
+        for index in rows.indices {
+            let id = rows[index].id
+            if contains(id) || !seen.insert(id).inserted { return "\(id) appears twice in the snapshot" }
         }
         insert(rows, version: lastTransaction)
         return nil
@@ -92,20 +93,22 @@ struct ReplayedObjects {
     /// room for its own rows of the batch up front: growing by doubling would hold the old and the new buffers at
     /// once, at the replay's peak (a bulk insert's record decoded, its bytes still read).
     private mutating func insert(_ rows: [ModelSnapshot], version: UInt64) {
+        // By index, and reading `id` in place: a `for row in rows` copies every snapshot (a retain and a release of
+        // each of its buffers) only to read its identifier.
         var numbers: [Int] = []
         numbers.reserveCapacity(rows.count)
         var counts: [Int] = []
-        for row in rows {
-            let number = table(of: row.id, make: true)!
+        for index in rows.indices {
+            let number = table(of: rows[index].id, make: true)!
             if number >= counts.count { counts += repeatElement(0, count: number + 1 - counts.count) }
             counts[number] += 1
             numbers.append(number)
         }
         for (number, count) in counts.enumerated() where count > 0 { tables[number].reserve(count) }
-        for (row, number) in zip(rows, numbers) {
-            var row = row
+        for index in rows.indices {
+            var row = rows[index]
             row.version = version
-            tables[number].append(row)
+            tables[numbers[index]].append(row)
         }
     }
 
@@ -131,9 +134,11 @@ struct ReplayedObjects {
             return "transaction \(transaction.number) updates \(update.id), which does not exist"
         }
         var inserted = Set<PersistentIdentifier>(minimumCapacity: changes.inserted.count)
-        for row in changes.inserted where (contains(row.id) && !deleted.contains(row.id))
-            || !inserted.insert(row.id).inserted {
-            return "transaction \(transaction.number) inserts \(row.id), which already exists"
+        for index in changes.inserted.indices {
+            let id = changes.inserted[index].id
+            if (contains(id) && !deleted.contains(id)) || !inserted.insert(id).inserted {
+                return "transaction \(transaction.number) inserts \(id), which already exists"
+            }
         }
         let number = transaction.number
         if let noAction, !noAction.isEmpty {
