@@ -117,12 +117,13 @@ struct BadInputTests {
             return
         }
         let before = try #require(store.transaction(before: last, offset: tail.start))
-        guard case .opens(before) = store.expectation(forFlipsAt: hits, throughCheckpoint: true) else {
+        let throughCheckpoint = store.expectation(forFlipsAt: hits, throughCheckpoint: true)
+        guard throughCheckpoint.transaction == before else {
             Issue.record("through the checkpoint the torn tail decides: transaction \(before)")
             return
         }
         store.check(files, store.expectation(forFlipsAt: hits), "snapshot and last header flipped",
-                    throughCheckpoint: store.expectation(forFlipsAt: hits, throughCheckpoint: true))
+                    throughCheckpoint: throughCheckpoint)
 
         // The open goes through the checkpoint, and opens before the tear with that transaction's rows.
         let directory = CaseDirectory()
@@ -435,11 +436,9 @@ struct BadInputTests {
 
 /// What an open of a damaged copy must do.
 enum Expectation {
-    /// The transaction `expectation` opens at, or nil when it may refuse; `last` when there is none.
-    static func opensAt(_ expectation: Expectation?, _ last: UInt64) -> UInt64? {
-        guard let expectation else { return last }
-        if case .opens(let transaction) = expectation { return transaction }
-        return nil
+    /// The transaction an open must hold, or nil when it may be refused.
+    var transaction: UInt64? {
+        if case .opens(let transaction) = self { transaction } else { nil }
     }
 
     /// Open, holding exactly the state after transaction `transaction`.
@@ -740,7 +739,8 @@ final class SmallStore: Sendable {
                 } else if state != states[committed] {
                     problems.append("\(name): opened at transaction \(transaction) with rows that differ from its commit")
                 }
-            case .refused where throughCheckpoint && transaction == Expectation.opensAt(alternative, lastTransaction)
+            case .refused where throughCheckpoint
+                && transaction == (alternative ?? .opens(transaction: lastTransaction)).transaction
                 && state == states[transaction]:
                 // Through a checkpoint every row read was checked on its own; damage where no read of it goes (the
                 // snapshot record, the frame of a rows record, the bytes between two rows) is answered around, never
