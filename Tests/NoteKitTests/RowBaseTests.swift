@@ -353,6 +353,36 @@ struct RowBaseTests {
         try Self.expectSame(loaded, based, known: order, rng: &rng, "after the save")
     }
 
+    @Test("Squeezing out the holes of deleted inserted rows keeps the changed base rows found")
+    func squeezeKeepsChangedBaseRows() throws {
+        let (loaded, based, _) = Self.pair(Self.threeNotes())
+        let touch = ChangeSet(updated: [0, 2].map {
+            ModelUpdate(id: Self.id("Note", $0), attributes: [.init(index: 3, value: .int(40 + Int64($0)))],
+                        relationships: [])
+        })
+        #expect(try Self.save(touch, loaded, based, "change base rows 0 and 2"))
+        let inserted = (10..<210).map { Self.note($0, title: "n\($0)", created: $0, score: $0 % 7) }
+        #expect(try Self.save(ChangeSet(inserted: inserted), loaded, based, "insert 200"))
+        // 150 of the 200 inserted rows go: more than 64 holes and more than half, so the table squeezes them out.
+        let gone = (10..<160).map { ModelDeletion(id: Self.id("Note", $0)) }
+        #expect(try Self.save(ChangeSet(deleted: gone), loaded, based, "delete 150"))
+        for n in [0, 2] {
+            #expect(try based.snapshot(for: Self.id("Note", n))?.attributes[3] == .int(40 + Int64(n)), "note \(n)")
+        }
+        #expect(try based.snapshot(for: Self.id("Note", 1))?.attributes[3] == .int(2))
+        for n in 160..<210 { #expect(try based.snapshot(for: Self.id("Note", n)) != nil, "note \(n)") }
+        for n in 10..<160 { #expect(try based.snapshot(for: Self.id("Note", n)) == nil, "note \(n)") }
+        let order = [0, 1, 2].map { Self.id("Note", $0) } + (160..<210).map { Self.id("Note", $0) }
+        #expect(try based.fetch(StoreFetchRequest(entity: "Note", resultType: .identifiers)).identifiers == order)
+        // A later change of a changed base row still finds it, and so does its deletion.
+        #expect(try Self.save(ChangeSet(updated: [ModelUpdate(id: Self.id("Note", 2),
+                                                                attributes: [.init(index: 3, value: .int(99))],
+                                                                relationships: [])]), loaded, based, "change 2 again"))
+        #expect(try Self.save(ChangeSet(deleted: [ModelDeletion(id: Self.id("Note", 0))]), loaded, based, "delete 0"))
+        var rng = SeededGenerator(seed: 3)
+        try Self.expectSame(loaded, based, known: order, rng: &rng, "after the squeeze")
+    }
+
     @Test("A deleted base row is gone from index scans, unique keys and counts")
     func deletedRowIsGone() throws {
         let (loaded, based, _) = Self.pair(Self.threeNotes())

@@ -128,7 +128,7 @@ extension EntityTable {
             var failure: Error?
             indexes[path.index].scan(from: path.lower, to: path.upper, reverse: path.reverse) { entry in
                 // Without a base, a position is an index into `rows`.
-                guard let position = positions[entry.id], let row = rows[position] else { return true }
+                guard let position = memoryPosition(entry.id), let row = rows[position] else { return true }
                 do { try consider(row) } catch {
                     failure = error
                     return false
@@ -137,7 +137,7 @@ extension EntityTable {
             }
             if let failure { throw failure }
             if !path.deliversOrder {
-                if request.sort.isEmpty { matched.sort { positions[$0.id]! < positions[$1.id]! } }
+                if request.sort.isEmpty { matched.sort { memoryPosition($0.id)! < memoryPosition($1.id)! } }
                 else { try Self.sortRows(&matched, by: request.sort, entity: entity.name) }
             }
         } else {
@@ -260,7 +260,7 @@ extension EntityTable {
         }
         func memory(_ entry: IndexEntry) -> Reached {
             // The in-memory index holds entries of rows in memory only.
-            let position = positions[entry.id]!
+            let position = memoryPosition(entry.id)!
             return .memory(memoryRow(position), position)
         }
         var cursor = indexes[path.index].cursor(from: path.lower, to: path.upper, reverse: path.reverse)

@@ -9,7 +9,7 @@ package struct OrderedRows {
     /// The rows by position; nil where one was removed.
     package private(set) var slots: ContiguousArray<ModelSnapshot?> = []
     /// The position of each row in `slots`.
-    package private(set) var positions: [PersistentIdentifier: Int] = [:]
+    package private(set) var positions = RowPositions()
     /// The number of nil slots.
     package private(set) var holes = 0
 
@@ -19,10 +19,15 @@ package struct OrderedRows {
     package var count: Int { positions.count }
 
     /// Whether a row of `id` is here. One hash look-up.
-    package func contains(_ id: PersistentIdentifier) -> Bool { positions[id] != nil }
+    package func contains(_ id: PersistentIdentifier) -> Bool { position(of: id) != nil }
 
     /// The row of `id`, if here. One hash look-up.
-    package func row(_ id: PersistentIdentifier) -> ModelSnapshot? { positions[id].flatMap { slots[$0] } }
+    package func row(_ id: PersistentIdentifier) -> ModelSnapshot? { position(of: id).flatMap { slots[$0] } }
+
+    /// The position in `slots` of the row of `id`, if here. One hash look-up.
+    package func position(of id: PersistentIdentifier) -> Int? {
+        positions.position(of: id) { slots[$0]!.id }
+    }
 
     /// The rows in insertion order.
     package var rows: [ModelSnapshot] {
@@ -48,15 +53,16 @@ package struct OrderedRows {
     /// - Precondition: no row of `row.id` is here (the caller checked; a replay refuses a record that inserts an
     ///   existing object before applying any of it).
     package mutating func append(_ row: ModelSnapshot) {
-        positions[row.id] = slots.count
+        positions.insert(row.id, at: slots.count)
         slots.append(row)
     }
 
     /// Removes the row of `id`; returns whether it was here.
     @discardableResult
     package mutating func remove(_ id: PersistentIdentifier) -> Bool {
-        guard let position = positions.removeValue(forKey: id) else { return false }
-        slots[position] = nil
+        guard let found = positions.find(id, identity: { slots[$0]!.id }) else { return false }
+        positions.remove(found)
+        slots[found.position] = nil
         holes += 1
         if Self.isWorthSqueezing(holes: holes, slots: slots.count) { squeeze() }
         return true
@@ -69,7 +75,7 @@ package struct OrderedRows {
     /// Replaces the row of `id` with what `change` makes of it; returns whether it was here.
     @discardableResult
     package mutating func modify(_ id: PersistentIdentifier, _ change: (ModelSnapshot) -> ModelSnapshot) -> Bool {
-        guard let position = positions[id], let row = slots[position] else { return false }
+        guard let position = position(of: id), let row = slots[position] else { return false }
         slots[position] = change(row)
         return true
     }
@@ -78,8 +84,9 @@ package struct OrderedRows {
     private mutating func squeeze() {
         var kept = ContiguousArray<ModelSnapshot?>()
         kept.reserveCapacity(slots.count - holes)
+        positions.removeAll(keepingCapacity: true)
         for case let row? in slots {
-            positions[row.id] = kept.count
+            positions.insert(row.id, at: kept.count)
             kept.append(row)
         }
         slots = kept

@@ -352,7 +352,7 @@ struct EntityTable {
     let base: (any RowBase)?
     /// The base's row count (0 without a base).
     let baseCount: Int
-    var positions: [PersistentIdentifier: Int] = [:]
+    var positions = RowPositions()
     var rows: ContiguousArray<ModelSnapshot?> = []
     var holes = 0
     /// Base rows changed since, by row number.
@@ -390,6 +390,11 @@ struct EntityTable {
     /// The rows in memory: inserted ones, and base rows changed since.
     private var memoryCount: Int { positions.count }
 
+    /// The position of the row of `id` when it is in memory. One hash look-up.
+    func memoryPosition(_ id: PersistentIdentifier) -> Int? {
+        positions.position(of: id) { memoryRow($0).id }
+    }
+
     /// The row in memory at `position` (which `positions` gave).
     func memoryRow(_ position: Int) -> ModelSnapshot {
         // `positions` only holds positions of rows in memory.
@@ -397,7 +402,7 @@ struct EntityTable {
     }
 
     func row(_ id: PersistentIdentifier) throws -> ModelSnapshot? {
-        if let position = positions[id] { return memoryRow(position) }
+        if let position = memoryPosition(id) { return memoryRow(position) }
         guard base != nil, deletedIDs[id] == nil else { return nil }
         if let found = prepared[id] { return found?.row }
         return try readBase(id)?.row
@@ -412,14 +417,14 @@ struct EntityTable {
 
     /// The row of `id` when memory knows it (.some(nil): it is known not to be here), nil when only the base does.
     func known(_ id: PersistentIdentifier) -> Located?? {
-        if let position = positions[id] { return Located(position: position, row: memoryRow(position)) }
+        if let position = memoryPosition(id) { return Located(position: position, row: memoryRow(position)) }
         guard base != nil, deletedIDs[id] == nil else { return .some(nil) }
         return prepared[id]
     }
 
     /// Whether the table holds `id`.
     func contains(_ id: PersistentIdentifier) throws -> Bool {
-        if positions[id] != nil { return true }
+        if memoryPosition(id) != nil { return true }
         guard let base, deletedIDs[id] == nil else { return false }
         if let found = prepared[id] { return found != nil }
         return try reading { try base.rowNumber(of: id.primaryKey) } != nil
@@ -534,7 +539,7 @@ struct EntityTable {
     // MARK: Changes
 
     mutating func insert(_ row: ModelSnapshot) {
-        positions[row.id] = baseCount + rows.count
+        positions.insert(row.id, at: baseCount + rows.count)
         rows.append(row)
         addKeys(row)
     }
@@ -548,7 +553,7 @@ struct EntityTable {
         }
         positions.reserveCapacity(memoryCount + batch.count)
         for row in batch {
-            positions[row.id] = baseCount + rows.count
+            positions.insert(row.id, at: baseCount + rows.count)
             rows.append(row)
             for (number, slots) in uniqueSlots.enumerated() {
                 let key = Self.key(row, slots)
@@ -566,7 +571,8 @@ struct EntityTable {
     mutating func remove(_ id: PersistentIdentifier) {
         guard let found = resolved(id) else { return }
         if found.position < baseCount {
-            if positions.removeValue(forKey: id) != nil {
+            if let held = positions.find(id, identity: { memoryRow($0).id }) {
+                positions.remove(held)
                 changed[found.position] = nil
                 removeKeys(found.row)
             }
@@ -574,7 +580,7 @@ struct EntityTable {
             deletedIDs[id] = found.position
             return
         }
-        positions[id] = nil
+        if let held = positions.find(id, identity: { memoryRow($0).id }) { positions.remove(held) }
         removeKeys(found.row)
         rows[found.position - baseCount] = nil
         holes += 1
@@ -584,9 +590,9 @@ struct EntityTable {
     mutating func update(_ update: ModelUpdate, version: UInt64) {
         guard let found = resolved(update.id) else { return }
         let before = found.row, row = before.applying(update, version: version)
-        if found.position < baseCount && positions[update.id] == nil {
+        if found.position < baseCount && changed[found.position] == nil {
             // A base row's first change: its base keys are stale from now on, all of its keys go in memory.
-            positions[update.id] = found.position
+            positions.insert(update.id, at: found.position)
             addKeys(row)
         } else if !update.attributes.isEmpty {
             removeKeys(before, onlyChanged: row)
@@ -600,7 +606,7 @@ struct EntityTable {
         rows = ContiguousArray(loaded.map(Optional.some))
         holes = 0
         positions.reserveCapacity(loaded.count)
-        for (position, row) in loaded.enumerated() { positions[row.id] = position }
+        for (position, row) in loaded.enumerated() { positions.insert(row.id, at: position) }
         buildKeys()
     }
 
@@ -629,7 +635,10 @@ struct EntityTable {
 
     private mutating func compactHoles() {
         rows = ContiguousArray(rows.filter { $0 != nil })
-        for (offset, row) in rows.enumerated() { positions[row!.id] = baseCount + offset }
+        // Base rows changed since keep their numbers; the rows inserted since are renumbered.
+        positions.removeAll(keepingCapacity: true)
+        for (position, row) in changed { positions.insert(row.id, at: position) }
+        for (offset, row) in rows.enumerated() { positions.insert(row!.id, at: baseCount + offset) }
         holes = 0
     }
 
