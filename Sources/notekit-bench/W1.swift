@@ -170,7 +170,10 @@ enum W1 {
             throw BenchmarkError.wrongCount("notebook 3 is missing")
         }
         try context.delete(notebook)
+        trace("delete (the rule nullifies its notes)", start)
+        let saveStart = DispatchTime.now().uptimeNanoseconds
         try context.save()
+        trace("its save", saveStart)
         result.deleteFolderNullify = milliseconds(since: start)
         // The loaded notes stay alive through every timed phase, as an app's list keeps them: a context does not keep
         // objects nobody references, and without this the optimizer would free all 100,000 right after their last

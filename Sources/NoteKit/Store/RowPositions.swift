@@ -1,14 +1,16 @@
 /// The position of each row of a table, found by the row's identifier: a hash table that stores positions only.
 ///
 /// A `[PersistentIdentifier: Int]` stores each identifier a second time (24 bytes) beside its position (8), in
-/// buckets that are between three eighths and three quarters full: 32 bytes a bucket, 42 to 84 bytes a row (67 at a
-/// million rows). The rows already hold their identifiers, so this table keeps one 8-byte word a bucket: the row's
-/// position and 32 bits of its identifier's hash. A look-up finds the buckets whose hash bits match and confirms each
-/// by reading that row's identifier through `identity` (almost always exactly one read); growing and removing move
-/// words by their hash bits and read no row. About 8 to 21 bytes a row (17 at a million).
+/// a power of two of buckets between three eighths and three quarters full: 32 bytes a bucket, 42 to 84 bytes a row
+/// (67 at a million rows). The rows already hold their identifiers, so this table keeps one 8-byte word a bucket:
+/// the row's position and 32 bits of its identifier's hash. A look-up finds the words whose hash bits match and
+/// confirms each by reading that row's identifier through `identity` (almost always exactly one read); growing and
+/// removing move words by their hash bits and read no row. 10 bytes a row when reserved for its rows (a replay
+/// reserves each table's), at most 20 when grown by inserts.
 ///
-/// Linear probing in a power-of-two array of words, at most three quarters full; a removal shifts the words after
-/// it back (no tombstones), so a look-up stops at the first empty word.
+/// Linear probing in an array of words of any size, at most four fifths full; a word's first probe is its hash
+/// bits scaled to the size (a multiply and a shift, so that a size need not be a power of two). A removal shifts
+/// the words after it back (no tombstones), so a look-up stops at the first empty word.
 ///
 /// Positions are below 2³² − 1 (a table of four billion rows in memory would need hundreds of gigabytes first).
 package struct RowPositions: Sendable {
@@ -55,8 +57,8 @@ package struct RowPositions: Sendable {
     /// The first word whose hash bits are `hashBits` and whose position `matches` accepts.
     package func find(hashBits: UInt32, matches: (Int) -> Bool) -> Found? {
         guard count > 0 else { return nil }
-        let mask = words.count - 1
-        var at = Int(hashBits) & mask
+        let size = words.count
+        var at = Self.home(hashBits, size)
         while true {
             let word = words[at]
             if word == 0 { return nil }
@@ -64,7 +66,8 @@ package struct RowPositions: Sendable {
                 let position = Int(word >> 32) - 1
                 if matches(position) { return Found(word: at, position: position) }
             }
-            at = (at + 1) & mask
+            at += 1
+            if at == size { at = 0 }
         }
     }
 
@@ -73,26 +76,26 @@ package struct RowPositions: Sendable {
     /// - Precondition: `position` is below 2³² − 1.
     package mutating func insert(hashBits: UInt32, at position: Int) {
         precondition(position >= 0 && position < Int(UInt32.max), "a row position beyond 2^32 - 2")
-        if (count + 1) * 4 > words.count * 3 { grow(toHold: count + 1) }
+        if !Self.fits(count + 1, in: words.count) { grow(toHold: max(count + 1, 2 * count)) }
         place(UInt64(position + 1) << 32 | UInt64(hashBits))
         count += 1
     }
 
     /// Removes what `found` (from a look-up since the last change) points at.
     package mutating func remove(_ found: Found) {
-        let mask = words.count - 1
+        let size = words.count
         var hole = found.word
-        var next = (hole + 1) & mask
+        var next = hole + 1 == size ? 0 : hole + 1
         // Shift back every word after the hole that is not already at or past its home (its first probe).
         while words[next] != 0 {
-            let home = Int(UInt32(truncatingIfNeeded: words[next])) & mask
+            let home = Self.home(UInt32(truncatingIfNeeded: words[next]), size)
             // The word may fill the hole when its home is not in (hole, next], cyclically.
             let fits = hole <= next ? (home <= hole || home > next) : (home <= hole && home > next)
             if fits {
                 words[hole] = words[next]
                 hole = next
             }
-            next = (next + 1) & mask
+            next = next + 1 == size ? 0 : next + 1
         }
         words[hole] = 0
         count -= 1
@@ -100,7 +103,7 @@ package struct RowPositions: Sendable {
 
     /// Makes room for `capacity` positions in all, so that adding up to that many grows no more.
     package mutating func reserveCapacity(_ capacity: Int) {
-        if capacity * 4 > words.count * 3 { grow(toHold: capacity) }
+        if !Self.fits(capacity, in: words.count) { grow(toHold: capacity) }
     }
 
     /// Removes every position, keeping the words when asked (as a dictionary's `removeAll(keepingCapacity:)`).
@@ -114,17 +117,27 @@ package struct RowPositions: Sendable {
 
     // MARK: Private
 
+    /// The first probe of a word with `hashBits` among `size` words: the bits scaled to `0..<size`.
+    private static func home(_ hashBits: UInt32, _ size: Int) -> Int {
+        Int((UInt64(hashBits) &* UInt64(size)) >> 32)
+    }
+
+    /// Whether `count` positions fit in `size` words, at most four fifths full.
+    private static func fits(_ count: Int, in size: Int) -> Bool { count * 5 <= size * 4 }
+
     private mutating func place(_ word: UInt64) {
-        let mask = words.count - 1
-        var at = Int(UInt32(truncatingIfNeeded: word)) & mask
-        while words[at] != 0 { at = (at + 1) & mask }
+        let size = words.count
+        var at = Self.home(UInt32(truncatingIfNeeded: word), size)
+        while words[at] != 0 {
+            at += 1
+            if at == size { at = 0 }
+        }
         words[at] = word
     }
 
-    /// Re-places every word in the smallest power of two, at least 16, that holds `needed` at three quarters full.
+    /// Re-places every word in the fewest words, at least 16, that hold `needed` at four fifths full.
     private mutating func grow(toHold needed: Int) {
-        var size = 16
-        while needed * 4 > size * 3 { size *= 2 }
+        let size = max(16, (needed * 5 + 3) / 4)
         guard size > words.count else { return }
         let old = words
         words = [UInt64](repeating: 0, count: size)
