@@ -43,6 +43,8 @@ struct PackedRowsTests {
         let replayed = try rows(container)
         #expect(replayed == saved)
         #expect(replayed.allSatisfy { $0.attributes.isPacked }, "\(replayed.filter { !$0.attributes.isPacked }.count) not packed")
+        #expect(replayed.allSatisfy { $0.relationships.isPacked(with: $0.attributes) },
+                "\(replayed.filter { !$0.relationships.isPacked(with: $0.attributes) }.count) without their targets packed")
         // The objects a context makes of them read the same values.
         let titles = try ModelContext(container).fetch(FetchDescriptor<ReplayVolume>(sortBy: [SortDescriptor(\.rank)]))
             .map(\.title)
@@ -65,5 +67,53 @@ struct PackedRowsTests {
         #expect(read.map { ModelSnapshot(id: $0.id, attributes: $0.attributes, relationships: $0.relationships) }
             == saved.map { ModelSnapshot(id: $0.id, attributes: $0.attributes, relationships: $0.relationships) })
         #expect(read.allSatisfy { $0.attributes.isPacked }, "\(read.filter { !$0.attributes.isPacked }.count) not packed")
+        #expect(read.allSatisfy { $0.relationships.isPacked(with: $0.attributes) },
+                "\(read.filter { !$0.relationships.isPacked(with: $0.attributes) }.count) without their targets packed")
+    }
+
+    @Test("Relationship targets are packed with the values when each to-many has at most 8, and again when an attribute changes")
+    func targetsPackedWithValues() throws {
+        let url = TemporaryStores.newURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let saved = try build(url, count: 40)
+        let container = try StoreFiles.open(url, ReplayShelf.models) { $0.automaticCompaction = nil }
+        defer { try? StoreFiles.close(container) }
+        // The shelf holds 20 volumes: past 8, its targets stay an array, and read back the same.
+        let shelves = try container.store.fetch(StoreFetchRequest(entity: "ReplayShelf")).snapshots
+        #expect(shelves.count == 1)
+        #expect(shelves.first.map { !$0.relationships.isPacked && $0.relationships[0].count == 20 } == true)
+        // Updates through a context (a relationship moved, an attribute written, both) keep rows packed together
+        // and answer what was saved.
+        let context = ModelContext(container)
+        let volumes = try context.fetch(FetchDescriptor<ReplayVolume>(sortBy: [SortDescriptor(\.rank)]))
+        let crate = ReplayCrate()
+        context.insert(crate)
+        volumes[0].crate = crate
+        volumes[1].title = "retitled"
+        volumes[2].shelf = nil
+        volumes[2].rank = 1_000
+        try context.save()
+        let after = try rows(container)
+        let byID = Dictionary(uniqueKeysWithValues: after.map { ($0.id, $0) })
+        // Volume 0's targets alone changed: its values keep their allocation, its targets are an array. Volumes 1
+        // and 2 had an attribute written: packed anew, targets and all.
+        let first = try #require(byID[volumes[0].persistentModelID])
+        #expect(first.attributes.isPacked && !first.relationships.isPacked)
+        for volume in volumes[1...2] {
+            let row = try #require(byID[volume.persistentModelID])
+            #expect(row.relationships.isPacked(with: row.attributes), "\(volume.title)")
+        }
+        #expect(byID[volumes[0].persistentModelID]?.relationships[1] == .toOne(crate.persistentModelID))
+        #expect(byID[volumes[1].persistentModelID]?.attributes[0] == .string("retitled"))
+        #expect(byID[volumes[2].persistentModelID]?.relationships[0] == .toOne(nil))
+        #expect(byID[volumes[2].persistentModelID]?.attributes[1] == .int(1_000))
+        // Every other row is as saved.
+        let untouched = Set(volumes.prefix(3).map(\.persistentModelID))
+        #expect(after.filter { !untouched.contains($0.id) }.map(\.relationships)
+            == saved.filter { !untouched.contains($0.id) }.map(\.relationships))
+        // A fresh context reads the moved targets through the packed rows.
+        let fresh = try ModelContext(container).fetch(FetchDescriptor<ReplayVolume>(sortBy: [SortDescriptor(\.rank)]))
+        #expect(fresh.first?.crate?.persistentModelID == crate.persistentModelID)
+        #expect(fresh.filter { $0.shelf != nil }.count == 19)
     }
 }

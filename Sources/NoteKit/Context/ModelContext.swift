@@ -438,7 +438,7 @@ public final class ModelContext {
     struct JournalEntry {
         let object: ModelObject
         let attributes: AttributeValues
-        let relationships: [RelationshipTargets]
+        let relationships: RelationshipValues
         let state: ModelObject.State
         let isChanged: Bool
         let context: ModelContext?

@@ -299,7 +299,7 @@ struct UndoGroup {
         /// Deleted (only used to tell a deleted object outside the context from one never inserted).
         let isDeleted: Bool
         let attributes: AttributeValues
-        let relationships: [RelationshipTargets]
+        let relationships: RelationshipValues
     }
 
     let name: String

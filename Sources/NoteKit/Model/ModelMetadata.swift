@@ -144,7 +144,7 @@ final class ModelMetadata: @unchecked Sendable {
         first._$attributes = AttributeValues(zip(attributes, recorded.attributeValues).map { attribute, initial in
             attribute.codec.flatMap { try? $0.encodeAny(initial) } ?? .null
         })
-        first._$relationships = relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
+        first._$relationships = RelationshipValues(relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) })
         prototype = Locked(first)
         self.problems = problems
         first._$metadata = self

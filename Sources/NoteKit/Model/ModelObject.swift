@@ -21,7 +21,8 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     final var _$id: PersistentIdentifier
     /// Attribute values in declaration order; shares its buffer with the store's row until first written.
     final var _$attributes: AttributeValues = []
-    final var _$relationships: [RelationshipTargets] = []
+    /// Relationship targets in declaration order; shares the store's row's packing until first written.
+    final var _$relationships: RelationshipValues = []
     /// The values last read from or saved to the store, without the identifier (the object's own): nil for an
     /// object the store has never seen. ``_$committed`` is this as a snapshot.
     final var _$committedValues: CommittedValues?
@@ -128,7 +129,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     /// A committed snapshot less its identifier, which is the object's.
     struct CommittedValues {
         var attributes: AttributeValues
-        var relationships: [RelationshipTargets]
+        var relationships: RelationshipValues
         var version: UInt64
 
         init(_ snapshot: ModelSnapshot) {
@@ -228,13 +229,15 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
                 preconditionFailure(
                     "\(metadata.entityName).\(name): the initial value cannot be encoded: \(failure.error)")
             }
-            _$relationships.reserveCapacity(relationshipCount)
+            var relationships: [RelationshipTargets] = []
+            relationships.reserveCapacity(relationshipCount)
             for index in 0..<relationshipCount {
                 let initial = stack.relationshipValues[relationshipStart + index]
                 for target in initial { _$unmanagedTargets[target._$id] = target }
-                _$relationships.append(metadata.relationshipIsToMany[index]
+                relationships.append(metadata.relationshipIsToMany[index]
                     ? .toMany(initial.map(\._$id)) : .toOne(initial.first?._$id))
             }
+            _$relationships = RelationshipValues(relationships)
             stack.relationshipValues.removeLast(relationshipCount)
         }
         if stack.recordingDepth > 0 {

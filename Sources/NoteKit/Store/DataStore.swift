@@ -93,8 +93,9 @@ public struct ModelSnapshot: Sendable, Hashable {
     /// Attribute values, in the entity's attribute order. A file store's rows hold them packed (see
     /// ``AttributeValues``).
     public var attributes: AttributeValues
-    /// Relationship targets, in the entity's relationship order.
-    public var relationships: [RelationshipTargets]
+    /// Relationship targets, in the entity's relationship order. A file store's rows hold them packed after the
+    /// attribute values when their to-many lists are short (see ``RelationshipValues``).
+    public var relationships: RelationshipValues
     /// The store generation that last wrote this row (0 for a row not yet saved).
     public var version: UInt64
 
@@ -102,12 +103,20 @@ public struct ModelSnapshot: Sendable, Hashable {
     /// `version` is the generation that wrote it (0 for a row not yet saved).
     public init(id: PersistentIdentifier, attributes: [StoredValue], relationships: [RelationshipTargets],
                 version: UInt64 = 0) {
-        self.init(id: id, attributes: AttributeValues(attributes), relationships: relationships, version: version)
+        self.init(id: id, attributes: AttributeValues(attributes), relationships: RelationshipValues(relationships),
+                  version: version)
     }
 
     /// A row of object `id` with its attribute values and relationship targets in the entity's declaration order;
     /// `version` is the generation that wrote it (0 for a row not yet saved).
     public init(id: PersistentIdentifier, attributes: AttributeValues, relationships: [RelationshipTargets],
+                version: UInt64 = 0) {
+        self.init(id: id, attributes: attributes, relationships: RelationshipValues(relationships), version: version)
+    }
+
+    /// A row of object `id` with its attribute values and relationship targets in the entity's declaration order;
+    /// `version` is the generation that wrote it (0 for a row not yet saved).
+    public init(id: PersistentIdentifier, attributes: AttributeValues, relationships: RelationshipValues,
                 version: UInt64 = 0) {
         self.id = id
         self.attributes = attributes
@@ -121,29 +130,40 @@ extension ModelSnapshot {
     /// and then appended (each at most once, in order).
     ///
     /// Every store applies updates through this one function, in memory and when replaying a log. A row whose
-    /// attributes are packed (``AttributeValues``) stays packed.
+    /// attributes are packed (``AttributeValues``) stays packed: when attributes change, the values are packed anew
+    /// with the targets after them where they can be (``RelationshipValues``); when only targets change, the values
+    /// keep their allocation (which the objects that read the row share) and the targets become an array.
     public func applying(_ update: ModelUpdate, version: UInt64) -> ModelSnapshot {
         var row = self
+        if !update.relationships.isEmpty {
+            var targets = relationships.array
+            for change in update.relationships {
+                switch change.kind {
+                case .toOne(let target):
+                    targets[change.index] = .toOne(target)
+                case let .toMany(added, removed):
+                    var ids = targets[change.index].identifiers
+                    if !removed.isEmpty {
+                        let gone = Set(removed)
+                        ids.removeAll { gone.contains($0) }
+                    }
+                    if !added.isEmpty {
+                        var present = Set(ids)
+                        for id in added where present.insert(id).inserted { ids.append(id) }
+                    }
+                    targets[change.index] = .toMany(ids)
+                }
+            }
+            row.relationships = RelationshipValues(targets)
+        }
         if !update.attributes.isEmpty {
             var values = attributes.array
             for change in update.attributes { values[change.index] = change.value }
-            row.attributes = attributes.isPacked ? AttributeValues(packing: values) : AttributeValues(values)
-        }
-        for change in update.relationships {
-            switch change.kind {
-            case .toOne(let target):
-                row.relationships[change.index] = .toOne(target)
-            case let .toMany(added, removed):
-                var ids = row.relationships[change.index].identifiers
-                if !removed.isEmpty {
-                    let gone = Set(removed)
-                    ids.removeAll { gone.contains($0) }
-                }
-                if !added.isEmpty {
-                    var present = Set(ids)
-                    for id in added where present.insert(id).inserted { ids.append(id) }
-                }
-                row.relationships[change.index] = .toMany(ids)
+            if attributes.isPacked {
+                // Packed anew, with the targets after them when they can be.
+                (row.attributes, row.relationships) = AttributeValues.packing(values, relationships: row.relationships.array)
+            } else {
+                row.attributes = AttributeValues(values)
             }
         }
         row.version = version

@@ -56,7 +56,13 @@ public struct AttributeValues: Sendable, Hashable, RandomAccessCollection, Mutab
         storage = PackedValues.make(values).map { .packed(Packed(buffer: $0)) } ?? .values(values)
     }
 
-    fileprivate init(packed: PackedValues) { storage = .packed(Packed(buffer: packed)) }
+    init(packed: PackedValues) { storage = .packed(Packed(buffer: packed)) }
+
+    /// The packing, when the values are packed.
+    var packedBuffer: PackedValues? {
+        if case .packed(let packed) = storage { return packed.buffer }
+        return nil
+    }
 
     /// Whether the values are packed in one allocation.
     package var isPacked: Bool {
@@ -188,7 +194,9 @@ public struct AttributeValues: Sendable, Hashable, RandomAccessCollection, Mutab
     public var description: String { array.description }
 }
 
-/// Attribute values packed in one allocation: a header, then an offset per value, then the values' bytes.
+/// Attribute values packed in one allocation: a header, then an offset per value, then the values' bytes, and
+/// then, in a row read from disk, the row's relationship targets (``RelationshipValues``), which the values' count,
+/// bytes and comparisons leave out.
 ///
 /// Each value is a tag byte and its payload: nothing for null and the two booleans, 8 bytes for numbers and dates
 /// (their bits), a length and the UTF-8 or raw bytes for strings and data (one length byte below 256 bytes, four
@@ -197,15 +205,49 @@ public struct AttributeValues: Sendable, Hashable, RandomAccessCollection, Mutab
 /// packings hold equal values exactly when their bytes and side values are equal (``StoredValue``'s `==` is
 /// identity: the same kind and the same bits).
 ///
-/// Offsets are 2 bytes when the whole packing fits in 64 KiB, else 4. Immutable once made.
+/// Offsets are 2 bytes when the values fit in 64 KiB, else 4. Immutable once made.
 final class PackedValues: ManagedBuffer<PackedValues.Header, UInt8> {
     struct Header {
         /// Decimals, non-empty arrays, dictionaries and external references, in the order of their values.
         var side: [StoredValue]
         /// The number of values.
-        var count: UInt32
-        /// The bytes after the header: the offsets, then the values.
+        var count: UInt16
+        /// The number of relationships whose targets follow the values (0: none do).
+        var relationshipCount: UInt16
+        /// The bytes after the header that hold the values: the offsets, then the values. The relationships'
+        /// targets, when there are any, follow.
         var bytes: UInt32
+    }
+
+    /// The tag of one relationship's targets after the values: a to-one with none, a to-one with its identifier,
+    /// or a to-many with a byte that counts its identifiers (at most ``maximumPackedTargets``), then them.
+    fileprivate enum TargetTag: UInt8 {
+        case unset, one, many
+    }
+
+    /// The most targets a to-many relationship may have for its row's relationships to be packed. A packed list is
+    /// made afresh by each read, so long lists (a folder's notes) stay arrays, shared by every copy of the row.
+    static let maximumPackedTargets = 8
+
+    /// Whether `relationships` can follow a row's values: each to-many has at most ``maximumPackedTargets``
+    /// targets, and there are fewer than 65,536 relationships.
+    static func canPack(_ relationships: [RelationshipTargets]) -> Bool {
+        guard relationships.count <= Int(UInt16.max) else { return false }
+        for targets in relationships {
+            if case .toMany(let ids) = targets, ids.count > maximumPackedTargets { return false }
+        }
+        return true
+    }
+
+    /// The bytes `relationships` take after the values.
+    private static func targetBytes(_ relationships: [RelationshipTargets]) -> Int {
+        relationships.reduce(0) { total, targets in
+            switch targets {
+            case .toOne(nil): total + 1
+            case .toOne: total + 1 + PersistentIdentifier.packedSize
+            case .toMany(let ids): total + 2 + ids.count * PersistentIdentifier.packedSize
+            }
+        }
     }
 
     fileprivate enum Tag: UInt8 {
@@ -215,7 +257,53 @@ final class PackedValues: ManagedBuffer<PackedValues.Header, UInt8> {
 
     var count: Int { Int(header.count) }
 
-    var heldBytes: Int { 16 + MemoryLayout<Header>.stride + Int(header.bytes) }
+    var heldBytes: Int {
+        var targets = 0
+        if header.relationshipCount > 0 {
+            withUnsafeMutablePointers { header, elements in
+                let base = UnsafeRawPointer(elements)
+                let start = Int(header.pointee.bytes)
+                targets = Self.targetStart(Int(header.pointee.relationshipCount), from: start, base) - start
+            }
+        }
+        return 16 + MemoryLayout<Header>.stride + Int(header.bytes) + targets
+    }
+
+    /// The number of relationships whose targets follow the values.
+    var relationshipCount: Int { Int(header.relationshipCount) }
+
+    /// Where the targets of relationship `index` start, walking from `start` (the first relationship's).
+    private static func targetStart(_ index: Int, from start: Int, _ base: UnsafeRawPointer) -> Int {
+        var at = start
+        for _ in 0..<index {
+            switch TargetTag(rawValue: base.load(fromByteOffset: at, as: UInt8.self)) {
+            case .unset, nil: at += 1
+            case .one: at += 1 + PersistentIdentifier.packedSize
+            case .many: at += 2 + Int(base.load(fromByteOffset: at + 1, as: UInt8.self)) * PersistentIdentifier.packedSize
+            }
+        }
+        return at
+    }
+
+    /// The targets of relationship `index`, made from their bytes.
+    ///
+    /// - Complexity: O(`index` + the targets), with an allocation for a to-many that has targets.
+    func targets(at index: Int) -> RelationshipTargets {
+        withUnsafeMutablePointers { header, elements in
+            let base = UnsafeRawPointer(elements)
+            let at = Self.targetStart(index, from: Int(header.pointee.bytes), base)
+            switch TargetTag(rawValue: base.load(fromByteOffset: at, as: UInt8.self)) {
+            case .unset: return .toOne(nil)
+            case .one: return .toOne(PersistentIdentifier(packedAt: base + at + 1))
+            case .many:
+                let count = Int(base.load(fromByteOffset: at + 1, as: UInt8.self))
+                return .toMany((0..<count).map {
+                    PersistentIdentifier(packedAt: base + at + 2 + $0 * PersistentIdentifier.packedSize)
+                })
+            case nil: preconditionFailure("a packing NoteKit made holds an unknown target tag")
+            }
+        }
+    }
 
     /// The bytes a value's array element refers to outside itself (a string's or data value's buffer).
     static func outOfLineBytes(of value: StoredValue) -> Int {
@@ -226,25 +314,30 @@ final class PackedValues: ManagedBuffer<PackedValues.Header, UInt8> {
         }
     }
 
-    /// The packing of `values`; nil when its bytes would pass `UInt32.max`.
-    static func make(_ values: [StoredValue]) -> PackedValues? {
+    /// The packing of `values`, followed by `relationships` when given (they must pass ``canPack(_:)``); nil when
+    /// its bytes would pass `UInt32.max` or there are 65,536 values or more.
+    static func make(_ values: [StoredValue], relationships: [RelationshipTargets]? = nil) -> PackedValues? {
         var packer = AttributePacker()
         packer.begin(count: values.count)
         for (index, value) in values.enumerated() { packer.set(value, at: index) }
-        return packer.finishPacked()
+        return packer.finishPacked(relationships: relationships)
     }
 
     /// The packing of the values whose encodings are `segments` of `scratch` (nil: null), in index order, with
-    /// `arrived` their side values in the order they were set; nil when its bytes would pass `UInt32.max`.
+    /// `arrived` their side values in the order they were set, and then `relationships`' targets when given (they
+    /// must pass ``canPack(_:)``); nil when its bytes would pass `UInt32.max` or there are 65,536 values or more.
     fileprivate static func make(_ scratch: UnsafeRawBufferPointer, segments: [(start: Int, end: Int)?],
-                                 side arrived: [StoredValue]) -> PackedValues? {
+                                 side arrived: [StoredValue], relationships: [RelationshipTargets]?) -> PackedValues? {
+        guard segments.count <= Int(UInt16.max) else { return nil }
         let payload = segments.reduce(0) { $0 + ($1.map { $0.end - $0.start } ?? 1) }
         let narrow = 2 * segments.count + payload
         let width = narrow <= Int(UInt16.max) ? 2 : 4
         let total = width * segments.count + payload
-        guard total <= Int(UInt32.max) else { return nil }
-        let buffer = create(minimumCapacity: total) { _ in
-            Header(side: [], count: UInt32(segments.count), bytes: UInt32(total))
+        let targets = relationships.map(targetBytes) ?? 0
+        guard total + targets <= Int(UInt32.max) else { return nil }
+        let buffer = create(minimumCapacity: total + targets) { _ in
+            Header(side: [], count: UInt16(segments.count), relationshipCount: UInt16(relationships?.count ?? 0),
+                   bytes: UInt32(total))
         }
         let packed = unsafeDowncast(buffer, to: PackedValues.self)
         packed.withUnsafeMutablePointers { header, elements in
@@ -278,8 +371,33 @@ final class PackedValues: ManagedBuffer<PackedValues.Header, UInt8> {
                 at += length
             }
             header.pointee.side = side
+            if let relationships { Self.write(relationships, at: base + at) }
         }
         return packed
+    }
+
+    /// Writes `relationships`' targets at `address`, as ``targets(at:)`` reads them.
+    private static func write(_ relationships: [RelationshipTargets], at address: UnsafeMutableRawPointer) {
+        var at = 0
+        for targets in relationships {
+            switch targets {
+            case .toOne(nil):
+                address.storeBytes(of: TargetTag.unset.rawValue, toByteOffset: at, as: UInt8.self)
+                at += 1
+            case .toOne(let id?):
+                address.storeBytes(of: TargetTag.one.rawValue, toByteOffset: at, as: UInt8.self)
+                id.pack(at: address + at + 1)
+                at += 1 + PersistentIdentifier.packedSize
+            case .toMany(let ids):
+                address.storeBytes(of: TargetTag.many.rawValue, toByteOffset: at, as: UInt8.self)
+                address.storeBytes(of: UInt8(ids.count), toByteOffset: at + 1, as: UInt8.self)
+                at += 2
+                for id in ids {
+                    id.pack(at: address + at)
+                    at += PersistentIdentifier.packedSize
+                }
+            }
+        }
     }
 
     /// The value whose encoding starts at `at` of `base`, with `side` the side values its tag numbers.
@@ -466,19 +584,34 @@ package struct AttributePacker {
         segments[index] = (start, scratch.count)
     }
 
-    /// The row's values, packed; held as an array instead in the one case a packing cannot hold them (more than
-    /// 4 GiB of bytes).
+    /// The row's values, packed; held as an array instead in the cases a packing cannot hold them (more than
+    /// 4 GiB of bytes, or 65,536 values or more).
     package mutating func finish() -> AttributeValues {
-        if let packed = finishPacked() { return AttributeValues(packed: packed) }
-        return scratch.withUnsafeBytes { scratch in
+        if let packed = finishPacked(relationships: nil) { return AttributeValues(packed: packed) }
+        return unpacked()
+    }
+
+    /// The row's values and `relationships`' targets, packed in one allocation when the targets can be
+    /// (``RelationshipValues``), else the values packed alone and the targets held as an array.
+    package mutating func finish(relationships: [RelationshipTargets])
+        -> (attributes: AttributeValues, relationships: RelationshipValues) {
+        if !relationships.isEmpty, PackedValues.canPack(relationships),
+           let packed = finishPacked(relationships: relationships) {
+            return (AttributeValues(packed: packed), RelationshipValues(packed: packed))
+        }
+        return (finish(), RelationshipValues(relationships))
+    }
+
+    private func unpacked() -> AttributeValues {
+        scratch.withUnsafeBytes { scratch in
             AttributeValues(segments.map { segment in
                 segment.map { PackedValues.decode(at: $0.start, scratch.baseAddress!, side: side) } ?? .null
             })
         }
     }
 
-    fileprivate func finishPacked() -> PackedValues? {
-        scratch.withUnsafeBytes { PackedValues.make($0, segments: segments, side: side) }
+    fileprivate func finishPacked(relationships: [RelationshipTargets]?) -> PackedValues? {
+        scratch.withUnsafeBytes { PackedValues.make($0, segments: segments, side: side, relationships: relationships) }
     }
 
     private mutating func tag(_ tag: Tag) { scratch.append(tag.rawValue) }

@@ -43,6 +43,25 @@ public struct PersistentIdentifier: Sendable, Hashable, Comparable, Codable, Cus
         self.primaryKey = primaryKey
     }
 
+    /// The bytes an identifier takes in a row's packing (``RelationshipValues``): the interned name's address and
+    /// the primary key.
+    static let packedSize = 24
+
+    /// Writes the identifier's ``packedSize`` bytes at `address` (unaligned). The interned name lives as long as
+    /// the process, so its address stays good as long as the bytes do.
+    func pack(at address: UnsafeMutableRawPointer) {
+        address.storeBytes(of: UInt(bitPattern: Unmanaged.passUnretained(entity).toOpaque()), as: UInt.self)
+        withUnsafeBytes(of: primaryKey.uuid) { (address + 8).copyMemory(from: $0.baseAddress!, byteCount: 16) }
+    }
+
+    /// The identifier ``pack(at:)`` wrote at `address`.
+    init(packedAt address: UnsafeRawPointer) {
+        let name = address.loadUnaligned(as: UInt.self)
+        // A packing holds only addresses `pack(at:)` took from interned names, which are never freed.
+        entity = Unmanaged<EntityName>.fromOpaque(UnsafeRawPointer(bitPattern: name)!).takeUnretainedValue()
+        primaryKey = UUID(uuid: address.loadUnaligned(fromByteOffset: 8, as: uuid_t.self))
+    }
+
     /// A fresh identifier for a new object of `entityName`.
     package static func make(entityName: String) -> PersistentIdentifier {
         PersistentIdentifier(entityName: entityName, primaryKey: KeyGenerator.next())

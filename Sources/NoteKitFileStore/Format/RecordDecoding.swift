@@ -636,7 +636,8 @@ struct RecordDecoderV1: RecordDecoding {
         if let missing = seenRelationships.firstMissing {
             throw fail(start, "\(id) lacks relationship \(entity.relationships[missing].name)")
         }
-        return ModelSnapshot(id: id, attributes: plans.packer.finish(), relationships: relationships)
+        let packed = plans.packer.finish(relationships: relationships)
+        return ModelSnapshot(id: id, attributes: packed.attributes, relationships: packed.relationships)
     }
 
     private func readUpdate(_ reader: inout JSONReader, schema: Schema) throws -> ModelUpdate {
