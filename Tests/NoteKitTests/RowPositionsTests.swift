@@ -27,7 +27,7 @@ struct RowPositionsTests {
         var table = RowPositions()
         var model: [PersistentIdentifier: Int] = [:]
 
-        func position(of id: PersistentIdentifier) -> Int? { table.position(of: id) { ids[$0]! } }
+        func position(of id: PersistentIdentifier) -> Int? { table.find(id) { ids[$0]! }?.position }
 
         mutating func insert(_ id: PersistentIdentifier) {
             table.insert(id, at: ids.count)

@@ -25,8 +25,12 @@ package struct OrderedRows {
     package func row(_ id: PersistentIdentifier) -> ModelSnapshot? { position(of: id).flatMap { slots[$0] } }
 
     /// The position in `slots` of the row of `id`, if here. One hash look-up.
-    package func position(of id: PersistentIdentifier) -> Int? {
-        positions.position(of: id) { slots[$0]!.id }
+    package func position(of id: PersistentIdentifier) -> Int? { held(id)?.position }
+
+    /// Where `positions` holds `id`, confirmed against the identifier of the row it points at.
+    private func held(_ id: PersistentIdentifier) -> RowPositions.Found? {
+        // `positions` points only at rows that are here.
+        positions.find(id) { slots[$0]!.id }
     }
 
     /// The rows in insertion order.
@@ -60,7 +64,7 @@ package struct OrderedRows {
     /// Removes the row of `id`; returns whether it was here.
     @discardableResult
     package mutating func remove(_ id: PersistentIdentifier) -> Bool {
-        guard let found = positions.find(id, identity: { slots[$0]!.id }) else { return false }
+        guard let found = held(id) else { return false }
         positions.remove(found)
         slots[found.position] = nil
         holes += 1

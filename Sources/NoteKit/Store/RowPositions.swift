@@ -32,14 +32,10 @@ package struct RowPositions: Sendable {
 
     // MARK: By identifier
 
-    /// The position of `id`, if held; `identity` gives the identifier of the row at a position held here.
+    /// Where `id` is, if held: its row's position (and its word, for ``remove(_:)``); `identity` gives the
+    /// identifier of the row at a position held here.
     ///
     /// - Complexity: O(1) on average: one hash, and one `identity` call for each word whose hash bits match.
-    package func position(of id: PersistentIdentifier, identity: (Int) -> PersistentIdentifier) -> Int? {
-        find(id, identity: identity)?.position
-    }
-
-    /// Where `id` is, if held (for ``remove(_:)``).
     package func find(_ id: PersistentIdentifier, identity: (Int) -> PersistentIdentifier) -> Found? {
         find(hashBits: Self.hashBits(id)) { identity($0) == id }
     }

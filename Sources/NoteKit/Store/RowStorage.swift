@@ -391,8 +391,11 @@ struct EntityTable {
     private var memoryCount: Int { positions.count }
 
     /// The position of the row of `id` when it is in memory. One hash look-up.
-    func memoryPosition(_ id: PersistentIdentifier) -> Int? {
-        positions.position(of: id) { memoryRow($0).id }
+    func memoryPosition(_ id: PersistentIdentifier) -> Int? { held(id)?.position }
+
+    /// Where `positions` holds `id`, confirmed against the identifier of the row in memory it points at.
+    private func held(_ id: PersistentIdentifier) -> RowPositions.Found? {
+        positions.find(id) { memoryRow($0).id }
     }
 
     /// The row in memory at `position` (which `positions` gave).
@@ -571,8 +574,8 @@ struct EntityTable {
     mutating func remove(_ id: PersistentIdentifier) {
         guard let found = resolved(id) else { return }
         if found.position < baseCount {
-            if let held = positions.find(id, identity: { memoryRow($0).id }) {
-                positions.remove(held)
+            if let word = held(id) {
+                positions.remove(word)
                 changed[found.position] = nil
                 removeKeys(found.row)
             }
@@ -580,7 +583,7 @@ struct EntityTable {
             deletedIDs[id] = found.position
             return
         }
-        if let held = positions.find(id, identity: { memoryRow($0).id }) { positions.remove(held) }
+        if let word = held(id) { positions.remove(word) }
         removeKeys(found.row)
         rows[found.position - baseCount] = nil
         holes += 1

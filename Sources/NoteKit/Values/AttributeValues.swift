@@ -314,13 +314,9 @@ final class PackedValues: ManagedBuffer<PackedValues.Header, UInt8> {
         }
     }
 
-    /// The packing of `values`, followed by `relationships` when given (they must pass ``canPack(_:)``); nil when
-    /// its bytes would pass `UInt32.max` or there are 65,536 values or more.
-    static func make(_ values: [StoredValue], relationships: [RelationshipTargets]? = nil) -> PackedValues? {
-        var packer = AttributePacker()
-        packer.begin(count: values.count)
-        for (index, value) in values.enumerated() { packer.set(value, at: index) }
-        return packer.finishPacked(relationships: relationships)
+    /// The packing of `values`; nil when its bytes would pass `UInt32.max` or there are 65,536 values or more.
+    static func make(_ values: [StoredValue]) -> PackedValues? {
+        AttributePacker(values).finishPacked(relationships: nil)
     }
 
     /// The packing of the values whose encodings are `segments` of `scratch` (nil: null), in index order, with
@@ -541,6 +537,12 @@ package struct AttributePacker {
     private var side: [StoredValue] = []
 
     package init() {}
+
+    /// A packer that holds `values`, each set at its index.
+    init(_ values: [StoredValue]) {
+        begin(count: values.count)
+        for (index, value) in values.enumerated() { set(value, at: index) }
+    }
 
     /// Starts a row of `count` values, each null until set.
     package mutating func begin(count: Int) {

@@ -155,9 +155,7 @@ extension AttributeValues {
     /// - Complexity: O(n) in the values' bytes and the targets.
     package static func packing(_ values: [StoredValue], relationships: [RelationshipTargets])
         -> (attributes: AttributeValues, relationships: RelationshipValues) {
-        var packer = AttributePacker()
-        packer.begin(count: values.count)
-        for (index, value) in values.enumerated() { packer.set(value, at: index) }
+        var packer = AttributePacker(values)
         return packer.finish(relationships: relationships)
     }
 }
