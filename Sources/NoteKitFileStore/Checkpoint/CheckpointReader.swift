@@ -256,9 +256,13 @@ final class CheckpointReader: Sendable {
     }
 }
 
-/// The pages and rows one checkpoint reads, shared by its entities' bases: each page read once, checked against
-/// its checksum, and kept.
+/// The pages and rows one checkpoint reads, shared by its entities' bases: each page checked against its checksum
+/// when read, and kept while it is among those read lately (``pageCacheLimit``).
 final class CheckpointFile: Sendable {
+    /// The number of pages kept at most: 2 MiB, SQLite's default page cache (a read of every row of a million
+    /// reads 4,000 pages of row table).
+    static let pageCacheLimit = 512
+
     /// The checkpoint and the segment it describes, each open once.
     let checkpoint: any StoreReadableFile
     let segment: any StoreReadableFile
@@ -269,7 +273,7 @@ final class CheckpointFile: Sendable {
     /// pointing elsewhere is damage, so no read is larger than the opening.
     let rowBytes: Range<Int>
     let blobs: BlobStore?
-    private let pages = Locked<[Int: [UInt8]]>([:])
+    private let pages = Locked(RecentlyRead<[UInt8]>(limit: CheckpointFile.pageCacheLimit))
 
     init(checkpoint: any StoreReadableFile, segment: any StoreReadableFile, lastTransaction: UInt64,
          rowBytes: Range<Int>, blobs: BlobStore?) {
@@ -284,7 +288,7 @@ final class CheckpointFile: Sendable {
     ///
     /// - Throws: ``CheckpointDamage`` when it is short or fails its checksum; the I/O error.
     func page(_ number: Int) throws -> [UInt8] {
-        if let page = pages.withLock({ $0[number] }) { return page }
+        if let page = pages.withLock({ $0.value(for: number) }) { return page }
         let offset = number * Checkpoint.pageSize
         let bytes = try checkpoint.read(from: offset, count: Checkpoint.pageSize)
         guard bytes.count == Checkpoint.pageSize else {
@@ -297,7 +301,7 @@ final class CheckpointFile: Sendable {
         guard intact else {
             throw CheckpointDamage(file: path, offset: offset, reason: "page \(number) fails its checksum")
         }
-        pages.withLock { $0[number] = bytes }
+        pages.withLock { $0.insert(bytes, for: number) }
         return bytes
     }
 
@@ -307,8 +311,8 @@ final class CheckpointFile: Sendable {
         return (try page(section.page + index / perPage), (index % perPage) * size)
     }
 
-    /// The number of pages read and kept, for tests.
-    var pagesRead: Int { pages.withLock { $0.count } }
+    /// The number of pages kept, for tests.
+    var pagesKept: Int { pages.withLock { $0.count } }
 
     private let decodedValues = Locked(0)
 
@@ -327,7 +331,14 @@ final class CheckpointRowBase: RowBase {
     private let described: CheckpointHeader.Entity
     private let indexSlots: [[Int]]
     private let uniqueSlots: [[Int]]
-    private let cache = Locked<[Int: ModelSnapshot]>([:])
+    private let cache = Locked(RecentlyRead<ModelSnapshot>(limit: CheckpointRowBase.rowCacheLimit))
+
+    /// The number of whole rows kept at most, to answer the next reads of them without decoding: about 2 MB of
+    /// notes. Objects fetched hold their rows themselves; what is kept here serves the next fetch.
+    static let rowCacheLimit = 4096
+
+    /// The number of rows kept, for tests.
+    var rowsKept: Int { cache.withLock { $0.count } }
 
     /// The attribute values decoded from this checkpoint's rows so far (all its entities'), for tests.
     var valuesDecoded: Int { file.valuesDecoded }
@@ -386,11 +397,12 @@ final class CheckpointRowBase: RowBase {
     }
 
     /// The rows numbered `numbers`, decoding the attributes `only` selects (nil: every one). Whole rows are kept
-    /// and answer later reads, partial ones are not kept; a row kept whole answers a partial read as it is.
+    /// (the ones read lately: ``rowCacheLimit``) and answer later reads, partial ones are not kept; a row kept
+    /// whole answers a partial read as it is.
     private func rows(_ numbers: [Int], only: [Bool]?) throws -> [ModelSnapshot] {
         var found = [ModelSnapshot?](repeating: nil, count: numbers.count)
         cache.withLock { cache in
-            for (i, number) in numbers.enumerated() { found[i] = cache[number] }
+            for (i, number) in numbers.enumerated() { found[i] = cache.value(for: number) }
         }
         // The rows not read yet, each once, in the segment's order, read in runs of neighbouring bytes.
         var wanted: [Int: CheckpointRow] = [:]
@@ -451,7 +463,11 @@ final class CheckpointRowBase: RowBase {
             }
             start = end
         }
-        if only == nil { cache.withLock { cache in cache.merge(decoded) { old, _ in old } } }
+        if only == nil {
+            cache.withLock { cache in
+                for (number, row) in decoded { cache.insert(row, for: number) }
+            }
+        }
         return numbers.enumerated().map { i, number in found[i] ?? decoded[number]! }
     }
 
