@@ -287,8 +287,8 @@ extension ModelContext {
             }
         }
         registry[oldID] = nil
-        registry[newID] = object
         object._$id = newID
+        registry[newID] = object
         object._$committed = stored
         object._$state = .registered
         _willChange(object)
