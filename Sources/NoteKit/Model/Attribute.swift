@@ -30,8 +30,10 @@ import Foundation
 /// (``SchemaError/attributeHoldsModels(entity:property:type:)``).
 @propertyWrapper
 public struct Attribute<Value> {
-    /// Where this wrapper's initial value was pushed; its slot is `stamp - object's attribute frame`.
-    @usableFromInline let stamp: Int32
+    /// Where this wrapper's initial value was pushed, modulo 2¹⁶; its slot is `stamp - object's attribute frame`,
+    /// in wrapping 16-bit arithmetic, which is exact for any slot below 2¹⁶ however deep the stack was. Two bytes a
+    /// wrapper rather than four: 24 of a twelve-property model's bytes (``ModelObject``).
+    @usableFromInline let stamp: UInt16
 
     /// Declares an attribute whose default is `wrappedValue`.
     ///
@@ -64,9 +66,9 @@ public struct Attribute<Value> {
     @available(*, unavailable, message: "give the attribute a default value (`@Attribute var title = \"\"`) or make it optional (`@Attribute var title: String?`)")
     public init(_ options: Schema.Attribute.Option..., originalName: String? = nil) { fatalError("unavailable") }
 
-    private static func push(_ initial: () -> Value, options: [Schema.Attribute.Option], originalName: String?) -> Int32 {
+    private static func push(_ initial: () -> Value, options: [Schema.Attribute.Option], originalName: String?) -> UInt16 {
         let stack = ConstructionStack.current
-        let stamp = Int32(truncatingIfNeeded: stack.attributeValues.count)
+        let position = stack.attributeValues.count
         if stack.isMaterializing {
             // The engine fills in the row: the default is never evaluated, and no codec is needed.
             stack.attributeValues.append(.null)
@@ -77,7 +79,7 @@ public struct Attribute<Value> {
             if let codec = stack.codec(for: Value.self) {
                 do { stored = try codec.encode(value) } catch {
                     // Reported by the object's base init, which knows the entity and the property's name.
-                    stack.encodingFailures.append((stamp: Int(stamp), error: error))
+                    stack.encodingFailures.append((stamp: position, error: error))
                 }
             }
             stack.attributeValues.append(stored)
@@ -88,7 +90,7 @@ public struct Attribute<Value> {
                 wrapperType: Self.self, valueType: Value.self, codec: stack.codec(for: Value.self), options: options,
                 originalName: originalName))
         }
-        return stamp
+        return UInt16(truncatingIfNeeded: position)
     }
 
     @available(*, unavailable, message: "@Attribute is only available on PersistentModel classes")
@@ -112,7 +114,7 @@ public struct Attribute<Value> {
 
     /// Reads the attribute whose wrapper has `stamp`.
     @usableFromInline
-    static func _$read<Model: ModelObject>(_ model: Model, stamp: Int32,
+    static func _$read<Model: ModelObject>(_ model: Model, stamp: UInt16,
                                            _ wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>) -> Value {
         let slot = Int(stamp &- model._$attributeFrame)
         model._$observationRegistrar.access(model, keyPath: wrappedKeyPath)
@@ -123,7 +125,7 @@ public struct Attribute<Value> {
 
     /// Writes the attribute whose wrapper has `stamp`.
     @usableFromInline
-    static func _$write<Model: ModelObject>(_ model: Model, stamp: Int32, _ newValue: Value,
+    static func _$write<Model: ModelObject>(_ model: Model, stamp: UInt16, _ newValue: Value,
                                             _ wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>) {
         let slot = Int(stamp &- model._$attributeFrame)
         let codec = model._$metadata.codec(at: slot, as: Value.self)

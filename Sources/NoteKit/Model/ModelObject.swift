@@ -26,8 +26,6 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     /// The values last read from or saved to the store, without the identifier (the object's own): nil for an
     /// object the store has never seen. ``_$committed`` is this as a snapshot.
     final var _$committedValues: CommittedValues?
-    final var _$attributeFrame: Int32 = 0
-    final var _$relationshipFrame: Int32 = 0
     /// The object's context, kept alive by the object so that results outlive the code that fetched them; the
     /// context's registry does not keep its objects (pending ones aside), so there is no cycle once changes are
     /// saved (see ``ObjectRegistry``).
@@ -44,6 +42,11 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     final var _$listed: Listing = []
     /// True while the engine loads a row into a fresh object: property writes in a user's `init()` are ignored.
     final var _$isMaterializing = false
+    /// Where the object's attribute and relationship values started on the construction stack, modulo 2¹⁶: a
+    /// wrapper's slot is its stamp minus this, in wrapping 16-bit arithmetic (``Attribute``). Declared after the
+    /// one-byte fields so that the four share one 8-byte word with them (stored properties are laid out in order).
+    final var _$attributeFrame: UInt16 = 0
+    final var _$relationshipFrame: UInt16 = 0
     /// What few objects need (see ``Extra``), allocated by the first that does.
     private final var _$extra: Extra?
     /// The observation registrar, made by the first read of a persisted property (see ``_$observationRegistrar``).
@@ -196,8 +199,8 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
         let relationshipStart = stack.relationshipValues.count - relationshipCount
         precondition(attributeStart >= 0 && relationshipStart >= 0,
                      "\(type): property wrappers and ModelObject.init() ran out of step")
-        _$attributeFrame = Int32(truncatingIfNeeded: attributeStart)
-        _$relationshipFrame = Int32(truncatingIfNeeded: relationshipStart)
+        _$attributeFrame = UInt16(truncatingIfNeeded: attributeStart)
+        _$relationshipFrame = UInt16(truncatingIfNeeded: relationshipStart)
 
         if let materialization = stack.materialization, materialization.type == ObjectIdentifier(type),
            materialization.attributeFrame == attributeStart, materialization.relationshipFrame == relationshipStart {
@@ -256,8 +259,8 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
             attributeDeclarations: Array(stack.attributeDeclarations.suffix(attributeCount)),
             relationshipDeclarations: Array(stack.relationshipDeclarations.suffix(relationshipCount)),
             attributeFrame: recording.attributeMark, relationshipFrame: recording.relationshipMark)
-        _$attributeFrame = Int32(truncatingIfNeeded: recording.attributeMark)
-        _$relationshipFrame = Int32(truncatingIfNeeded: recording.relationshipMark)
+        _$attributeFrame = UInt16(truncatingIfNeeded: recording.attributeMark)
+        _$relationshipFrame = UInt16(truncatingIfNeeded: recording.relationshipMark)
         stack.attributeValues.removeLast(attributeCount)
         stack.relationshipValues.removeLast(relationshipCount)
         // The prototype's values are recorded as given; one that cannot be encoded is the schema's to report.

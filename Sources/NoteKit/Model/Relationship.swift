@@ -27,7 +27,8 @@ import Foundation
 /// for a value, an optional for a to-one relationship).
 @propertyWrapper
 public struct Relationship<Value> {
-    @usableFromInline let stamp: Int32
+    /// Where this wrapper's initial targets were pushed, modulo 2¹⁶ (as ``Attribute``'s stamp).
+    @usableFromInline let stamp: UInt16
 
     /// Declares a relationship whose initial targets are `wrappedValue` (usually `[]`).
     ///
@@ -55,9 +56,9 @@ public struct Relationship<Value> {
 
     private static func push(_ initial: () -> Value, deleteRule: DeleteRule, minimumModelCount: Int?,
                              maximumModelCount: Int?, originalName: String?,
-                             inverse: PartialKeyPath<Value.Destination>?) -> Int32 where Value: RelationshipValue {
+                             inverse: PartialKeyPath<Value.Destination>?) -> UInt16 where Value: RelationshipValue {
         let stack = ConstructionStack.current
-        let stamp = Int32(truncatingIfNeeded: stack.relationshipValues.count)
+        let stamp = UInt16(truncatingIfNeeded: stack.relationshipValues.count)
         stack.relationshipValues.append(stack.isMaterializing ? [] : initial().models as [ModelObject])
         if stack.recordingDepth > 0 {
             stack.relationshipDeclarations.append(RelationshipDeclaration(
@@ -103,7 +104,7 @@ public struct Relationship<Value> {
 
     /// Reads the targets of the relationship whose wrapper has `stamp`.
     @usableFromInline
-    static func _$read<Model: ModelObject>(_ model: Model, stamp: Int32,
+    static func _$read<Model: ModelObject>(_ model: Model, stamp: UInt16,
                                            _ wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>) -> Value
         where Value: RelationshipValue {
         let slot = Int(stamp &- model._$relationshipFrame)
@@ -119,7 +120,7 @@ public struct Relationship<Value> {
 
     /// Sets the targets of the relationship whose wrapper has `stamp`.
     @usableFromInline
-    static func _$write<Model: ModelObject>(_ model: Model, stamp: Int32, _ newValue: Value,
+    static func _$write<Model: ModelObject>(_ model: Model, stamp: UInt16, _ newValue: Value,
                                             _ wrappedKeyPath: ReferenceWritableKeyPath<Model, Value>)
         where Value: RelationshipValue {
         let slot = Int(stamp &- model._$relationshipFrame)
