@@ -1,6 +1,6 @@
 // swift-tools-version: 6.0
 // NoteKit: SwiftData's programming model on Linux, persisted as append-only JSON segments.
-// The toolchain only: no package dependencies, by design.
+// The toolchain only: no package dependencies, by design; NoteKitMirror alone links a system library, libpq.
 import PackageDescription
 
 let package = Package(
@@ -12,6 +12,9 @@ let package = Package(
         // engine like any dependent's models.
         .library(name: "NoteKitNotes", targets: ["NoteKitNotes"]),
         .library(name: "NoteKitFileStore", targets: ["NoteKitFileStore"]),
+        // Mirroring a store to PostgreSQL: the one product that links a system library (libpq). A dependent that
+        // does not use it never needs libpq.
+        .library(name: "NoteKitMirror", targets: ["NoteKitMirror"]),
         .executable(name: "notekit", targets: ["notekit"]),
         .executable(name: "notekit-stress", targets: ["notekit-stress"]),
     ],
@@ -19,6 +22,9 @@ let package = Package(
         .target(name: "NoteKit"),
         .target(name: "NoteKitNotes", dependencies: ["NoteKit"]),
         .target(name: "NoteKitFileStore", dependencies: ["NoteKit"]),
+        // libpq's C interface, found through pkg-config (Debian: libpq-dev).
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .target(name: "NoteKitMirror", dependencies: ["NoteKit", "NoteKitFileStore", "CLibPQ"]),
         .executableTarget(name: "notekit", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore"]),
         .executableTarget(name: "notekit-bench", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore"]),
         // What both test targets share: the kinds of store every behaviour test runs on, temporary directories,
@@ -29,6 +35,8 @@ let package = Package(
         // Writes Fixtures/v1–v4 through the frozen schemas: `swift run notekit-fixtures Fixtures`.
         .executableTarget(name: "notekit-fixtures", dependencies: ["NoteKitTestSupport"], path: "Tests/FixtureGenerator"),
         .testTarget(name: "NoteKitTests", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitTestSupport"]),
+        // The mirror against a PostgreSQL server each test starts from the machine's binaries.
+        .testTarget(name: "MirrorTests", dependencies: ["NoteKit", "NoteKitMirror", "NoteKitTestSupport"]),
         // The notes domain's rules (R1–R10, T1–T7) on both stores.
         .testTarget(name: "NoteKitNotesTests", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitTestSupport"]),
         // Depends on the executables so that `swift test` builds them: the command-line tests run `notekit`, the

@@ -38,15 +38,15 @@ struct SnippetCompiler {
             let file = directory.appendingPathComponent("\(module.name).swift")
             try Data(module.source.utf8).write(to: file)
             let built = try run(["-emit-module", "-parse-as-library", "-module-name", module.name, "-swift-version", "6",
-                                 "-I", moduleDirectory.path, "-module-cache-path", cache,
+                                 "-I", moduleDirectory.path] + Self.systemLibraryArguments + ["-module-cache-path", cache,
                                  "-emit-module-path", directory.appendingPathComponent("\(module.name).swiftmodule").path,
                                  file.path], reporting: file)
             if !built.isEmpty { return built }
         }
         let file = directory.appendingPathComponent("Snippet.swift")
         try Data(source.utf8).write(to: file)
-        return try run(["-typecheck", "-swift-version", "6", "-I", moduleDirectory.path, "-I", directory.path,
-                        "-module-cache-path", cache, file.path], reporting: file)
+        return try run(["-typecheck", "-swift-version", "6", "-I", moduleDirectory.path, "-I", directory.path]
+                        + Self.systemLibraryArguments + ["-module-cache-path", cache, file.path], reporting: file)
     }
 
     /// Runs the compiler and returns the diagnostics it printed for `file`.
@@ -81,6 +81,27 @@ struct SnippetCompiler {
         return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("swiftc") }
             .first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }
+
+    /// What importing NoteKitMirror needs besides the built modules: the `CLibPQ` module map, and libpq's header
+    /// directory (`/usr/include/postgresql` on Debian, as SwiftPM's pkg-config look-up finds it).
+    static let systemLibraryArguments: [String] = {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        var headers = ["/usr/include/postgresql"]
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["pkg-config", "--cflags-only-I", "libpq"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        if (try? process.run()) != nil {
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            let found = text.split(whereSeparator: \.isWhitespace).filter { $0.hasPrefix("-I") }.map { String($0.dropFirst(2)) }
+            if process.terminationStatus == 0, !found.isEmpty { headers = found }
+        }
+        return ["-I", root.appendingPathComponent("Sources/CLibPQ").path] + headers.flatMap { ["-Xcc", "-I\($0)"] }
+    }()
 
     /// `Modules` beside the test executable, where SwiftPM puts the modules it built; else the package's
     /// `.build/debug/Modules`.

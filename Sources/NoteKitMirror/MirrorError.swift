@@ -1,0 +1,37 @@
+/// What can go wrong between a store and its mirror server. Every case names the server by host, port, database
+/// and user only: a password in the connection string never appears in an error.
+public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// libpq could not parse the connection string (the message is libpq's, which never repeats a password).
+    case invalidConnectionString(String)
+    /// The server could not be reached, refused the connection, or dropped it.
+    case connectionFailed(server: String, message: String)
+    /// The server rejected a statement: `sqlState` is PostgreSQL's five-character error code.
+    case serverError(server: String, purpose: String, sqlState: String, message: String)
+    /// A name the server would need (a zone, the namespace, an entity or property) is not one NoteKit maps to a
+    /// PostgreSQL identifier: ASCII letters, digits and underscores, not starting with a digit, and short enough
+    /// for PostgreSQL's 63 bytes with NoteKit's prefix.
+    case invalidName(kind: String, name: String, reason: String)
+    /// The zone already holds data of a newer schema than this device's: it must not write until it is updated.
+    case schemaBehindZone(zone: String, schemaVersion: String, zoneVersion: String)
+    /// The server's tables for the zone are not what this version of NoteKit made (`found` says what differs).
+    case unexpectedServerSchema(server: String, table: String, found: String)
+
+    /// What went wrong and where, in one line, for a log or a command-line tool.
+    public var description: String {
+        switch self {
+        case let .invalidConnectionString(message):
+            "mirror: the connection string is not valid: \(message)"
+        case let .connectionFailed(server, message):
+            "mirror: cannot talk to \(server): \(message)"
+        case let .serverError(server, purpose, sqlState, message):
+            "mirror: \(server) refused to \(purpose) (SQLSTATE \(sqlState)): \(message)"
+        case let .invalidName(kind, name, reason):
+            "mirror: the \(kind) name \"\(name)\" cannot name a server table or column: \(reason)"
+        case let .schemaBehindZone(zone, schemaVersion, zoneVersion):
+            "mirror: zone \"\(zone)\" holds schema \(zoneVersion), newer than this store's \(schemaVersion): " +
+                "update the program before it mirrors"
+        case let .unexpectedServerSchema(server, table, found):
+            "mirror: \(server) has a table \(table) that NoteKit did not make: \(found)"
+        }
+    }
+}

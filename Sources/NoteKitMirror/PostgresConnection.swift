@@ -1,0 +1,127 @@
+import CLibPQ
+import Foundation
+
+/// One connection to a PostgreSQL server through libpq: statements with parameters only, results in text form,
+/// every failure a ``MirrorError`` that names the server (never its password) and the statement's purpose.
+///
+/// Not thread-safe (a libpq connection is not): one owner at a time. The connection closes when the object goes.
+final class PostgresConnection {
+    private let connection: OpaquePointer
+    /// Where the connection goes, for messages: host, port, database and user, never the password.
+    let server: String
+
+    /// Connects with a libpq connection string (`host=… dbname=…`) or URI (`postgresql://…`); TLS and every other
+    /// libpq option pass through as written.
+    ///
+    /// - Throws: ``MirrorError/invalidConnectionString(_:)`` when libpq cannot parse it,
+    ///   ``MirrorError/connectionFailed(server:message:)`` when the server cannot be reached or refuses.
+    init(_ connectionString: String) throws(MirrorError) {
+        server = try Self.describe(connectionString)
+        guard let connection = PQconnectdb(connectionString) else {
+            throw .connectionFailed(server: server, message: "libpq could not allocate a connection")
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = Self.text(PQerrorMessage(connection))
+            PQfinish(connection)
+            throw .connectionFailed(server: server, message: message)
+        }
+        self.connection = connection
+        // Notices (`relation already exists, skipping`) would go to standard error by default.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
+    }
+
+    deinit { PQfinish(connection) }
+
+    /// The rows of a statement's result, as text (nil for SQL NULL), in the order the server sent them.
+    struct Rows {
+        var columns: [String]
+        var values: [[String?]]
+        /// The number of rows a command changed (`INSERT`, `UPDATE`, `DELETE`), 0 for others.
+        var affected: Int
+    }
+
+    /// Runs one statement with `parameters` bound as text (`$1`, `$2`, …; nil binds NULL): no value is ever spliced
+    /// into the SQL.
+    ///
+    /// - Parameter purpose: what the statement is for, named in an error.
+    /// - Throws: ``MirrorError/serverError(server:purpose:sqlState:message:)`` when the server rejects it,
+    ///   ``MirrorError/connectionFailed(server:message:)`` when the connection is gone.
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [String?] = [], purpose: String) throws(MirrorError) -> Rows {
+        let result = withParameters(parameters) { values in
+            PQexecParams(connection, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+        }
+        guard let result else {
+            throw .connectionFailed(server: server, message: Self.text(PQerrorMessage(connection)))
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
+            let columnCount = Int(PQnfields(result)), rowCount = Int(PQntuples(result))
+            let columns = (0..<columnCount).map { Self.text(PQfname(result, Int32($0))) }
+            var values: [[String?]] = []
+            values.reserveCapacity(rowCount)
+            for row in 0..<Int32(rowCount) {
+                values.append((0..<Int32(columnCount)).map { column in
+                    PQgetisnull(result, row, column) == 1 ? nil : Self.text(PQgetvalue(result, row, column))
+                })
+            }
+            return Rows(columns: columns, values: values, affected: Int(Self.text(PQcmdTuples(result))) ?? 0)
+        default:
+            if PQstatus(connection) != CONNECTION_OK {
+                throw .connectionFailed(server: server, message: Self.text(PQerrorMessage(connection)))
+            }
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+            let message = Self.text(PQresultErrorMessage(result))
+            throw .serverError(server: server, purpose: purpose, sqlState: state, message: message)
+        }
+    }
+
+    /// Runs `body` inside one transaction: committed when it returns, rolled back when it throws.
+    func transaction<T>(purpose: String, _ body: () throws(MirrorError) -> T) throws(MirrorError) -> T {
+        try execute("BEGIN", purpose: purpose)
+        do {
+            let value = try body()
+            try execute("COMMIT", purpose: purpose)
+            return value
+        } catch {
+            // A failed rollback means the connection is gone; the server drops the transaction with it.
+            _ = try? execute("ROLLBACK", purpose: purpose)
+            throw error
+        }
+    }
+
+    private func withParameters<R>(_ parameters: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+        let pointers: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.map { strdup($0) } ?? nil }
+        defer { for pointer in pointers { free(pointer) } }
+        return body(pointers.map { $0.map { UnsafePointer($0) } })
+    }
+
+    private static func text(_ pointer: UnsafePointer<CChar>?) -> String {
+        guard let pointer else { return "" }
+        return String(cString: pointer).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Host, port, database and user of a connection string, for messages; the password and every other option
+    /// are left out.
+    static func describe(_ connectionString: String) throws(MirrorError) -> String {
+        var failure: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(connectionString, &failure) else {
+            let message = failure.map { String(cString: $0) } ?? "libpq could not parse it"
+            if let failure { PQfreemem(failure) }
+            throw .invalidConnectionString(message.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        defer { PQconninfoFree(options) }
+        var found: [String: String] = [:]
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if let value = option.pointee.val { found[String(cString: keyword)] = String(cString: value) }
+            option += 1
+        }
+        let host = found["host"] ?? found["hostaddr"] ?? "localhost"
+        let port = found["port"].map { ":\($0)" } ?? ""
+        let database = found["dbname"].map { "/\($0)" } ?? ""
+        let user = found["user"].map { "\($0)@" } ?? ""
+        return "\(user)\(host)\(port)\(database)"
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import NoteKit
+
+/// The tables a zone's data occupies on the server, derived from a schema (docs/MIRROR.md, *The server's tables*):
+/// NoteKit's own five, then one table an entity and one a to-many relationship that its inverse does not already
+/// record. Every name is validated here, so the statements can quote them without escaping anything.
+struct ServerTables {
+    /// A PostgreSQL identifier NoteKit made from a validated name, quoted.
+    struct Identifier: Hashable {
+        let name: String
+        var quoted: String { "\"\(name)\"" }
+    }
+
+    /// A column NoteKit expects, with the type `information_schema.columns.data_type` reports for it.
+    struct Column: Hashable {
+        let table: String
+        let name: String
+        let type: String
+    }
+
+    let namespace: Identifier
+    /// The statements that create what is missing, in order; each is a no-op where its table or column exists.
+    let statements: [String]
+    /// Every column NoteKit's tables must have after the statements, for the check that a table of the same
+    /// name was not someone else's.
+    let columns: [Column]
+
+    /// The layout of NoteKit's own tables; a server whose `notekit_layout` says otherwise is not touched.
+    static let layoutVersion = 1
+    private static let maximumIdentifierBytes = 63
+
+    init(schema: Schema, namespace: String) throws(MirrorError) {
+        let ns = try Self.identifier(namespace, kind: "namespace", prefix: "")
+        self.namespace = ns
+        var statements = ["CREATE SCHEMA IF NOT EXISTS \(ns.quoted)"]
+        var columns: [Column] = []
+        func table(_ name: String, _ definitions: [(column: String, type: String, sql: String)], constraints: [String]) {
+            let body = (definitions.map { "\"\($0.column)\" \($0.sql)" } + constraints).joined(separator: ", ")
+            statements.append("CREATE TABLE IF NOT EXISTS \(ns.quoted).\"\(name)\" (\(body))")
+            // A table made by an earlier schema gains the columns added since; none is ever dropped, so a device
+            // with an older schema leaves what it does not know on the server.
+            let additions = definitions.map { "ADD COLUMN IF NOT EXISTS \"\($0.column)\" \($0.sql)" }
+            statements.append("ALTER TABLE \(ns.quoted).\"\(name)\" " + additions.joined(separator: ", "))
+            columns += definitions.map { Column(table: name, name: $0.column, type: $0.type) }
+        }
+        func notNull(_ type: String, _ sql: String? = nil) -> (String, String) { (type, (sql ?? type) + " NOT NULL") }
+
+        let zones = "\(ns.quoted).\"zones\""
+        table("notekit_layout", [("version", "integer", "integer NOT NULL")], constraints: [])
+        table("zones", [("zone", "text", "text NOT NULL"),
+                        ("created_at", "timestamp with time zone", "timestamptz NOT NULL DEFAULT now()")],
+              constraints: ["PRIMARY KEY (\"zone\")"])
+        table("zone_schemas", [("zone", "text", "text NOT NULL"), ("schema_hash", "text", "text NOT NULL"),
+                               ("major", "integer", "integer NOT NULL"), ("minor", "integer", "integer NOT NULL"),
+                               ("patch", "integer", "integer NOT NULL"), ("schema", "jsonb", "jsonb NOT NULL"),
+                               ("recorded_at", "timestamp with time zone", "timestamptz NOT NULL DEFAULT now()")],
+              constraints: ["PRIMARY KEY (\"zone\", \"schema_hash\")",
+                            "FOREIGN KEY (\"zone\") REFERENCES \(zones) ON DELETE CASCADE"])
+        table("devices", [("zone", "text", "text NOT NULL"), ("device", "uuid", "uuid NOT NULL"),
+                          ("schema_hash", "text", "text"), ("exported_token", "bigint", "bigint"),
+                          ("imported_seq", "bigint", "bigint NOT NULL DEFAULT 0"),
+                          ("seen_at", "timestamp with time zone", "timestamptz")],
+              constraints: ["PRIMARY KEY (\"zone\", \"device\")",
+                            "FOREIGN KEY (\"zone\") REFERENCES \(zones) ON DELETE CASCADE"])
+        table("changes", [("seq", "bigint", "bigint GENERATED ALWAYS AS IDENTITY"), ("zone", "text", "text NOT NULL"),
+                          ("device", "uuid", "uuid NOT NULL"), ("token", "bigint", "bigint NOT NULL"),
+                          ("author", "text", "text"), ("body", "jsonb", "jsonb NOT NULL"),
+                          ("pushed_at", "timestamp with time zone", "timestamptz NOT NULL DEFAULT now()")],
+              constraints: ["PRIMARY KEY (\"seq\")", "UNIQUE (\"zone\", \"device\", \"token\")",
+                            "FOREIGN KEY (\"zone\") REFERENCES \(zones) ON DELETE CASCADE"])
+        table("blobs", [("zone", "text", "text NOT NULL"), ("hash", "text", "text NOT NULL"),
+                        ("bytes", "bytea", "bytea NOT NULL")],
+              constraints: ["PRIMARY KEY (\"zone\", \"hash\")",
+                            "FOREIGN KEY (\"zone\") REFERENCES \(zones) ON DELETE CASCADE"])
+
+        for entity in schema.entities {
+            let entityTable = try Self.identifier(entity.name, kind: "entity", prefix: "e_")
+            var definitions: [(column: String, type: String, sql: String)] = [
+                ("zone", "text", "text NOT NULL"), ("id", "text", "text NOT NULL"),
+                ("created_clock", "bigint", "bigint NOT NULL"), ("deleted_clock", "bigint", "bigint"),
+            ]
+            for attribute in entity.attributes {
+                let value = try Self.identifier(attribute.name, kind: "attribute", prefix: "ac_")
+                definitions.append(("a_" + value.name.dropFirst(3), "jsonb", "jsonb"))
+                definitions.append((value.name, "bigint", "bigint"))
+            }
+            for relationship in entity.relationships where !relationship.isToMany {
+                let clock = try Self.identifier(relationship.name, kind: "relationship", prefix: "rc_")
+                definitions.append(("r_" + clock.name.dropFirst(3), "text", "text"))
+                definitions.append((clock.name, "bigint", "bigint"))
+            }
+            table(entityTable.name, definitions, constraints: ["PRIMARY KEY (\"zone\", \"id\")"])
+        }
+        // A to-many relationship whose inverse is to-one is recorded by the inverse's column; a many-to-many one by
+        // the side whose `Entity.relationship` sorts first; one without an inverse by its own link table.
+        for entity in schema.entities {
+            for relationship in entity.relationships where relationship.isToMany {
+                if let inverseName = relationship.inverse,
+                   let inverse = schema.entity(named: relationship.destination)?.relationship(named: inverseName) {
+                    if !inverse.isToMany { continue }
+                    if (relationship.destination, inverseName) < (entity.name, relationship.name) { continue }
+                }
+                let link = try Self.identifier("\(entity.name)_\(relationship.name)", kind: "relationship",
+                                               prefix: "l_")
+                table(link.name, [("zone", "text", "text NOT NULL"), ("id", "text", "text NOT NULL"),
+                                  ("target", "text", "text NOT NULL"), ("clock", "bigint", "bigint NOT NULL"),
+                                  ("present", "boolean", "boolean NOT NULL")],
+                      constraints: ["PRIMARY KEY (\"zone\", \"id\", \"target\")"])
+            }
+        }
+        self.statements = statements
+        self.columns = columns
+    }
+
+    /// `prefix + name` as an identifier, or why not: PostgreSQL folds unquoted names to lower case and cuts them
+    /// at 63 bytes, so NoteKit quotes every name and refuses one it could not give back exactly.
+    static func identifier(_ name: String, kind: String, prefix: String) throws(MirrorError) -> Identifier {
+        guard let first = name.utf8.first else { throw .invalidName(kind: kind, name: name, reason: "it is empty") }
+        let allowed = name.utf8.allSatisfy { byte in
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "_")
+        }
+        guard allowed, !(first >= UInt8(ascii: "0") && first <= UInt8(ascii: "9")) else {
+            throw .invalidName(kind: kind, name: name,
+                               reason: "only ASCII letters, digits and underscores, not starting with a digit")
+        }
+        let full = prefix + name
+        guard full.utf8.count <= maximumIdentifierBytes else {
+            throw .invalidName(kind: kind, name: name,
+                               reason: "\"\(full)\" is longer than PostgreSQL's \(maximumIdentifierBytes) bytes")
+        }
+        return Identifier(name: full)
+    }
+
+    /// Checks a zone's name: it is a value, bound as a parameter, but one that devices must spell alike.
+    static func validateZone(_ zone: String) throws(MirrorError) {
+        guard !zone.isEmpty, zone.utf8.count <= 200 else {
+            throw .invalidName(kind: "zone", name: zone, reason: "it must have 1 to 200 characters")
+        }
+        let allowed = zone.utf8.allSatisfy { byte in
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+        }
+        guard allowed else {
+            throw .invalidName(kind: "zone", name: zone, reason: "only ASCII letters, digits, '_', '-' and '.'")
+        }
+    }
+}
