@@ -21,7 +21,7 @@ final class PostgresConnection {
             throw .connectionFailed(server: server, message: "libpq could not allocate a connection")
         }
         guard PQstatus(connection) == CONNECTION_OK else {
-            let message = Self.text(PQerrorMessage(connection))
+            let message = Self.message(PQerrorMessage(connection))
             PQfinish(connection)
             throw .connectionFailed(server: server, message: message)
         }
@@ -34,7 +34,6 @@ final class PostgresConnection {
 
     /// The rows of a statement's result, as text (nil for SQL NULL), in the order the server sent them.
     struct Rows {
-        var columns: [String]
         var values: [[String?]]
         /// The number of rows a command changed (`INSERT`, `UPDATE`, `DELETE`), 0 for others.
         var affected: Int
@@ -52,27 +51,26 @@ final class PostgresConnection {
             PQexecParams(connection, sql, Int32(parameters.count), nil, values, nil, nil, 0)
         }
         guard let result else {
-            throw .connectionFailed(server: server, message: Self.text(PQerrorMessage(connection)))
+            throw .connectionFailed(server: server, message: Self.message(PQerrorMessage(connection)))
         }
         defer { PQclear(result) }
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
             let columnCount = Int(PQnfields(result)), rowCount = Int(PQntuples(result))
-            let columns = (0..<columnCount).map { Self.text(PQfname(result, Int32($0))) }
             var values: [[String?]] = []
             values.reserveCapacity(rowCount)
             for row in 0..<Int32(rowCount) {
                 values.append((0..<Int32(columnCount)).map { column in
-                    PQgetisnull(result, row, column) == 1 ? nil : Self.text(PQgetvalue(result, row, column))
+                    PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column))
                 })
             }
-            return Rows(columns: columns, values: values, affected: Int(Self.text(PQcmdTuples(result))) ?? 0)
+            return Rows(values: values, affected: Int(Self.message(PQcmdTuples(result))) ?? 0)
         default:
             if PQstatus(connection) != CONNECTION_OK {
-                throw .connectionFailed(server: server, message: Self.text(PQerrorMessage(connection)))
+                throw .connectionFailed(server: server, message: Self.message(PQerrorMessage(connection)))
             }
             let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
-            let message = Self.text(PQresultErrorMessage(result))
+            let message = Self.message(PQresultErrorMessage(result))
             throw .serverError(server: server, purpose: purpose, sqlState: state, message: message)
         }
     }
@@ -97,7 +95,9 @@ final class PostgresConnection {
         return body(pointers.map { $0.map { UnsafePointer($0) } })
     }
 
-    private static func text(_ pointer: UnsafePointer<CChar>?) -> String {
+    /// A message of libpq's (or a command tag), without the newline libpq ends it with. Values are read as they
+    /// are, never through this.
+    private static func message(_ pointer: UnsafePointer<CChar>?) -> String {
         guard let pointer else { return "" }
         return String(cString: pointer).trimmingCharacters(in: .whitespacesAndNewlines)
     }

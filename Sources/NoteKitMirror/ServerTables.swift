@@ -43,7 +43,6 @@ struct ServerTables {
             statements.append("ALTER TABLE \(ns.quoted).\"\(name)\" " + additions.joined(separator: ", "))
             columns += definitions.map { Column(table: name, name: $0.column, type: $0.type) }
         }
-        func notNull(_ type: String, _ sql: String? = nil) -> (String, String) { (type, (sql ?? type) + " NOT NULL") }
 
         let zones = "\(ns.quoted).\"zones\""
         table("notekit_layout", [("version", "integer", "integer NOT NULL")], constraints: [])
@@ -116,11 +115,7 @@ struct ServerTables {
     /// at 63 bytes, so NoteKit quotes every name and refuses one it could not give back exactly.
     static func identifier(_ name: String, kind: String, prefix: String) throws(MirrorError) -> Identifier {
         guard let first = name.utf8.first else { throw .invalidName(kind: kind, name: name, reason: "it is empty") }
-        let allowed = name.utf8.allSatisfy { byte in
-            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "_")
-        }
-        guard allowed, !(first >= UInt8(ascii: "0") && first <= UInt8(ascii: "9")) else {
+        guard name.utf8.allSatisfy({ isWordByte($0) }), !isDigit(first) else {
             throw .invalidName(kind: kind, name: name,
                                reason: "only ASCII letters, digits and underscores, not starting with a digit")
         }
@@ -137,13 +132,16 @@ struct ServerTables {
         guard !zone.isEmpty, zone.utf8.count <= 200 else {
             throw .invalidName(kind: "zone", name: zone, reason: "it must have 1 to 200 characters")
         }
-        let allowed = zone.utf8.allSatisfy { byte in
-            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
-                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
-        }
-        guard allowed else {
+        guard zone.utf8.allSatisfy({ isWordByte($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }) else {
             throw .invalidName(kind: "zone", name: zone, reason: "only ASCII letters, digits, '_', '-' and '.'")
         }
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+
+    /// An ASCII letter, digit or underscore.
+    private static func isWordByte(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+            || isDigit(byte) || byte == UInt8(ascii: "_")
     }
 }

@@ -138,6 +138,21 @@ struct MirrorSchemaTests {
     }
 }
 
+/// What the connection reads back is what the server holds.
+@Suite("What a connection to the server reads", .enabled(if: TemporaryPostgres.runsServerTests,
+                                                         Comment(rawValue: TemporaryPostgres.unavailableReason ?? "")))
+struct PostgresConnectionTests {
+    @Test("A value is read back exactly, whitespace and all; NULL reads as nil")
+    func valuesExactly() throws {
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        let connection = try PostgresConnection(server.connectionString)
+        let value = "  two spaces before, a tab and a newline after\t\n"
+        let rows = try connection.execute("SELECT $1::text, $2::text", [value, nil], purpose: "read back").values
+        #expect(rows == [[value, nil]])
+    }
+}
+
 /// Names and credentials: what the server could not hold exactly is refused before anything is sent, and a
 /// password never shows.
 @Suite("What the mirror refuses to send or say")

@@ -118,22 +118,14 @@ public final class TemporaryPostgres: @unchecked Sendable {
             if name.hasPrefix("notekit-pg-output-") {
                 // A command's output, left by a process killed while the command ran.
                 let owner = name.dropFirst("notekit-pg-output-".count).prefix { $0 != "-" }
-                if let owner = pid_t(owner), owner != getpid(), kill(owner, 0) == -1, errno == ESRCH {
-                    try? FileManager.default.removeItem(at: directory)
-                }
+                if let owner = pid_t(owner), isGone(owner) { try? FileManager.default.removeItem(at: directory) }
                 continue
             }
             guard let text = try? String(contentsOf: directory.appendingPathComponent("owner.pid"), encoding: .utf8),
-                  let owner = pid_t(text), owner != getpid(), kill(owner, 0) == -1, errno == ESRCH else { continue }
+                  let owner = pid_t(text), isGone(owner) else { continue }
             let data = directory.appendingPathComponent("data").path
-            if let binaries, FileManager.default.fileExists(atPath: data + "/postmaster.pid") {
-                let pgctl = binaries.appendingPathComponent("pg_ctl").path
-                let arguments = ["-D", data, "-m", "immediate", "-w", "stop"]
-                if getuid() == 0, let user = serverUser {
-                    _ = try? run("/usr/sbin/runuser", ["-u", user.name, "--", pgctl] + arguments)
-                } else {
-                    _ = try? run(pgctl, arguments)
-                }
+            if FileManager.default.fileExists(atPath: data + "/postmaster.pid") {
+                _ = try? server("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"])
             }
             try? FileManager.default.removeItem(at: directory)
         }
@@ -168,15 +160,23 @@ public final class TemporaryPostgres: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
+    /// Whether the process `owner` has ended (and is not this one).
+    private static func isGone(_ owner: pid_t) -> Bool { owner != getpid() && kill(owner, 0) == -1 && errno == ESRCH }
+
     /// Runs one of the server's binaries, as the server's user when the tests run as root.
     @discardableResult
     private func server(_ program: String, _ arguments: [String]) throws -> String {
-        guard let binaries = Self.binaries else { throw Failure(description: Self.unavailableReason ?? "no binaries") }
+        try Self.server(program, arguments)
+    }
+
+    @discardableResult
+    private static func server(_ program: String, _ arguments: [String]) throws -> String {
+        guard let binaries else { throw Failure(description: unavailableReason ?? "no binaries") }
         let path = binaries.appendingPathComponent(program).path
-        if getuid() == 0, let owner = Self.serverUser {
-            return try Self.run("/usr/sbin/runuser", ["-u", owner.name, "--", path] + arguments)
+        if getuid() == 0, let owner = serverUser {
+            return try run("/usr/sbin/runuser", ["-u", owner.name, "--", path] + arguments)
         }
-        return try Self.run(path, arguments)
+        return try run(path, arguments)
     }
 
     /// Runs a program to its end and returns what it printed; a failure carries its output. `posix_spawn` with
