@@ -61,7 +61,9 @@ extension FileStore {
         let newer = state.rows.history
         for record in newer.records { older.append(record) }
         older.delete(newer.deleted)
-        if case .latest(let count) = configuration.historyRetention { older.keepLatest(count, slack: 0) }
+        if case .latest(let count) = configuration.historyRetention {
+            older.keepLatest(count, slack: 0, holding: historyHold)
+        }
         state.rows.history = older
         state.historyPrefix = nil
     }

@@ -70,6 +70,8 @@ public final class FileStore: DataStore {
     /// its writes then take no lock of their own, which would wait for the session's.
     let lockHeldBySession: Bool
     let follower = Follower()
+    /// The last `HISTORY-HOLD` read, by the file's status, so that a check costs a `stat` while it is unchanged.
+    let holdCache = Locked<(status: StoreFileStatus, hold: UInt64)?>(nil)
 
     struct State {
         var rows: RowStorage
@@ -327,7 +329,10 @@ public final class FileStore: DataStore {
             storage.history = replay.log.history
             if let migration { storage.history.append(migration.historyRecord) }
             if case .latest(let count) = configuration.historyRetention {
-                storage.history.keepLatest(count, slack: 0)
+                let holdLayout = layout, holdFileSystem = fileSystem
+                storage.history.keepLatest(count, slack: 0) {
+                    Self.readHistoryHold(layout: holdLayout, fileSystem: holdFileSystem, cache: nil)
+                }
             }
             var position: ReadPosition?
             if readOnly, replay.log.damage == nil, let active = replay.manifest.segments.last {
@@ -683,7 +688,7 @@ public final class FileStore: DataStore {
         try state.withLock { state in try withWriteAccess(&state) { log, state in
             try loadHistoryPrefix(&state)
             var history = state.rows.history
-            history.delete(ranges, committedThrough: state.lastTransaction)
+            history.delete(ranges, committedThrough: state.lastTransaction, holding: historyHold())
             guard history.deleted != state.rows.history.deleted else { return }
             if state.migrationHeld {
                 state.rows.history = history
@@ -714,6 +719,8 @@ public final class FileStore: DataStore {
     ///   the flush could report success for data the kernel already dropped.
     public func save(_ changes: ChangeSet) throws -> SaveResult {
         try state.withLock { state in try withWriteAccess(&state) { log, state in
+            // After catching up with other processes, under their lock: a conditional save sees every commit.
+            try changes.checkExpectedGeneration(state.lastTransaction)
             try readingRows(&state, lockHeld: true) { try $0.validate(changes) }
             let stored = try recordingStop(&state) { try writeBlobs(changes) }
             let transaction = Transaction(number: state.lastTransaction + 1, time: configuration.clocks.wall(),
@@ -723,7 +730,7 @@ public final class FileStore: DataStore {
             }
             let record = state.rows.apply(stored, timestamp: transaction.time)
             if case .latest(let count) = configuration.historyRetention, state.historyPrefix == nil {
-                state.rows.history.keepLatest(count, slack: max(64, count / 4))
+                state.rows.history.keepLatest(count, slack: max(64, count / 4), holding: historyHold)
             }
             broadcaster.publish([record])
             state.lastTransaction = transaction.number
@@ -970,7 +977,9 @@ public final class FileStore: DataStore {
                 start = end
             }
         }
-        if case .latest(let count) = configuration.historyRetention { state.rows.history.keepLatest(count, slack: 0) }
+        if case .latest(let count) = configuration.historyRetention {
+            state.rows.history.keepLatest(count, slack: 0, holding: historyHold)
+        }
         let schemaCount = opening.count
         opening += historyRecords(state.rows.history)
         let historyCount = opening.count - schemaCount

@@ -5,6 +5,9 @@ struct StoreLayout: Sendable {
     var manifest: String { root + "/MANIFEST" }
     var temporaryManifest: String { root + "/MANIFEST.tmp" }
     var lock: String { root + "/LOCK" }
+    /// The last transaction history trimming may delete, written by a mirror that has not exported the later ones.
+    var historyHold: String { root + "/HISTORY-HOLD" }
+    var temporaryHistoryHold: String { root + "/HISTORY-HOLD.tmp" }
     var segments: String { root + "/segments" }
     var blobs: String { root + "/blobs" }
     var quarantine: String { root + "/quarantine" }

@@ -15,6 +15,20 @@ public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible {
     case schemaBehindZone(zone: String, schemaVersion: String, zoneVersion: String)
     /// The server's tables for the zone are not what this version of NoteKit made (`found` says what differs).
     case unexpectedServerSchema(server: String, table: String, found: String)
+    /// The server has no tables for this schema in the zone yet: run `ModelContainer.initializeMirrorSchema(_:)`
+    /// (or `notekit mirror init`) first.
+    case schemaNotInitialized(zone: String, namespace: String)
+    /// A relationship this version of the mirror cannot send (a many-to-many one, or a to-many one without an
+    /// inverse).
+    case unsupportedRelationship(entity: String, relationship: String, reason: String)
+    /// The store's mirroring state (`MIRROR` in its directory) cannot be read: it is damaged or not NoteKit's.
+    case stateUnreadable(path: String, reason: String)
+    /// The store's mirroring state cannot be written.
+    case stateUnwritable(path: String, reason: String)
+    /// The store's mirroring state belongs to another zone or namespace: a store mirrors to one zone.
+    case stateOfAnotherZone(zone: String, namespace: String)
+    /// The store refused what the mirror asked of it (a save, a read of its history).
+    case storeFailed(operation: String, reason: String)
 
     /// What went wrong and where, in one line, for a log or a command-line tool.
     public var description: String {
@@ -32,6 +46,19 @@ public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible {
                 "update the program before it mirrors"
         case let .unexpectedServerSchema(server, table, found):
             "mirror: \(server) has a table \(table) that NoteKit did not make: \(found)"
+        case let .schemaNotInitialized(zone, namespace):
+            "mirror: zone \"\(zone)\" in namespace \(namespace) has no tables for this schema: run " +
+                "initializeMirrorSchema (notekit mirror init) first"
+        case let .unsupportedRelationship(entity, relationship, reason):
+            "mirror: \(entity).\(relationship) is \(reason), which this version of the mirror does not send"
+        case let .stateUnreadable(path, reason):
+            "mirror: the mirroring state \(path) cannot be read: \(reason)"
+        case let .stateUnwritable(path, reason):
+            "mirror: the mirroring state \(path) cannot be written: \(reason)"
+        case let .stateOfAnotherZone(zone, namespace):
+            "mirror: this store mirrors to zone \"\(zone)\" in namespace \(namespace), not to the one configured"
+        case let .storeFailed(operation, reason):
+            "mirror: the store refused to \(operation): \(reason)"
         }
     }
 }

@@ -55,7 +55,8 @@ extension ModelContext {
     ///
     /// Delete what every consumer has processed: `#Predicate { $0.token < oldestTokenStillNeeded }`. A consumer
     /// whose token is older then gets ``HistoryError/historyTokenExpired(oldestRetained:)`` from
-    /// ``fetchHistory(_:)``.
+    /// ``fetchHistory(_:)``. A store that is mirrored (NoteKitMirror's `StoreMirror`) keeps the transactions its
+    /// mirror has not sent yet, whatever the predicate selects: history is the mirror's export queue.
     ///
     /// - Throws: ``HistoryError/unsupported(store:)``, what evaluating the predicate throws, or the store's I/O
     ///   errors (nothing is deleted then).

@@ -34,6 +34,7 @@ extension ModelContext {
         try resolveUniqueInserts()
         let inserted = insertedObjects, changed = changedObjects, deleted = deletedObjects
         var changes = ChangeSet(author: author)
+        changes.expectedGeneration = expectedStoreGeneration
         changes.inserted.reserveCapacity(inserted.count)
         for object in inserted {
             try checkRelationships(of: object, added: nil)

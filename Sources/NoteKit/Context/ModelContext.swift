@@ -68,6 +68,9 @@ public final class ModelContext {
 
     /// Recorded with each save in the store's history.
     public var author: String?
+    /// When set, ``save()`` commits only if the store is still at this generation (``ChangeSet/expectedGeneration``)
+    /// and throws ``StoreGenerationMoved`` otherwise: a mirror's import, which must not overwrite what it has not seen.
+    package var expectedStoreGeneration: UInt64?
     /// Whether the context saves by itself, shortly after changes (SwiftData's `autosaveEnabled`): true for
     /// ``ModelContainer/mainContext``, false for contexts created with ``init(_:)`` (a model actor's included).
     ///

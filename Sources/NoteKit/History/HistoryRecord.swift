@@ -125,18 +125,27 @@ public struct HistoryLog: Sendable, Hashable {
 
     /// Deletes the transactions numbered in `ranges` that were committed: up to `last`, the last committed one.
     /// Numbers above it stay deletable later.
-    package mutating func delete(_ ranges: [ClosedRange<UInt64>], committedThrough last: UInt64) {
+    /// With `hold`, only transactions up to it are deleted: those after it are held (a mirror has not exported
+    /// them yet).
+    package mutating func delete(_ ranges: [ClosedRange<UInt64>], committedThrough last: UInt64,
+                                 holding hold: UInt64? = nil) {
+        let limit = min(last, hold ?? last)
         delete(ranges.compactMap { range in
-            guard last >= 1, range.lowerBound <= last else { return nil }
-            return max(1, range.lowerBound)...min(range.upperBound, last)
+            guard limit >= 1, range.lowerBound <= limit else { return nil }
+            return max(1, range.lowerBound)...min(range.upperBound, limit)
         })
     }
 
     /// Deletes all but the latest `count` records once more than `count + slack` are kept, so that keeping a
     /// bounded history costs O(1) per transaction, amortized.
-    package mutating func keepLatest(_ count: Int, slack: Int) {
+    ///
+    /// `hold`, asked only when something would be deleted, gives the last transaction that may be deleted: those
+    /// after it are kept whatever `count` says (a mirror has not exported them yet).
+    package mutating func keepLatest(_ count: Int, slack: Int, holding hold: () -> UInt64? = { nil }) {
         guard records.count > max(0, count) + max(0, slack) else { return }
-        let newestDeleted = records[records.count - max(0, count) - 1].number
+        var newestDeleted = records[records.count - max(0, count) - 1].number
+        if let hold = hold() { newestDeleted = min(newestDeleted, hold) }
+        guard newestDeleted >= 1, let oldest = records.first?.number, oldest <= newestDeleted else { return }
         delete([1...newestDeleted])
     }
 

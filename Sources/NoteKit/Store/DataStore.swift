@@ -181,6 +181,11 @@ public struct ChangeSet: Sendable, Hashable {
     public var deleted: [ModelDeletion]
     /// Who made the change (``ModelContext/author``), recorded in history.
     public var author: String?
+    /// The store generation the change set was computed at, when it must be applied only there (a mirror's import,
+    /// which must not overwrite a save it has not seen): a store then refuses it with ``StoreGenerationMoved`` if
+    /// any transaction was committed since, by any context or process. Nil (the default) applies it whatever the
+    /// generation.
+    package var expectedGeneration: UInt64?
 
     /// A change set of the given parts; an empty one changes nothing.
     public init(inserted: [ModelSnapshot] = [], updated: [ModelUpdate] = [], deleted: [ModelDeletion] = [],
@@ -196,6 +201,33 @@ public struct ChangeSet: Sendable, Hashable {
 
     /// How many objects the change set changes.
     public var changeCount: Int { inserted.count + updated.count + deleted.count }
+
+    /// Checks ``expectedGeneration`` against the store's `generation`, read under the lock its save holds.
+    ///
+    /// - Throws: ``StoreGenerationMoved`` when the change set expects another generation.
+    package func checkExpectedGeneration(_ generation: UInt64) throws {
+        if let expected = expectedGeneration, expected != generation {
+            throw StoreGenerationMoved(expected: expected, found: generation)
+        }
+    }
+}
+
+/// A store whose history trimming can be held back: a mirror holds everything after its last export, so that the
+/// history, its export queue, never loses a transaction it has not sent (both NoteKit stores).
+package protocol HistoryHolding {
+    /// Keeps every transaction after `number` from being deleted (by retention or `deleteHistory`) until the hold
+    /// moves on; nil releases it.
+    func holdHistory(after number: UInt64?) throws
+}
+
+/// A conditional save (``ChangeSet/expectedGeneration``) found the store at another generation: someone committed
+/// in between. Nothing was changed; the caller reads again and retries.
+package struct StoreGenerationMoved: Error, Hashable, CustomStringConvertible {
+    package var expected: UInt64
+    package var found: UInt64
+    package var description: String {
+        "the store moved on from transaction \(expected) to \(found) while the change set was being made"
+    }
 }
 
 /// The changed properties of one saved object. Only what changed is sent, so two contexts editing different

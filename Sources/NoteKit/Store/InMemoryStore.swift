@@ -9,11 +9,13 @@ import Synchronization
 ///
 /// Created by ``ModelConfiguration`` with `isStoredInMemoryOnly: true`. Everything a context does (delete rules,
 /// uniqueness, indexes, fetches) behaves exactly as on the file store; only durability differs.
-public final class InMemoryStore: DataStore {
+public final class InMemoryStore: DataStore, HistoryHolding {
     /// The schema the store was created for.
     public let schema: Schema
     private let storage: Locked<RowStorage>
     private let broadcaster = HistoryBroadcaster()
+    /// The last transaction ``deleteHistory(_:)`` may delete (``HistoryHolding``); nil: no hold.
+    private let hold = Locked<UInt64?>(nil)
 
     /// An empty store for `schema`.
     public init(schema: Schema) {
@@ -61,6 +63,7 @@ public final class InMemoryStore: DataStore {
     ///   identifier already saved, a relationship out of its bounds or to a missing object).
     public func save(_ changes: ChangeSet) throws -> SaveResult {
         try storage.withLock { storage in
+            try changes.checkExpectedGeneration(storage.generation)
             try storage.validate(changes)
             let record = storage.apply(changes)
             broadcaster.publish([record])
@@ -76,11 +79,15 @@ public final class InMemoryStore: DataStore {
 
     /// Deletes the transactions numbered in `ranges` from the history; never throws.
     public func deleteHistory(_ ranges: [ClosedRange<UInt64>]) throws {
-        storage.withLock { $0.history.delete(ranges, committedThrough: $0.generation) }
+        let hold = hold.withLock { $0 }
+        storage.withLock { $0.history.delete(ranges, committedThrough: $0.generation, holding: hold) }
     }
 
     /// Every transaction saved from now on, until the store closes.
     public func transactions() -> AsyncStream<HistoryRecord> { broadcaster.subscribe() }
+
+    /// Holds history after `number` (nil releases it): ``deleteHistory(_:)`` deletes nothing later.
+    package func holdHistory(after number: UInt64?) throws { hold.withLock { $0 = number } }
 
     /// Ends the ``transactions()`` streams; the rows stay readable.
     public func close() throws { broadcaster.finish() }

@@ -1,0 +1,110 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// An object as another replica of the store has it, by entity and property name: what a mirror's import writes.
+/// Only the properties named are written; the others keep their values (or, for an object this store lacks, their
+/// declared defaults).
+package struct IncomingObject: Sendable, Hashable {
+    /// The object's identifier, the same on every replica.
+    package var id: PersistentIdentifier
+    /// Attribute values to write, by attribute name.
+    package var attributes: [String: StoredValue]
+    /// To-one relationship targets to write, by relationship name (nil: no target).
+    package var toOne: [String: PersistentIdentifier?]
+
+    package init(id: PersistentIdentifier, attributes: [String: StoredValue] = [:],
+                 toOne: [String: PersistentIdentifier?] = [:]) {
+        self.id = id
+        self.attributes = attributes
+        self.toOne = toOne
+    }
+}
+
+/// What ``ModelContext/applyIncoming(_:deleting:)`` could not apply as asked, for the mirror's report.
+package struct IncomingOutcome: Sendable, Hashable {
+    /// Deletions a `.deny` delete rule refused here (the object still has targets on this replica).
+    package var deniedDeletions: [PersistentIdentifier] = []
+    /// Objects deleted because a to-one target they were given is not in this store and the target's inverse
+    /// relationship cascades.
+    package var cascadedForMissingTarget: [PersistentIdentifier] = []
+}
+
+extension ModelContext {
+    /// Applies what another replica changed, as pending changes of this context: creates the objects this store
+    /// lacks (with their identifiers and declared defaults), writes the attributes and to-one relationships given
+    /// (keeping every inverse in step, as a property setter does), then deletes `deletions` with their delete rules.
+    ///
+    /// A to-one target this store does not have (deleted here, or deleted elsewhere while the object was pointed at
+    /// it) is treated as deleted, so every replica decides alike: when the target's inverse relationship cascades,
+    /// the object is deleted; otherwise it is left without a target. Objects and properties the container's schema
+    /// does not know are skipped.
+    ///
+    /// - Throws: only what reading the store throws; a deletion a `.deny` rule refuses is reported, not thrown.
+    /// - Complexity: O(objects × properties given), plus the delete rules' cost.
+    package func applyIncoming(_ objects: [IncomingObject], deleting deletions: [PersistentIdentifier]) throws
+        -> IncomingOutcome {
+        try core.checkOpen()
+        var outcome = IncomingOutcome()
+        var present: [(ModelObject, ModelMetadata, IncomingObject)] = []
+        for incoming in objects {
+            guard let metadata = runtime.metadataByName[incoming.id.entityName] else { continue }
+            let object: ModelObject
+            if let existing = _object(for: incoming.id, refresh: true), existing._$state != .deleted {
+                object = existing
+                for (name, value) in incoming.attributes {
+                    guard let slot = metadata.attributes.firstIndex(where: { $0.name == name }) else { continue }
+                    object._$writeAttributeNotifying(slot, value)
+                }
+            } else {
+                var attributes = metadata.attributes.map(\.encodedFallback)
+                for (name, value) in incoming.attributes {
+                    guard let slot = metadata.attributes.firstIndex(where: { $0.name == name }) else { continue }
+                    attributes[slot] = value
+                }
+                let relationships = metadata.relationships.map { $0.isToMany ? RelationshipTargets.toMany([])
+                                                                             : .toOne(nil) }
+                object = _materialize(ModelSnapshot(id: incoming.id, attributes: attributes,
+                                                    relationships: relationships), registering: false)
+                object._$committed = nil
+                object._$context = nil
+                _insertGraph(object)
+            }
+            present.append((object, metadata, incoming))
+        }
+        // Relationships once every object of the batch exists, so a target created by the same batch is found.
+        var orphans: [ModelObject] = []
+        for (object, metadata, incoming) in present {
+            for (name, target) in incoming.toOne {
+                guard let slot = metadata.relationships.firstIndex(where: { $0.name == name && !$0.isToMany })
+                else { continue }
+                guard let target else {
+                    object._$setRelationship(at: slot, to: [])
+                    continue
+                }
+                if let model = _object(for: target), model._$state != .deleted {
+                    object._$setRelationship(at: slot, to: [model])
+                } else if metadata.inverse(ofRelationship: slot)?.relationship.deleteRule == .cascade {
+                    orphans.append(object)
+                } else {
+                    object._$setRelationship(at: slot, to: [])
+                }
+            }
+        }
+        for id in deletions {
+            guard let object = _object(for: id), object._$state != .deleted else { continue }
+            do { try _delete([object]) } catch is DeleteError { outcome.deniedDeletions.append(id) }
+        }
+        for object in orphans where object._$state != .deleted {
+            do {
+                try _delete([object])
+                outcome.cascadedForMissingTarget.append(object._$id)
+            } catch is DeleteError {
+                outcome.deniedDeletions.append(object._$id)
+            }
+        }
+        return outcome
+    }
+}

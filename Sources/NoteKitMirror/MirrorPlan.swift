@@ -1,0 +1,142 @@
+import Foundation
+import NoteKit
+
+/// The server's columns for each entity of a schema, named as ``ServerTables`` made them, with what the mirror
+/// needs to move values through them.
+struct MirrorPlan {
+    struct Attribute {
+        let name: String
+        let slot: Int
+        let type: Schema.AttributeType
+        let isExternal: Bool
+        /// `"a_<name>"` and `"ac_<name>"`, quoted.
+        let value: String
+        let clock: String
+    }
+
+    struct ToOne {
+        let name: String
+        let slot: Int
+        let destination: String
+        /// `"r_<name>"` and `"rc_<name>"`, quoted.
+        let target: String
+        let clock: String
+    }
+
+    struct Entity {
+        let name: String
+        /// `namespace."e_<Entity>"`.
+        let table: String
+        let attributes: [Attribute]
+        let toOnes: [ToOne]
+        let attributeByName: [String: Attribute]
+        let toOneByName: [String: ToOne]
+    }
+
+    let namespace: String
+    let entities: [String: Entity]
+
+    /// The plan of `schema`'s tables in `namespace`.
+    ///
+    /// - Throws: ``MirrorError/invalidName(kind:name:reason:)`` as ``ServerTables`` does, and
+    ///   ``MirrorError/unsupportedRelationship(entity:relationship:reason:)`` for a to-many relationship whose
+    ///   inverse is not to-one (many-to-many, or without an inverse), which this version does not mirror yet.
+    init(schema: Schema, namespace: String) throws(MirrorError) {
+        let ns = try ServerTables.identifier(namespace, kind: "namespace", prefix: "").quoted
+        self.namespace = ns
+        var entities: [String: Entity] = [:]
+        for entity in schema.entities {
+            let table = try ServerTables.identifier(entity.name, kind: "entity", prefix: "e_")
+            var attributes: [Attribute] = []
+            for (slot, attribute) in entity.attributes.enumerated() {
+                let clock = try ServerTables.identifier(attribute.name, kind: "attribute", prefix: "ac_")
+                attributes.append(Attribute(name: attribute.name, slot: slot, type: attribute.type,
+                                            isExternal: attribute.options.contains(.externalStorage),
+                                            value: "\"a_\(attribute.name)\"", clock: clock.quoted))
+            }
+            var toOnes: [ToOne] = []
+            for (slot, relationship) in entity.relationships.enumerated() {
+                if relationship.isToMany {
+                    let inverse = relationship.inverse.flatMap {
+                        schema.entity(named: relationship.destination)?.relationship(named: $0)
+                    }
+                    guard let inverse, !inverse.isToMany else {
+                        throw .unsupportedRelationship(
+                            entity: entity.name, relationship: relationship.name,
+                            reason: inverse == nil ? "a to-many relationship without an inverse"
+                                : "a many-to-many relationship")
+                    }
+                    continue
+                }
+                let clock = try ServerTables.identifier(relationship.name, kind: "relationship", prefix: "rc_")
+                toOnes.append(ToOne(name: relationship.name, slot: slot, destination: relationship.destination,
+                                    target: "\"r_\(relationship.name)\"", clock: clock.quoted))
+            }
+            entities[entity.name] = Entity(
+                name: entity.name, table: "\(ns).\(table.quoted)", attributes: attributes, toOnes: toOnes,
+                attributeByName: Dictionary(uniqueKeysWithValues: attributes.map { ($0.name, $0) }),
+                toOneByName: Dictionary(uniqueKeysWithValues: toOnes.map { ($0.name, $0) }))
+        }
+        self.entities = entities
+    }
+}
+
+/// How attribute values travel in the server's `jsonb` columns: the store's own one-key form of a value
+/// (`{"string": "x"}`, `{"date": 7.5e8}`), so every type round-trips exactly; an external-storage value as
+/// `{"blob": "<sha-256>"}`, its bytes in `blobs`.
+enum MirrorValueCoding {
+    /// The JSON text of `value`.
+    static func encode(_ value: StoredValue) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    /// The value a column's JSON text holds, checked against the attribute's type.
+    ///
+    /// - Throws: a sentence saying what is wrong, for the report of a row skipped.
+    static func decode(_ text: String, as type: Schema.AttributeType) throws -> StoredValue {
+        let value: StoredValue
+        do { value = try JSONDecoder().decode(StoredValue.self, from: Data(text.utf8)) } catch {
+            throw MirrorRowProblem("the value \(text.prefix(80)) does not decode: \(error)")
+        }
+        guard fits(value, type) else {
+            throw MirrorRowProblem("a \(value.kindName) is not a \(type)")
+        }
+        return value
+    }
+
+    /// The blob a column's JSON text names, if it is `{"blob": "<sha-256>"}`.
+    static func blobName(_ text: String) -> String? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+              object.count == 1, let name = object["blob"] as? String, name.utf8.count == 64,
+              name.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else { return nil }
+        return name
+    }
+
+    /// Whether `value` is of a kind an attribute of `type` stores (widths and formats are the codec's to check).
+    static func fits(_ value: StoredValue, _ type: Schema.AttributeType) -> Bool {
+        switch (type, value) {
+        case (.optional(let wrapped), _): return value.isNull || fits(value, wrapped)
+        case (.bool, .bool): return true
+        case (.int, .int), (.int8, .int), (.int16, .int), (.int32, .int), (.int64, .int): return true
+        case (.uint, .uint), (.uint64, .uint), (.uint, .int), (.uint64, .int), (.uint8, .int), (.uint16, .int),
+             (.uint32, .int): return true
+        case (.double, .double), (.float, .double): return true
+        case (.string, .string), (.url, .string): return true
+        case (.date, .date), (.data, .data), (.uuid, .uuid), (.decimal, .decimal): return true
+        case (.array(let element), .array(let values)): return values.allSatisfy { fits($0, element) }
+        case (.dictionary(let element), .dictionary(let values)): return values.values.allSatisfy { fits($0, element) }
+        case (.rawRepresentable(_, let raw), _): return fits(value, raw)
+        case (.codable, .external): return false
+        case (.codable, _): return true
+        default: return false
+        }
+    }
+}
+
+/// Why one server row cannot be applied.
+struct MirrorRowProblem: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,744 @@
+import Foundation
+import NoteKit
+import NoteKitFileStore
+import Synchronization
+
+/// A server row a sync could not apply, and why: reported and skipped, never applied in part.
+public struct MirrorSkippedRow: Sendable, Hashable, CustomStringConvertible {
+    /// The zone the row belongs to.
+    public var zone: String
+    /// The entity of the row's table (`e_<entity>`).
+    public var entity: String
+    /// The row's key: the object's primary key, as the server holds it.
+    public var id: String
+    /// What is wrong with it.
+    public var reason: String
+
+    /// `zone/Entity/id: reason`.
+    public var description: String { "\(zone)/\(entity)/\(id): \(reason)" }
+}
+
+/// What one ``StoreMirror/sync()`` did.
+public struct MirrorSyncReport: Sendable, Hashable, CustomStringConvertible {
+    /// Local transactions sent to the server (the mirror's own imports and migrations are never sent).
+    public var exportedTransactions = 0
+    /// Whether the store's history no longer reached back to the last export (trimmed, or a server that lost the
+    /// zone), so every object was sent as it is now.
+    public var exportedBaseline = false
+    /// Other devices' changes taken from the server.
+    public var importedChanges = 0
+    /// The local transactions the imports committed, each with author ``StoreMirror/author``.
+    public var importTransactions: [DefaultHistoryToken] = []
+    /// Server rows that could not be applied (they stay on the server, and are read again by later syncs).
+    public var skippedRows: [MirrorSkippedRow] = []
+    /// Objects another device deleted that a `.deny` delete rule kept here, because they still have targets here.
+    public var deniedDeletions: [PersistentIdentifier] = []
+
+    /// One line: what was sent and received.
+    public var description: String {
+        var text = "exported \(exportedTransactions) transaction(s)\(exportedBaseline ? " and a baseline" : ""), "
+            + "imported \(importedChanges) change(s) in \(importTransactions.count) transaction(s)"
+        if !skippedRows.isEmpty { text += ", skipped \(skippedRows.count) row(s)" }
+        if !deniedDeletions.isEmpty { text += ", kept \(deniedDeletions.count) object(s) a deny rule protects" }
+        return text
+    }
+}
+
+/// Mirrors one store to a PostgreSQL server: sends every local transaction to the server and applies the other
+/// devices' changes, merged field by field (docs/MIRROR.md). The process that creates one mirrors; other processes
+/// that open the same store without one (extensions, tools) do not, and what they commit is sent by this one,
+/// since the store's history is the queue.
+///
+/// ```swift
+/// let mirror = try StoreMirror(container: container,
+///                              configuration: MirrorConfiguration(connectionString: "host=db dbname=notes",
+///                                                                 zone: "iCloud.com.example.fieldnotes"))
+/// let report = try mirror.sync()
+/// ```
+///
+/// Call ``sync()`` from any thread; two syncs of one store (in one process or several) take turns.
+public final class StoreMirror: Sendable {
+    /// The author of the transactions an import commits, as a context's `author` would be.
+    public static let author = "mirror"
+
+    /// The server, zone and namespace.
+    public let configuration: MirrorConfiguration
+    private let container: ModelContainer
+    private let plan: MirrorPlan
+    private let engine: Mutex<MirrorStateFile>
+
+    /// A mirror of `container`'s store to the server `configuration` names. Nothing is sent or read until
+    /// ``sync()``; the server's tables must have been made by `ModelContainer.initializeMirrorSchema(_:)`.
+    ///
+    /// A file store's mirroring state (device identity, clock, how far it has exported and imported: never the
+    /// connection string) is kept in `MIRROR` in its directory; an in-memory store's lives as long as this object.
+    ///
+    /// - Throws: ``MirrorError/invalidName(kind:name:reason:)`` for a zone, namespace, entity or property the
+    ///   server cannot name; ``MirrorError/unsupportedRelationship(entity:relationship:reason:)`` for a to-many
+    ///   relationship whose inverse is not to-one, which this version does not mirror.
+    public init(container: ModelContainer, configuration: MirrorConfiguration) throws(MirrorError) {
+        try ServerTables.validateZone(configuration.zone)
+        _ = try ServerTables(schema: container.schema, namespace: configuration.namespace)
+        plan = try MirrorPlan(schema: container.schema, namespace: configuration.namespace)
+        self.container = container
+        self.configuration = configuration
+        let file = MirrorStateFile(directory: (container.store as? FileStore)?.configuration.url)
+        // From now on the history, the export queue, keeps everything this device has not sent.
+        do {
+            try file.withLock { () throws in
+                let state = try SyncSession.loadState(file, configuration)
+                try SyncSession.hold(container, after: state.exportedThrough)
+            }
+        } catch let error as MirrorError {
+            throw error
+        } catch {
+            throw .storeFailed(operation: "hold its history", reason: "\(error)")
+        }
+        engine = Mutex(file)
+    }
+
+    /// Sends the local transactions the server does not have yet, then applies the other devices' changes, in
+    /// batches, each as one local transaction by ``author``.
+    ///
+    /// Safe to retry after any failure: a transaction the server already has is never recorded twice, and an
+    /// import interrupted before its local save is read again.
+    ///
+    /// - Throws: ``MirrorError/schemaNotInitialized(zone:namespace:)``,
+    ///   ``MirrorError/schemaBehindZone(zone:schemaVersion:zoneVersion:)`` (before anything is written),
+    ///   connection and server errors, ``MirrorError/storeFailed(operation:reason:)`` when the store refuses, and
+    ///   the state file's errors.
+    /// - Complexity: one server round trip an exported object; a few an imported batch of up to 500 changes.
+    @discardableResult
+    public func sync() throws(MirrorError) -> MirrorSyncReport {
+        try engine.withLock { file throws(MirrorError) -> MirrorSyncReport in
+            do {
+                return try file.withLock { () throws -> MirrorSyncReport in
+                    var session = try SyncSession(container: container, configuration: configuration, plan: plan,
+                                                  file: file)
+                    return try session.run()
+                }
+            } catch let error as MirrorError {
+                throw error
+            } catch {
+                throw .storeFailed(operation: "sync", reason: "\(error)")
+            }
+        }
+    }
+}
+
+/// One sync: the state read at its start, the connection, and what it did.
+private struct SyncSession {
+    let container: ModelContainer
+    let configuration: MirrorConfiguration
+    let plan: MirrorPlan
+    let file: MirrorStateFile
+    let connection: PostgresConnection
+    var state: MirrorState
+    var report = MirrorSyncReport()
+    /// Whether everything must be sent as it is now: the server has never seen this device's earlier exports.
+    var needsBaseline = false
+
+    /// Transactions of these authors are never sent: imports (every device makes its own) and migrations.
+    static let localOnlyAuthors: Set<String> = [StoreMirror.author, HistoryRecord.migrationAuthor]
+    static let importBatch = 500
+
+    init(container: ModelContainer, configuration: MirrorConfiguration, plan: MirrorPlan,
+         file: MirrorStateFile) throws(MirrorError) {
+        self.container = container
+        self.configuration = configuration
+        self.plan = plan
+        self.file = file
+        state = try Self.loadState(file, configuration)
+        connection = try PostgresConnection(configuration.connectionString)
+    }
+
+    /// The device's state, made (and saved) on the store's first mirroring.
+    ///
+    /// - Throws: ``MirrorError/stateOfAnotherZone(zone:namespace:)`` for the state of another zone, and the state
+    ///   file's errors.
+    static func loadState(_ file: MirrorStateFile, _ configuration: MirrorConfiguration) throws(MirrorError)
+        -> MirrorState {
+        let loaded = try file.load()
+        if let loaded, loaded.zone != configuration.zone || loaded.namespace != configuration.namespace {
+            throw .stateOfAnotherZone(zone: loaded.zone, namespace: loaded.namespace)
+        }
+        if let loaded { return loaded }
+        let state = MirrorState(zone: configuration.zone, namespace: configuration.namespace)
+        try file.save(state)
+        return state
+    }
+
+    /// Holds the store's history after `exported`: trimming (retention, `deleteHistory`) keeps what is not sent.
+    static func hold(_ container: ModelContainer, after exported: UInt64) throws(MirrorError) {
+        guard let store = container.store as? any HistoryHolding else { return }
+        do { try store.holdHistory(after: exported) } catch {
+            throw .storeFailed(operation: "hold its history", reason: "\(error)")
+        }
+    }
+
+    var ns: String { plan.namespace }
+    var zone: String { configuration.zone }
+
+    mutating func run() throws -> MirrorSyncReport {
+        try register()
+        try export()
+        try importChanges()
+        return report
+    }
+
+    // MARK: Registration
+
+    /// Checks the zone's schemas and records the device; a server that has no record of a device this state says
+    /// has exported before (a new or reset server) gets everything again.
+    private mutating func register() throws(MirrorError) {
+        let schema = container.schema
+        let schemas: PostgresConnection.Rows
+        do {
+            schemas = try connection.execute("""
+                SELECT schema_hash, major, minor, patch FROM \(ns)."zone_schemas" WHERE zone = $1
+                """, [zone], purpose: "read the zone's schemas")
+        } catch MirrorError.serverError(_, _, "42P01", _) {
+            throw .schemaNotInitialized(zone: zone, namespace: configuration.namespace)
+        }
+        var newest: Schema.Version?
+        var known = false
+        for row in schemas.values {
+            if row[0] == schema.contentHash { known = true }
+            if let major = row[1].flatMap(Int.init), let minor = row[2].flatMap(Int.init),
+               let patch = row[3].flatMap(Int.init) {
+                let version = Schema.Version(major, minor, patch)
+                if newest.map({ version > $0 }) ?? true { newest = version }
+            }
+        }
+        if let newest, schema.version < newest {
+            throw .schemaBehindZone(zone: zone, schemaVersion: schema.version.description,
+                                    zoneVersion: newest.description)
+        }
+        guard known else { throw .schemaNotInitialized(zone: zone, namespace: configuration.namespace) }
+        let device = try connection.execute("""
+            INSERT INTO \(ns)."devices" AS d (zone, device, schema_hash, seen_at) VALUES ($1, $2::uuid, $3, now())
+            ON CONFLICT (zone, device) DO UPDATE SET schema_hash = EXCLUDED.schema_hash, seen_at = now()
+            RETURNING exported_token, (xmax = 0)
+            """, [zone, state.device.uuidString, schema.contentHash], purpose: "record the device")
+        let isNew = device.values.first?[1] == "t"
+        let serverExported = device.values.first?[0].flatMap { $0 }.flatMap(UInt64.init)
+        if isNew && (state.exportedThrough > 0 || state.importedSequence > 0) {
+            // The server never saw this device: it lost the zone or is another server. Start over with it.
+            state.exportedThrough = 0
+            state.importedSequence = 0
+            needsBaseline = true
+        } else if let serverExported, serverExported > state.exportedThrough {
+            // The server committed an export whose local record was lost to a crash.
+            state.exportedThrough = serverExported
+            state.pendingClocks.removeAll { $0.transaction <= serverExported }
+        }
+    }
+
+    // MARK: Export
+
+    private func history() throws -> HistoryLog {
+        if let fileStore = container.store as? FileStore { _ = try fileStore.refresh() }
+        return try container.store.history()
+    }
+
+    /// Gives each local transaction not clocked yet its clock: the next tick at its commit time.
+    private mutating func assignClocks(_ log: HistoryLog, through last: UInt64) throws(MirrorError) {
+        var changed = false
+        for record in log.records where record.number > state.clockedThrough && record.number <= last {
+            if !Self.localOnlyAuthors.contains(record.author ?? "") {
+                state.pendingClocks.append(.init(transaction: record.number,
+                                                 clock: state.clock.tick(at: record.timestamp)))
+            }
+            state.clockedThrough = record.number
+            changed = true
+        }
+        if last > state.clockedThrough {
+            // Numbers the history does not hold (deleted from it) are covered by a baseline export.
+            state.clockedThrough = last
+            changed = true
+        }
+        if changed { try file.save(state) }
+    }
+
+    private mutating func export() throws {
+        let log = try history()
+        let generation = container.store.generation
+        let exported = state.exportedThrough
+        guard generation > exported || needsBaseline else { return }
+        try assignClocks(log, through: generation)
+        let records = log.records.filter { $0.number > exported && $0.number <= generation }
+        let complete = generation <= exported || records.map(\.number) == Array((exported + 1)...generation)
+        if !complete || needsBaseline {
+            try exportBaseline(through: generation)
+            return
+        }
+        let clocks = Dictionary(state.pendingClocks.map { ($0.transaction, $0.clock) }, uniquingKeysWith: max)
+        var batch: [(HistoryRecord, UInt64)] = []
+        var objects = 0
+        func flush(_ session: inout SyncSession, through last: UInt64) throws {
+            try session.push(batch, through: last)
+            batch = []
+            objects = 0
+        }
+        for record in records {
+            if let clock = clocks[record.number] {
+                batch.append((record, clock))
+                objects += record.changeCount
+            }
+            if objects >= 1000 { try flush(&self, through: record.number) }
+        }
+        if !batch.isEmpty || state.exportedThrough < generation { try flush(&self, through: generation) }
+    }
+
+    /// Sends `batch` (transactions and their clocks) in one server transaction, then records that everything
+    /// through `last` is exported.
+    private mutating func push(_ batch: [(HistoryRecord, UInt64)], through last: UInt64) throws {
+        let store = container.store
+        try connection.transaction(purpose: "send local changes") { () throws(MirrorError) in
+            try lockZone()
+            for (record, clock) in batch {
+                let body = Self.body(of: record)
+                let inserted = try connection.execute("""
+                    INSERT INTO \(ns)."changes" (zone, device, token, author, body)
+                    VALUES ($1, $2::uuid, $3::bigint, $4, $5::jsonb) ON CONFLICT DO NOTHING RETURNING seq
+                    """, [zone, state.device.uuidString, String(record.number), record.author, body],
+                    purpose: "record a change")
+                // Already there: a push whose local record of success was lost. Its objects were merged then.
+                guard !inserted.values.isEmpty else { continue }
+                let insertedIDs = record.inserted
+                let snapshots = store.snapshots(for: insertedIDs + record.updated.map(\.id))
+                for (id, snapshot) in zip(insertedIDs, snapshots.prefix(insertedIDs.count)) {
+                    guard let snapshot, let entity = plan.entities[id.entityName] else { continue }
+                    try merge(snapshot, entity: entity, attributes: entity.attributes, toOnes: entity.toOnes,
+                              clock: clock, created: true)
+                }
+                for (update, snapshot) in zip(record.updated, snapshots.dropFirst(insertedIDs.count)) {
+                    guard let snapshot, let entity = plan.entities[update.id.entityName] else { continue }
+                    let names = Set(update.properties)
+                    let attributes = entity.attributes.filter { names.contains($0.name) }
+                    let toOnes = entity.toOnes.filter { names.contains($0.name) }
+                    guard !attributes.isEmpty || !toOnes.isEmpty else { continue }
+                    try merge(snapshot, entity: entity, attributes: attributes, toOnes: toOnes, clock: clock,
+                              created: false)
+                }
+                for deletion in record.deleted {
+                    guard let entity = plan.entities[deletion.id.entityName] else { continue }
+                    try connection.execute("""
+                        INSERT INTO \(entity.table) AS t (zone, id, created_clock, deleted_clock)
+                        VALUES ($1, $2, 0, $3::bigint) ON CONFLICT (zone, id) DO UPDATE
+                        SET deleted_clock = GREATEST(t.deleted_clock, EXCLUDED.deleted_clock)
+                        """, [zone, Self.key(deletion.id), String(clock)], purpose: "record a deletion")
+                }
+            }
+            try connection.execute("""
+                UPDATE \(ns)."devices" SET exported_token = $3::bigint, seen_at = now()
+                WHERE zone = $1 AND device = $2::uuid
+                """, [zone, state.device.uuidString, String(last)], purpose: "record the export")
+        }
+        report.exportedTransactions += batch.count
+        state.exportedThrough = last
+        state.pendingClocks.removeAll { $0.transaction <= last }
+        try file.save(state)
+        try Self.hold(container, after: last)
+    }
+
+    /// Sends every object as it is now, at one new clock: when the history no longer reaches the last export.
+    private mutating func exportBaseline(through last: UInt64) throws {
+        let clock = state.clock.tick(at: Date())
+        try file.save(state)
+        try connection.transaction(purpose: "send the store's baseline") { () throws(MirrorError) in
+            try lockZone()
+            try connection.execute("""
+                INSERT INTO \(ns)."changes" (zone, device, token, author, body)
+                VALUES ($1, $2::uuid, $3::bigint, NULL, $4::jsonb) ON CONFLICT DO NOTHING
+                """, [zone, state.device.uuidString, String(last), #"{"baseline": true}"#],
+                purpose: "record the baseline")
+        }
+        for entity in plan.entities.values.sorted(by: { $0.name < $1.name }) {
+            let ids: [PersistentIdentifier]
+            do {
+                ids = try container.store.fetch(StoreFetchRequest(entity: entity.name, resultType: .identifiers))
+                    .identifiers
+            } catch {
+                throw MirrorError.storeFailed(operation: "list \(entity.name) objects", reason: "\(error)")
+            }
+            for chunk in stride(from: 0, to: ids.count, by: 1000) {
+                let part = Array(ids[chunk..<min(chunk + 1000, ids.count)])
+                let snapshots = container.store.snapshots(for: part)
+                try connection.transaction(purpose: "send the store's baseline") { () throws(MirrorError) in
+                    try lockZone()
+                    for snapshot in snapshots.compactMap({ $0 }) {
+                        try merge(snapshot, entity: entity, attributes: entity.attributes, toOnes: entity.toOnes,
+                                  clock: clock, created: true)
+                    }
+                }
+            }
+        }
+        try connection.execute("""
+            UPDATE \(ns)."devices" SET exported_token = $3::bigint WHERE zone = $1 AND device = $2::uuid
+            """, [zone, state.device.uuidString, String(last)], purpose: "record the export")
+        report.exportedBaseline = true
+        state.exportedThrough = last
+        state.pendingClocks.removeAll { $0.transaction <= last }
+        try file.save(state)
+        try Self.hold(container, after: last)
+    }
+
+    /// Pushes are serialized per zone, so that `changes.seq` grows in commit order and a reader that has read
+    /// through a number never sees a smaller one appear later.
+    private func lockZone() throws(MirrorError) {
+        try connection.execute("SELECT pg_advisory_xact_lock(19019, hashtext($1))", [zone],
+                               purpose: "lock the zone")
+    }
+
+    /// Merges `attributes` and `toOnes` of `snapshot` into the object's server row at `clock`: each column takes the
+    /// value with the later clock (equal clocks: the greater JSON text, so every server decides alike).
+    private func merge(_ snapshot: ModelSnapshot, entity: MirrorPlan.Entity, attributes: [MirrorPlan.Attribute],
+                       toOnes: [MirrorPlan.ToOne], clock: UInt64, created: Bool) throws(MirrorError) {
+        var columns = ["zone", "id", "created_clock"]
+        var values: [String] = ["$1", "$2", "$3::bigint"]
+        var parameters: [String?] = [zone, Self.key(snapshot.id), created ? String(clock) : "0"]
+        var updates = created ? ["created_clock = GREATEST(t.created_clock, EXCLUDED.created_clock)"] : []
+        func add(_ value: String, _ clockColumn: String, _ parameter: String?, cast: String) {
+            columns += [value, clockColumn]
+            parameters += [parameter, String(clock)]
+            values += ["$\(parameters.count - 1)::\(cast)", "$\(parameters.count)::bigint"]
+            let wins = "t.\(clockColumn) IS NULL OR EXCLUDED.\(clockColumn) > t.\(clockColumn) OR "
+                + "(EXCLUDED.\(clockColumn) = t.\(clockColumn) AND EXCLUDED.\(value)::text > t.\(value)::text)"
+            updates.append("\(value) = CASE WHEN \(wins) THEN EXCLUDED.\(value) ELSE t.\(value) END")
+            updates.append("\(clockColumn) = GREATEST(t.\(clockColumn), EXCLUDED.\(clockColumn))")
+        }
+        for attribute in attributes {
+            add(attribute.value, attribute.clock, try encodedValue(snapshot.attributes[attribute.slot], attribute),
+                cast: "jsonb")
+        }
+        for toOne in toOnes {
+            let target: String?
+            if case .toOne(let id?) = snapshot.relationships[toOne.slot] { target = Self.key(id) } else { target = nil }
+            add(toOne.target, toOne.clock, target, cast: "text")
+        }
+        let conflict = updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET " + updates.joined(separator: ", ")
+        try connection.execute("""
+            INSERT INTO \(entity.table) AS t (\(columns.joined(separator: ", ")))
+            VALUES (\(values.joined(separator: ", "))) ON CONFLICT (zone, id) \(conflict)
+            """, parameters, purpose: "merge a \(entity.name)")
+    }
+
+    /// The JSON a value column holds; external-storage bytes go to `blobs` first.
+    private func encodedValue(_ value: StoredValue, _ attribute: MirrorPlan.Attribute) throws(MirrorError) -> String {
+        do {
+            var bytes: Data?
+            switch value {
+            case .external(let external): bytes = try external.load()
+            case .data(let data) where attribute.isExternal: bytes = data
+            default: bytes = nil
+            }
+            if let bytes {
+                let name = SHA256Digest.hexString(bytes)
+                try connection.execute("""
+                    INSERT INTO \(ns)."blobs" (zone, hash, bytes) VALUES ($1, $2, decode($3, 'hex'))
+                    ON CONFLICT DO NOTHING
+                    """, [zone, name, Self.hex(bytes)], purpose: "store a blob")
+                return #"{"blob":"\#(name)"}"#
+            }
+            return try MirrorValueCoding.encode(value)
+        } catch let error as MirrorError {
+            throw error
+        } catch {
+            throw .storeFailed(operation: "read \(attribute.name)", reason: "\(error)")
+        }
+    }
+
+    // MARK: Import
+
+    private mutating func importChanges() throws {
+        while true {
+            let batch = try readBatch()
+            guard let last = batch.lastSequence else { return }
+            if !batch.rows.isEmpty || !batch.deleted.isEmpty {
+                try apply(batch)
+            }
+            report.importedChanges += batch.changeCount
+            state.importedSequence = last
+            try file.save(state)
+            try connection.execute("""
+                UPDATE \(ns)."devices" SET imported_seq = $3::bigint WHERE zone = $1 AND device = $2::uuid
+                """, [zone, state.device.uuidString, String(last)], purpose: "record the import")
+            if batch.changeRows < Self.importBatch { return }
+        }
+    }
+
+    /// One server object as a sync read it: its clocks and the values of this schema's columns.
+    struct ServerRow {
+        var id: PersistentIdentifier
+        var created: Int64
+        var deleted: Int64?
+        var attributes: [String: (value: StoredValue, clock: UInt64)] = [:]
+        var toOnes: [String: (target: PersistentIdentifier?, clock: UInt64)] = [:]
+        var isAlive: Bool { deleted.map { created > $0 } ?? true }
+    }
+
+    struct Batch {
+        var lastSequence: Int64?
+        var changeRows = 0
+        var changeCount = 0
+        var rows: [ServerRow] = []
+        var deleted: [ServerRow] = []
+    }
+
+    /// The next changes after the cursor and, for those of other devices, the merged rows of the objects they name,
+    /// read in one snapshot of the server.
+    private mutating func readBatch() throws -> Batch {
+        var batch = Batch()
+        try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", purpose: "read changes")
+        defer { _ = try? connection.execute("COMMIT", purpose: "read changes") }
+        let changes = try connection.execute("""
+            SELECT seq, device::text, body FROM \(ns)."changes" WHERE zone = $1 AND seq > $2::bigint
+            ORDER BY seq LIMIT \(Self.importBatch)
+            """, [zone, String(state.importedSequence)], purpose: "read changes").values
+        batch.changeRows = changes.count
+        var keys: [String: Set<String>] = [:]
+        let me = state.device.uuidString.lowercased()
+        for row in changes {
+            guard let sequence = row[0].flatMap(Int64.init) else { continue }
+            batch.lastSequence = sequence
+            guard row[1]?.lowercased() != me, let body = row[2] else { continue }
+            batch.changeCount += 1
+            if Self.isBaseline(body) {
+                // Another device sent everything: read every object of the zone.
+                for entity in plan.entities.keys { keys[entity] = nil }
+                for entity in plan.entities.values {
+                    let ids = try connection.execute("SELECT id FROM \(entity.table) WHERE zone = $1", [zone],
+                                                     purpose: "read a baseline").values.compactMap { $0[0] }
+                    keys[entity.name, default: []].formUnion(ids)
+                }
+                continue
+            }
+            for (entity, id) in Self.objects(in: body) where plan.entities[entity] != nil {
+                keys[entity, default: []].insert(id)
+            }
+        }
+        for (name, ids) in keys.sorted(by: { $0.key < $1.key }) {
+            guard let entity = plan.entities[name] else { continue }
+            let sorted = ids.sorted()
+            for start in stride(from: 0, to: sorted.count, by: 1000) {
+                let part = sorted[start..<min(start + 1000, sorted.count)]
+                for row in try readRows(entity, ids: Array(part)) {
+                    if row.isAlive { batch.rows.append(row) } else { batch.deleted.append(row) }
+                }
+            }
+        }
+        return batch
+    }
+
+    private mutating func readRows(_ entity: MirrorPlan.Entity, ids: [String]) throws -> [ServerRow] {
+        var select = ["id", "created_clock", "deleted_clock"]
+        for attribute in entity.attributes { select += [attribute.value + "::text", attribute.clock] }
+        for toOne in entity.toOnes { select += [toOne.target, toOne.clock] }
+        let rows = try connection.execute("""
+            SELECT \(select.joined(separator: ", ")) FROM \(entity.table) WHERE zone = $1 AND id = ANY($2::text[])
+            """, [zone, "{" + ids.joined(separator: ",") + "}"], purpose: "read \(entity.name) objects").values
+        var result: [ServerRow] = []
+        for row in rows {
+            let key = row[0] ?? ""
+            do {
+                result.append(try decode(row, entity: entity))
+            } catch {
+                report.skippedRows.append(MirrorSkippedRow(zone: zone, entity: entity.name, id: key,
+                                                           reason: "\(error)"))
+            }
+        }
+        return result
+    }
+
+    /// A server row as values of this schema, or why it cannot be applied.
+    private mutating func decode(_ row: [String?], entity: MirrorPlan.Entity) throws -> ServerRow {
+        guard let key = row[0], let uuid = UUID(uuidString: key) else {
+            throw MirrorRowProblem("the key \(row[0] ?? "NULL") is not a UUID")
+        }
+        guard let created = row[1].flatMap(Int64.init) else { throw MirrorRowProblem("created_clock is missing") }
+        let deleted = row[2].flatMap(Int64.init)
+        var result = ServerRow(id: PersistentIdentifier(entityName: entity.name, primaryKey: uuid), created: created,
+                               deleted: deleted)
+        state.clock.receive(UInt64(max(0, max(created, deleted ?? 0))))
+        var column = 3
+        for attribute in entity.attributes {
+            defer { column += 2 }
+            guard let text = row[column], let clock = row[column + 1].flatMap(UInt64.init) else { continue }
+            state.clock.receive(clock)
+            let value: StoredValue
+            if attribute.isExternal, let name = MirrorValueCoding.blobName(text) {
+                value = .data(try blob(name))
+            } else {
+                value = try MirrorValueCoding.decode(text, as: attribute.type)
+            }
+            result.attributes[attribute.name] = (value, clock)
+        }
+        for toOne in entity.toOnes {
+            defer { column += 2 }
+            guard let clock = row[column + 1].flatMap(UInt64.init) else { continue }
+            state.clock.receive(clock)
+            var target: PersistentIdentifier?
+            if let text = row[column] {
+                guard let uuid = UUID(uuidString: text) else {
+                    throw MirrorRowProblem("\(toOne.name) points at \(text), which is not a UUID")
+                }
+                target = PersistentIdentifier(entityName: toOne.destination, primaryKey: uuid)
+            }
+            result.toOnes[toOne.name] = (target, clock)
+        }
+        return result
+    }
+
+    private func blob(_ name: String) throws -> Data {
+        let rows = try connection.execute("""
+            SELECT encode(bytes, 'hex') FROM \(ns)."blobs" WHERE zone = $1 AND hash = $2
+            """, [zone, name], purpose: "read a blob").values
+        guard let hex = rows.first?[0], let bytes = Self.bytes(hex: hex) else {
+            throw MirrorRowProblem("its blob \(name) is not on the server")
+        }
+        guard SHA256Digest.hexString(bytes) == name else {
+            throw MirrorRowProblem("its blob \(name) does not hash to its name")
+        }
+        return bytes
+    }
+
+    /// The local clocks of what local transactions not exported yet changed, by object.
+    private struct LocalPending {
+        var fields: [String: UInt64] = [:]
+        var inserted: UInt64?
+        var deleted: UInt64?
+    }
+
+    /// Applies a batch as one local transaction, committed only if no other transaction came in between (it is
+    /// then computed again), so that an import never overwrites a local save it has not weighed.
+    private mutating func apply(_ batch: Batch) throws {
+        for attempt in 1...20 {
+            let log = try history()
+            let generation = container.store.generation
+            try assignClocks(log, through: generation)
+            let pending = Self.pending(log, after: state.exportedThrough, clocks: state.pendingClocks,
+                                       schema: container.schema)
+            var objects: [IncomingObject] = []
+            for row in batch.rows {
+                let local = pending[row.id]
+                if let deleted = local?.deleted, deleted > UInt64(max(0, row.created)) { continue }
+                var incoming = IncomingObject(id: row.id)
+                for (name, field) in row.attributes where (local?.fields[name] ?? 0) < field.clock {
+                    incoming.attributes[name] = field.value
+                }
+                for (name, field) in row.toOnes where (local?.fields[name] ?? 0) < field.clock {
+                    incoming.toOne[name] = field.target
+                }
+                objects.append(incoming)
+            }
+            var deletions: [PersistentIdentifier] = []
+            for row in batch.deleted {
+                if let inserted = pending[row.id]?.inserted, inserted > UInt64(max(0, row.deleted ?? 0)) { continue }
+                deletions.append(row.id)
+            }
+            let context = ModelContext(container)
+            context.author = StoreMirror.author
+            context.expectedStoreGeneration = generation
+            let outcome = try context.applyIncoming(objects, deleting: deletions)
+            guard context.hasChanges else { return }
+            do {
+                try context.save()
+            } catch is StoreGenerationMoved where attempt < 20 {
+                continue
+            }
+            if let token = context.currentHistoryToken() { report.importTransactions.append(token) }
+            report.deniedDeletions += outcome.deniedDeletions
+            // The import's own transaction is never sent.
+            try assignClocks(try history(), through: container.store.generation)
+            return
+        }
+    }
+
+    private static func pending(_ log: HistoryLog, after exported: UInt64, clocks: [MirrorState.Pending],
+                                schema: Schema) -> [PersistentIdentifier: LocalPending] {
+        let byNumber = Dictionary(clocks.map { ($0.transaction, $0.clock) }, uniquingKeysWith: max)
+        var result: [PersistentIdentifier: LocalPending] = [:]
+        for record in log.records where record.number > exported {
+            guard let clock = byNumber[record.number] else { continue }
+            for id in record.inserted {
+                result[id, default: .init()].inserted = clock
+                if let entity = schema.entity(named: id.entityName) {
+                    for name in entity.attributes.map(\.name) + entity.relationships.map(\.name) {
+                        result[id, default: .init()].fields[name] = clock
+                    }
+                }
+            }
+            for update in record.updated {
+                for name in update.properties { result[update.id, default: .init()].fields[name] = clock }
+            }
+            for deletion in record.deleted { result[deletion.id, default: .init()].deleted = clock }
+        }
+        return result
+    }
+
+    // MARK: Encoding
+
+    /// A change row's body: which objects the transaction touched and how (`{"objects": [{"e": "Note", "id": …,
+    /// "op": "update", "p": ["title"]}]}`). Values are in the entity tables.
+    static func body(of record: HistoryRecord) -> String {
+        var objects: [[String: Any]] = []
+        for id in record.inserted { objects.append(["e": id.entityName, "id": key(id), "op": "insert"]) }
+        for update in record.updated {
+            objects.append(["e": update.id.entityName, "id": key(update.id), "op": "update", "p": update.properties])
+        }
+        for deletion in record.deleted { objects.append(["e": deletion.id.entityName, "id": key(deletion.id), "op": "delete"]) }
+        let data = (try? JSONSerialization.data(withJSONObject: ["objects": objects], options: [.sortedKeys])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Whether a body is a baseline's (`{"baseline": true}`): every object of the zone.
+    static func isBaseline(_ body: String) -> Bool {
+        guard let root = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else { return false }
+        return root["baseline"] as? Bool == true
+    }
+
+    /// The objects a body names, as (entity, key); keys that are not UUIDs are left out.
+    static func objects(in body: String) -> [(String, String)] {
+        guard let root = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
+              let objects = root["objects"] as? [[String: Any]] else { return [] }
+        return objects.compactMap { object in
+            guard let entity = object["e"] as? String, let id = object["id"] as? String,
+                  UUID(uuidString: id) != nil else { return nil }
+            return (entity, id.lowercased())
+        }
+    }
+
+    /// An object's key on the server: its UUID in lower case.
+    static func key(_ id: PersistentIdentifier) -> String { id.primaryKey.uuidString.lowercased() }
+
+    static func hex(_ bytes: Data) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 15)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    static func bytes(hex: String) -> Data? {
+        let utf8 = Array(hex.utf8)
+        guard utf8.count % 2 == 0 else { return nil }
+        func value(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 0x30...0x39: c - 0x30
+            case 0x61...0x66: c - 0x61 + 10
+            case 0x41...0x46: c - 0x41 + 10
+            default: nil
+            }
+        }
+        var data = Data(capacity: utf8.count / 2)
+        for index in stride(from: 0, to: utf8.count, by: 2) {
+            guard let high = value(utf8[index]), let low = value(utf8[index + 1]) else { return nil }
+            data.append(high << 4 | low)
+        }
+        return data
+    }
+}

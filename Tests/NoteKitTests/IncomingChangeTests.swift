@@ -1,0 +1,83 @@
+import Foundation
+import NoteKitFileStore
+import NoteKitTestSupport
+import Testing
+@testable import NoteKit
+
+/// The seam a mirror's import uses (issue 18): a save that commits only at the store generation it was computed
+/// at, and changes applied by entity and property name with the context's rules.
+@Suite("Changes applied from another replica")
+struct IncomingChangeTests {
+    @Test("A conditional save is refused once another context or container has committed", arguments: StoreKind.allCases)
+    func conditionalSaveSeesEveryCommit(kind: StoreKind) throws {
+        let container = try ModelContainer.fieldNotes(on: kind)
+        let first = ModelContext(container)
+        first.insert(NoteKitTestSupport.NoteRecord())
+        try first.save()
+
+        let importer = ModelContext(container)
+        importer.expectedStoreGeneration = container.store.generation
+        let note = try #require(try importer.fetch(FetchDescriptor<NoteKitTestSupport.NoteRecord>()).first)
+        note.title = "from the server"
+        // Another writer commits in between: on a file store, through another container (as another process would,
+        // seen only once the save catches up under the lock).
+        let other: ModelContainer
+        if let store = container.store as? FileStore {
+            other = try ModelContainer(for: container.schema,
+                                       configurations: [FileStoreConfiguration(url: store.configuration.url)])
+        } else {
+            other = container
+        }
+        let writer = ModelContext(other)
+        writer.insert(NoteKitTestSupport.NoteRecord())
+        try writer.save()
+
+        #expect(throws: StoreGenerationMoved.self) { try importer.save() }
+        #expect(importer.hasChanges, "a refused save keeps its changes")
+        importer.expectedStoreGeneration = other.store.generation
+        try importer.save()
+        #expect(try ModelContext(other).fetch(FetchDescriptor<NoteKitTestSupport.NoteRecord>()).contains { $0.title == "from the server" })
+    }
+
+    @Test("Incoming objects are created with their identifiers, linked in both directions, and deleted with rules",
+          arguments: StoreKind.allCases)
+    func incomingObjectsFollowTheContextsRules(kind: StoreKind) throws {
+        let container = try ModelContainer.fieldNotes(on: kind)
+        let notebookID = PersistentIdentifier(entityName: "NotebookRecord", primaryKey: UUID())
+        let noteID = PersistentIdentifier(entityName: "NoteRecord", primaryKey: UUID())
+        let photoID = PersistentIdentifier(entityName: "PhotoRecord", primaryKey: UUID())
+        let context = ModelContext(container)
+        // The note comes before its notebook in the batch: relationships are set once every object exists.
+        _ = try context.applyIncoming([
+            IncomingObject(id: noteID, attributes: ["title": .string("incoming")], toOne: ["notebook": notebookID]),
+            IncomingObject(id: notebookID, attributes: ["name": .string("Trips")]),
+            IncomingObject(id: photoID, attributes: ["fileName": .string("a.jpg")], toOne: ["note": noteID]),
+        ], deleting: [])
+        try context.save()
+        let check = ModelContext(container)
+        let note = try #require(check.model(for: noteID) as? NoteKitTestSupport.NoteRecord)
+        #expect(note.title == "incoming" && note.body == "" && note.notebook?.name == "Trips")
+        #expect(note.notebook?.notes.map(\.persistentModelID) == [noteID])
+        #expect(note.photos.map(\.persistentModelID) == [photoID])
+
+        // A target this store does not have: the photo's inverse (NoteRecord.photos) cascades, so the photo goes;
+        // the note's (NotebookRecord.notes) nullifies, so the note stays without a notebook.
+        let gone = PersistentIdentifier(entityName: "NoteRecord", primaryKey: UUID())
+        let goneNotebook = PersistentIdentifier(entityName: "NotebookRecord", primaryKey: UUID())
+        let outcome = try context.applyIncoming([
+            IncomingObject(id: photoID, toOne: ["note": gone]),
+            IncomingObject(id: noteID, toOne: ["notebook": goneNotebook]),
+        ], deleting: [])
+        try context.save()
+        #expect(outcome.cascadedForMissingTarget == [photoID])
+        let after = ModelContext(container)
+        #expect(after.model(for: photoID) == nil)
+        #expect((after.model(for: noteID) as? NoteKitTestSupport.NoteRecord)?.notebook == nil)
+
+        // A deletion applies the delete rules: the notebook's notes are nullified, not deleted.
+        _ = try context.applyIncoming([], deleting: [notebookID])
+        try context.save()
+        #expect(ModelContext(container).model(for: notebookID) == nil)
+        #expect(ModelContext(container).model(for: noteID) != nil)
+    }
+}
