@@ -25,18 +25,18 @@ let package = Package(
         // libpq's C interface, found through pkg-config (Debian: libpq-dev).
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(name: "NoteKitMirror", dependencies: ["NoteKit", "NoteKitFileStore", "CLibPQ"]),
-        .executableTarget(name: "notekit", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore"]),
+        .executableTarget(name: "notekit", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitMirror"]),
         .executableTarget(name: "notekit-bench", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore"]),
         // What both test targets share: the kinds of store every behaviour test runs on, temporary directories,
         // a file system that fails on purpose.
         .target(name: "NoteKitTestSupport", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore"], path: "Tests/TestSupport"),
         // The kill test's child and its long mode (docs/reliability/kill.md): `swift run -c release notekit-stress kill`.
-        .executableTarget(name: "notekit-stress", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitTestSupport"]),
+        .executableTarget(name: "notekit-stress", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitMirror", "NoteKitTestSupport"]),
         // Writes Fixtures/v1–v4 through the frozen schemas: `swift run notekit-fixtures Fixtures`.
         .executableTarget(name: "notekit-fixtures", dependencies: ["NoteKitTestSupport"], path: "Tests/FixtureGenerator"),
         .testTarget(name: "NoteKitTests", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitTestSupport"]),
         // The mirror against a PostgreSQL server each test starts from the machine's binaries.
-        .testTarget(name: "MirrorTests", dependencies: ["NoteKit", "NoteKitFileStore", "NoteKitMirror", "NoteKitTestSupport"]),
+        .testTarget(name: "MirrorTests", dependencies: ["NoteKit", "NoteKitFileStore", "NoteKitMirror", "NoteKitTestSupport", "notekit", "notekit-stress"]),
         // The notes domain's rules (R1–R10, T1–T7) on both stores.
         .testTarget(name: "NoteKitNotesTests", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitTestSupport"]),
         // Depends on the executables so that `swift test` builds them: the command-line tests run `notekit`, the

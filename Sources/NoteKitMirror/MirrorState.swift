@@ -21,6 +21,9 @@ struct MirrorState: Codable, Hashable {
     var exportedThrough: UInt64 = 0
     /// The server's `changes.seq` this device has imported through.
     var importedSequence: Int64 = 0
+    /// When the last sync ended, and its error if it failed (a ``MirrorError``'s description: never a password).
+    var lastSyncAt: Date?
+    var lastError: String?
 
     struct Pending: Codable, Hashable {
         var transaction: UInt64

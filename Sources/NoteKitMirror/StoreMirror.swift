@@ -66,6 +66,7 @@ public final class StoreMirror: Sendable {
     private let container: ModelContainer
     private let plan: MirrorPlan
     private let engine: Mutex<MirrorStateFile>
+    private let loop = Mutex<SyncLoop?>(nil)
 
     /// A mirror of `container`'s store to the server `configuration` names. Nothing is sent or read until
     /// ``sync()``; the server's tables must have been made by `ModelContainer.initializeMirrorSchema(_:)`.
@@ -111,18 +112,205 @@ public final class StoreMirror: Sendable {
     @discardableResult
     public func sync() throws(MirrorError) -> MirrorSyncReport {
         try engine.withLock { file throws(MirrorError) -> MirrorSyncReport in
+            let result: Result<MirrorSyncReport, MirrorError>
             do {
-                return try file.withLock { () throws -> MirrorSyncReport in
+                result = .success(try file.withLock { () throws -> MirrorSyncReport in
                     var session = try SyncSession(container: container, configuration: configuration, plan: plan,
                                                   file: file)
                     return try session.run()
-                }
+                })
             } catch let error as MirrorError {
-                throw error
+                result = .failure(error)
             } catch {
-                throw .storeFailed(operation: "sync", reason: "\(error)")
+                result = .failure(.storeFailed(operation: "sync", reason: "\(error)"))
             }
+            if case .failure(let error) = result {
+                // For `status` and `notekit mirror status`; a state that cannot be written changes nothing here.
+                try? file.withLock { () throws in
+                    guard var state = try file.load() else { return }
+                    state.lastSyncAt = Date()
+                    state.lastError = error.description
+                    try file.save(state)
+                }
+            }
+            return try result.get()
         }
+    }
+
+    /// Where mirroring stands: the device, what is waiting to be sent, the server cursor, the last sync and its
+    /// error. Reads the device's state and the store's history; contacts no server.
+    ///
+    /// - Throws: the state file's errors, or ``MirrorError/storeFailed(operation:reason:)`` when the history cannot
+    ///   be read.
+    /// - Complexity: O(transactions kept in history).
+    public func status() throws(MirrorError) -> MirrorStatus {
+        let state = try engine.withLock { file throws(MirrorError) in try SyncSession.loadState(file, configuration) }
+        let log: HistoryLog
+        do { log = try container.store.history() } catch {
+            throw .storeFailed(operation: "read its history", reason: "\(error)")
+        }
+        return MirrorStatus(state: state, history: log, generation: container.store.generation,
+                            isSyncingInBackground: loop.withLock { $0 != nil })
+    }
+
+    // MARK: Background
+
+    /// Starts syncing in the background: now, then every `interval`, and within a quarter second of any transaction
+    /// committed to the store since the last sync (a save here, or another process's). A failed sync
+    /// (the server down, the network gone) is recorded in ``status()`` and tried again after 1 second, then 2, 4, …
+    /// up to `interval`, so mirroring resumes by itself soon after the server comes back. Starting again replaces the
+    /// interval.
+    ///
+    /// The syncs run on a thread of their own; ``sync()`` may still be called at any time (the two take turns).
+    public func startSyncing(every interval: Duration = .seconds(30)) {
+        stopSyncing()
+        let background = SyncLoop(interval: interval)
+        loop.withLock { $0 = background }
+        background.start(mirror: self)
+    }
+
+    /// Stops background syncing, waiting for a sync in progress to end. Does nothing when it is not running.
+    public func stopSyncing() {
+        let background = loop.withLock { current -> SyncLoop? in
+            defer { current = nil }
+            return current
+        }
+        background?.stop()
+    }
+
+    /// Asks the background loop to sync now rather than at its next turn; does nothing when it is not running.
+    public func syncSoon() {
+        loop.withLock { $0 }?.wake()
+    }
+
+    deinit { loop.withLock { $0 }?.stop() }
+
+    /// The store's generation, after a file store has looked for other processes' commits.
+    func currentGeneration() -> UInt64 {
+        if let store = container.store as? FileStore { _ = try? store.refresh() }
+        return container.store.generation
+    }
+}
+
+/// Where a store's mirroring stands (``StoreMirror/status()``, `notekit mirror status`).
+public struct MirrorStatus: Sendable, Hashable, CustomStringConvertible {
+    /// The device's identity on the server.
+    public var device: UUID
+    /// The zone the store mirrors to.
+    public var zone: String
+    /// Local transactions committed and not sent yet (the mirror's own imports and migrations are never sent).
+    public var pendingLocalTransactions: Int
+    /// The last local transaction the server has, nil before the first export.
+    public var exportedThrough: DefaultHistoryToken?
+    /// The server's change sequence number this device has imported through (0 before the first import).
+    public var serverCursor: Int64
+    /// When the last sync ended, successfully or not; nil before the first.
+    public var lastSync: Date?
+    /// Why the last sync failed; nil when it succeeded.
+    public var lastError: String?
+    /// Whether this process runs background syncing for the store (``StoreMirror/startSyncing(every:)``).
+    public var isSyncingInBackground: Bool
+
+    init(state: MirrorState, history: HistoryLog, generation: UInt64, isSyncingInBackground: Bool) {
+        device = state.device
+        zone = state.zone
+        pendingLocalTransactions = history.records.lazy.filter {
+            $0.number > state.exportedThrough && !SyncSession.localOnlyAuthors.contains($0.author ?? "")
+        }.count
+        exportedThrough = state.exportedThrough == 0 ? nil : DefaultHistoryToken(transactionNumber: state.exportedThrough)
+        serverCursor = state.importedSequence
+        lastSync = state.lastSyncAt
+        lastError = state.lastError
+        self.isSyncingInBackground = isSyncingInBackground
+    }
+
+    /// A few lines: the device, what is pending, the cursors and the last sync.
+    public var description: String {
+        var lines = ["device \(device) in zone \(zone)",
+                     "pending local transactions: \(pendingLocalTransactions)",
+                     "exported through: \(exportedThrough.map(\.description) ?? "nothing yet")",
+                     "server cursor: \(serverCursor)"]
+        lines.append("last sync: " + (lastSync.map { "\($0)" } ?? "never") + (lastError.map { " (failed: \($0))" } ?? ""))
+        if isSyncingInBackground { lines.append("syncing in the background") }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// The background loop of ``StoreMirror/startSyncing(every:)``: a thread that syncs when woken, when its interval has
+/// passed, or when the store has a transaction it has not synced (checked every quarter second: a generation read,
+/// and for a file store a look at whether another process appended), until stopped. It uses no Swift concurrency
+/// task, so that a cooperative pool kept busy by the app cannot hold it up.
+private final class SyncLoop: @unchecked Sendable {
+    private let condition = NSCondition()
+    let interval: Double
+    // Guarded by `condition`.
+    private var stopped = false
+    private var woken = false
+    private var finished = false
+
+    static let threadName = "NoteKitMirror sync"
+
+    init(interval: Duration) {
+        let parts = interval.components
+        self.interval = max(0.01, Double(parts.seconds) + Double(parts.attoseconds) / 1e18)
+    }
+
+    func start(mirror: StoreMirror) {
+        // Weak: the loop must not keep the mirror alive, whose deinit stops it.
+        let thread = Thread { [weak mirror, self] in
+            // After a failure (the server down, the network gone) the next attempt comes sooner than the interval:
+            // 1 second, doubling up to the interval, so that mirroring resumes soon after the server is back.
+            var wait = 0.0, retry = 1.0
+            var synced: UInt64?
+            while let mirror, self.waitForTurn(seconds: wait, mirror: mirror, synced: synced) {
+                if (try? mirror.sync()) != nil {
+                    wait = self.interval
+                    retry = 1
+                } else {
+                    wait = min(self.interval, retry)
+                    retry = min(retry * 2, self.interval)
+                }
+                // What is committed from now on brings the next sync forward (after a failure too, but not what
+                // the failed sync left pending: that waits for the retry).
+                synced = mirror.currentGeneration()
+            }
+            self.condition.lock()
+            self.finished = true
+            self.condition.broadcast()
+            self.condition.unlock()
+        }
+        thread.name = Self.threadName
+        thread.start()
+    }
+
+    /// Waits until woken, `seconds` have passed or the store moved past `synced`; false once stopped.
+    private func waitForTurn(seconds: Double, mirror: StoreMirror, synced: UInt64?) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            condition.lock()
+            if !stopped && !woken { _ = condition.wait(until: min(deadline, Date().addingTimeInterval(0.25))) }
+            let (isStopped, isWoken) = (stopped, woken)
+            woken = false
+            condition.unlock()
+            if isStopped { return false }
+            if isWoken || Date() >= deadline { return true }
+            if let synced, mirror.currentGeneration() != synced { return true }
+        }
+    }
+
+    func wake() {
+        condition.lock()
+        woken = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    func stop() {
+        condition.lock()
+        stopped = true
+        condition.broadcast()
+        while !finished && Thread.current.name != Self.threadName { condition.wait() }
+        condition.unlock()
     }
 }
 
@@ -183,6 +371,9 @@ private struct SyncSession {
         try register()
         try export()
         try importChanges()
+        state.lastSyncAt = Date()
+        state.lastError = nil
+        try file.save(state)
         return report
     }
 
@@ -518,15 +709,29 @@ private struct SyncSession {
                 keys[entity, default: []].insert(id)
             }
         }
-        for (name, ids) in keys.sorted(by: { $0.key < $1.key }) {
-            guard let entity = plan.entities[name] else { continue }
-            let sorted = ids.sorted()
-            for start in stride(from: 0, to: sorted.count, by: 1000) {
-                let part = sorted[start..<min(start + 1000, sorted.count)]
-                for row in try readRows(entity, ids: Array(part)) {
-                    if row.isAlive { batch.rows.append(row) } else { batch.deleted.append(row) }
+        // The rows are the objects' state now, which may point at objects whose own changes come after this batch:
+        // those targets are read too (and theirs, a few levels deep), so that a target missing here means one the
+        // server has deleted, not one this device has not heard of yet.
+        var read: Set<PersistentIdentifier> = []
+        for _ in 0..<8 where !keys.isEmpty {
+            var targets: [String: Set<String>] = [:]
+            for (name, ids) in keys.sorted(by: { $0.key < $1.key }) {
+                guard let entity = plan.entities[name] else { continue }
+                let sorted = ids.sorted()
+                for start in stride(from: 0, to: sorted.count, by: 1000) {
+                    let part = sorted[start..<min(start + 1000, sorted.count)]
+                    for row in try readRows(entity, ids: Array(part)) where read.insert(row.id).inserted {
+                        if row.isAlive { batch.rows.append(row) } else { batch.deleted.append(row) }
+                        guard row.isAlive else { continue }
+                        for (_, field) in row.toOnes {
+                            guard let target = field.target, !read.contains(target),
+                                  container.store.snapshots(for: [target]).first ?? nil == nil else { continue }
+                            targets[target.entityName, default: []].insert(Self.key(target))
+                        }
+                    }
                 }
             }
+            keys = targets
         }
         return batch
     }
@@ -740,5 +945,43 @@ private struct SyncSession {
             data.append(high << 4 | low)
         }
         return data
+    }
+}
+
+extension StoreMirror {
+    /// The mirroring status of the file store at `url` as its mirroring process last left it, for a tool beside the
+    /// app (`notekit mirror status`): nil when the store has never been mirrored. Opens the store read-only to count
+    /// what is waiting; ``MirrorStatus/isSyncingInBackground`` is false (another process's loop is not visible).
+    ///
+    /// - Throws: the state file's errors, or ``MirrorError/storeFailed(operation:reason:)`` when the store cannot be
+    ///   opened or its history read.
+    public static func status(ofStoreAt url: URL) throws(MirrorError) -> MirrorStatus? {
+        guard let state = try MirrorStateFile(directory: url).load() else { return nil }
+        do {
+            let store = try StoreInspector.openReadOnly(at: url)
+            defer { try? store.close() }
+            return MirrorStatus(state: state, history: try store.history(), generation: store.generation,
+                                isSyncingInBackground: false)
+        } catch {
+            throw .storeFailed(operation: "open \(url.path) to read its history", reason: "\(error)")
+        }
+    }
+
+    /// The sequence number of the newest change the server holds for `configuration`'s zone (0 when none): with
+    /// ``MirrorStatus/serverCursor``, how far a device is behind.
+    ///
+    /// - Throws: connection and server errors; ``MirrorError/schemaNotInitialized(zone:namespace:)`` when the
+    ///   server has no NoteKit tables in the namespace.
+    public static func newestServerChange(configuration: MirrorConfiguration) throws(MirrorError) -> Int64 {
+        try ServerTables.validateZone(configuration.zone)
+        let namespace = try ServerTables.identifier(configuration.namespace, kind: "namespace", prefix: "").quoted
+        let connection = try PostgresConnection(configuration.connectionString)
+        do {
+            let rows = try connection.execute("SELECT coalesce(max(seq), 0) FROM \(namespace).\"changes\" WHERE zone = $1",
+                                              [configuration.zone], purpose: "read the newest change").values
+            return rows.first?.first.flatMap { $0 }.flatMap(Int64.init) ?? 0
+        } catch MirrorError.serverError(_, _, "42P01", _) {
+            throw .schemaNotInitialized(zone: configuration.zone, namespace: configuration.namespace)
+        }
     }
 }

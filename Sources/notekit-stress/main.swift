@@ -15,6 +15,7 @@
 import Foundation
 import NoteKit
 import NoteKitFileStore
+import NoteKitMirror
 import NoteKitTestSupport
 
 let usage = """
@@ -30,6 +31,8 @@ let usage = """
                                   [--pause S [--pause-in willMigrate|didMigrate]] [--fail willMigrate|didMigrate]
            notekit-stress compactor --store PATH --seconds S
            notekit-stress add --store PATH --title T [--delete T2] [--lock-timeout S]
+           notekit-stress mirror-device --store PATH --server CONNECTION --zone ZONE --seed N [--ops N]
+                                        [--sync-chance P] [--final]
 
     kill    kills N children (default 1000) of a store made under DIR (default the temporary directory), stopping
             early after S seconds if given; N/10 of the kills (or --creation-kills) land while a child creates a new
@@ -57,6 +60,9 @@ let usage = """
     compactor  saves a few revisions and compacts the store at PATH (made by CompactionRace.create) again and
             again for S seconds, as `notekit compact` does, for readers racing it; prints `failure MESSAGE` lines
             and `compactions N locked M failures K` last.
+    mirror-device  one device of the mirror's convergence test (MirrorDevice): N random changes to a FieldNotes
+            store mirrored to ZONE (default 50), each saved, a sync after each with probability P (default 0.2),
+            and with --final a last sync that must succeed; writes `ack`, `sync begin|end|failed` and `done` lines.
     add     opens the FieldNotes store at PATH in the default configuration (creating it when missing), inserts
             a note titled T, deletes the notes titled T2, saves once and exits (AddChild).
     """
@@ -126,6 +132,18 @@ case "compactor":
         fail("compactor needs --store and --seconds\n\(usage)", status: 2)
     }
     Compactor.run(store: URL(fileURLWithPath: store), seconds: seconds)
+
+case "mirror-device":
+    guard let store = value("--store", in: arguments), let server = value("--server", in: arguments),
+          let zone = value("--zone", in: arguments), let seed = value("--seed", in: arguments).flatMap({ UInt64($0) })
+    else {
+        fail("mirror-device needs --store, --server, --zone and --seed\n\(usage)", status: 2)
+    }
+    MirrorDevice(url: URL(fileURLWithPath: store),
+                 configuration: MirrorConfiguration(connectionString: server, zone: zone), seed: seed,
+                 operations: value("--ops", in: arguments).flatMap { Int($0) } ?? 50,
+                 syncChance: value("--sync-chance", in: arguments).flatMap { Double($0) } ?? 0.2,
+                 final: arguments.contains("--final")).run()
 
 case "add":
     guard let store = value("--store", in: arguments), let title = value("--title", in: arguments) else {

@@ -93,9 +93,9 @@ enum Commands {
         return damage.isEmpty ? ExitStatus.ok.rawValue : ExitStatus.damage.rawValue
     }
 
-    static func dump(path: String, entity: String?) throws -> Int32 {
+    static func dump(path: String, entity: String?, sorted: Bool) throws -> Int32 {
         let store = try StoreInspector.openReadOnly(at: storeURL(path))
-        try StoreInspector.dump(store, entity: entity) { print($0) }
+        try StoreInspector.dump(store, entity: entity, sorted: sorted) { print($0) }
         return 0
     }
 

@@ -1,5 +1,6 @@
 import NoteKit
 import NoteKitFileStore
+import NoteKitMirror
 
 /// The exit status of every command, one per kind of outcome, so a script can tell them apart without reading the
 /// message. Decided from the error's type and case, never from its text; `notekit help` lists them.
@@ -55,6 +56,16 @@ enum ExitStatus: Int32 {
                  .blobRemoved:
                 self = .damage
             case .writesStopped, .storeKeptChanging:
+                self = .failed
+            }
+        case let error as MirrorError:
+            switch error {
+            case .invalidConnectionString, .invalidName:
+                self = .usage
+            case .schemaBehindZone, .unexpectedServerSchema, .schemaNotInitialized, .unsupportedRelationship,
+                 .stateOfAnotherZone:
+                self = .refused
+            case .connectionFailed, .serverError, .stateUnreadable, .stateUnwritable, .storeFailed:
                 self = .failed
             }
         default:

@@ -11,13 +11,18 @@ let usage = """
       demo [PATH]                  create or reopen a notes store and print its folder tree (default ./NoteKitDemo.notekit)
       stats PATH [--json]          format version, schema, records per entity, segments, bytes, blobs, history range
       verify PATH [--json]         read everything, write nothing; exit 1 when anything is wrong
-      dump PATH [--entity NAME]    every live record as one JSON object per line (--json accepted)
+      dump PATH [--entity NAME] [--sorted]
+                                   every live record as one JSON object per line (--json accepted)
       history PATH [--after N] [--limit N] [--json]
                                    the transactions the store's history keeps, oldest first
       schema PATH [--json]         the schemas the store was written with, version by version
       compact PATH [--json]        rewrite the store as one segment; prints bytes before and after
       salvage PATH --to NEWPATH [--best-effort | --consistent-prefix] [--json]
                                    copy every intact transaction into a new store; never touches PATH
+      mirror init PATH --zone ZONE [--server CONNECTION] [--namespace NS] [--json]
+                                   create or update a PostgreSQL server's tables for the store's schema
+      mirror status PATH [--zone ZONE --server CONNECTION] [--json]
+                                   the store's mirroring: device, pending transactions, cursors, last error
       help [COMMAND]               this text, or what COMMAND does (as notekit COMMAND --help)
       --version [--json]           notekit's version, the store format versions it reads, the notes schema
 
@@ -50,10 +55,12 @@ let help: [String: String] = [
         {"ok": …, "problems": [{"file", "offset", "kind", "message"}]}.
         """,
     "dump": """
-        usage: notekit dump PATH [--entity NAME] [--json]
+        usage: notekit dump PATH [--entity NAME] [--sorted] [--json]
         Prints every live record (of entity NAME only, when given) as one JSON object per line: {"entity", "id",
         "attributes", "relationships"}, dates as ISO 8601 text in UTC to the millisecond. It prints JSON lines
-        with or without --json. An entity the store does not have is a usage error (exit 2). Writes nothing.
+        with or without --json. --sorted prints each entity's records, and each to-many relationship's targets, by
+        identifier rather than in insertion order, so that two stores with the same objects (a mirror's devices)
+        print the same lines. An entity the store does not have is a usage error (exit 2). Writes nothing.
         """,
     "history": """
         usage: notekit history PATH [--after N] [--limit N] [--json]
@@ -84,6 +91,20 @@ let help: [String: String] = [
         before the first one lost, a state the store was in. --json prints {"mode", "complete",
         "transactionsKept", "objectsKept", "segmentsUsed", "skippedBytes", "skippedRecords"}, each skipped part
         as {"file", "offset", "length", "reason"} and, for a transaction left out, its "transaction".
+        """,
+    "mirror": """
+        usage: notekit mirror init PATH --zone ZONE [--server CONNECTION] [--namespace NS] [--json]
+               notekit mirror status PATH [--zone ZONE --server CONNECTION] [--json]
+        init creates or updates the tables of a PostgreSQL server for the store's current schema, as the app's
+        initializeMirrorSchema does (docs/MIRROR.md); running it again changes nothing. It refuses a schema older
+        than the zone's (exit 5). status prints the store's mirroring as its mirroring process last left it: the
+        device, the local transactions not sent yet, the last exported transaction, the server cursor, when the
+        last sync ended and why it failed; with --zone and --server, the server's newest change too. CONNECTION is a
+        libpq connection string or URI (TLS options pass through); without --server, libpq's PG… environment
+        variables apply. A password in it is never printed; prefer ~/.pgpass. --json prints one JSON object:
+        init {"tablesCreated", "columnsAdded", "schemaRecorded", "schemaVersion", "zone"}; status {"mirrored",
+        "device", "zone", "pendingLocalTransactions", "exportedThrough", "serverCursor", "lastSync", "lastError",
+        "serverNewestChange"}. Syncing runs in the app, which has the model types (StoreMirror.sync()).
         """,
 ]
 
@@ -146,8 +167,9 @@ func run(_ words: [String]) -> Int32 {
             return try Commands.verify(path: arguments.path(), json: arguments.flags.contains("json"))
         case "dump":
             // dump prints JSON lines either way: --json is accepted so that every data command takes it.
-            guard let arguments = try arguments(flags: ["json"], options: ["entity"]) else { break }
-            return try Commands.dump(path: arguments.path(), entity: arguments.options["entity"])
+            guard let arguments = try arguments(flags: ["json", "sorted"], options: ["entity"]) else { break }
+            return try Commands.dump(path: arguments.path(), entity: arguments.options["entity"],
+                                     sorted: arguments.flags.contains("sorted"))
         case "history":
             guard let arguments = try arguments(flags: ["json"], options: ["after", "limit"]) else { break }
             func number(_ name: String) throws -> Int? {
@@ -179,6 +201,24 @@ func run(_ words: [String]) -> Int32 {
             return try Commands.salvage(path: arguments.path(), to: destination,
                                         mode: consistentPrefix ? .consistentPrefix : .bestEffort,
                                         json: arguments.flags.contains("json"))
+        case "mirror":
+            guard let subcommand = rest.first, ["init", "status"].contains(subcommand) else {
+                throw Arguments.UsageError(description: "mirror takes init or status")
+            }
+            let arguments = try Arguments(Array(rest.dropFirst()), flags: ["json"],
+                                          options: ["zone", "server", "namespace"])
+            if arguments.flags.contains("help") {
+                print(help[command]!)
+                break
+            }
+            storePath = arguments.positional.first
+            let json = arguments.flags.contains("json")
+            if subcommand == "init" {
+                return try MirrorCommands.initialize(path: arguments.path(),
+                                                     configuration: MirrorCommands.configuration(arguments), json: json)
+            }
+            let configuration = arguments.options["zone"] == nil ? nil : try MirrorCommands.configuration(arguments)
+            return try MirrorCommands.status(path: arguments.path(), configuration: configuration, json: json)
         default:
             fail("unknown command \(command)")
             FileHandle.standardError.write(Data((usage + "\n").utf8))

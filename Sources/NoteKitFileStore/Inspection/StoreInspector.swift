@@ -157,10 +157,15 @@ extension StoreInspector {
     /// - Parameters:
     ///   - store: the store to read, usually from ``openReadOnly(at:recovery:fileSystem:)``.
     ///   - name: the entity to print; nil prints every entity.
-    ///   - body: receives each line, in entity order then insertion order.
+    ///   - sorted: whether to print each entity's objects by identifier and each to-many relationship's targets by
+    ///     identifier, so that two stores holding the same objects print the same lines (a mirror's devices: the
+    ///     order of insertion, and of a to-many relationship, is each store's own).
+    ///   - body: receives each line, in entity order then insertion order (identifier order when `sorted`).
     /// - Throws: NoteKit's `FetchError.unknownEntity(_:)` when `name` is not in the schema.
-    /// - Complexity: O(objects printed); one line is built at a time.
-    public static func dump(_ store: FileStore, entity name: String? = nil, _ body: (String) -> Void) throws {
+    /// - Complexity: O(objects printed); one line is built at a time (sorted: O(n log n), the rows of an entity
+    ///   held at once).
+    public static func dump(_ store: FileStore, entity name: String? = nil, sorted: Bool = false,
+                            _ body: (String) -> Void) throws {
         let entities = try name.map { name in
             guard let entity = store.schema.entity(named: name) else { throw FetchError.unknownEntity(name) }
             return [entity]
@@ -168,7 +173,9 @@ extension StoreInspector {
         var encoder = RecordEncoder()
         encoder.datesAsISO8601 = true
         for entity in entities {
-            for row in try store.fetch(StoreFetchRequest(entity: entity.name)).snapshots {
+            var rows = try store.fetch(StoreFetchRequest(entity: entity.name)).snapshots
+            if sorted { rows.sort { $0.id.primaryKey.uuidString < $1.id.primaryKey.uuidString } }
+            for row in rows {
                 var writer = JSONWriter(reservingCapacity: 512)
                 writer.beginObject()
                 writer.key("entity"); writer.string(entity.name)
@@ -189,7 +196,8 @@ extension StoreInspector {
                         if let target { writer.uuid(target.primaryKey) } else { writer.null() }
                     case .toMany(let targets):
                         writer.beginArray()
-                        for target in targets { writer.uuid(target.primaryKey) }
+                        let keys = targets.map(\.primaryKey)
+                        for key in sorted ? keys.sorted(by: { $0.uuidString < $1.uuidString }) : keys { writer.uuid(key) }
                         writer.endArray()
                     }
                 }

@@ -1,0 +1,119 @@
+import Foundation
+import NoteKit
+import NoteKitFileStore
+import NoteKitMirror
+import NoteKitTestSupport
+
+/// `notekit-stress mirror-device`: one device of the mirror's convergence test (Tests/MirrorTests,
+/// MirrorConvergenceTests). It opens a FieldNotes file store mirrored to a zone, makes `--ops` random changes (notes
+/// inserted, titles and bodies edited, notes deleted and moved between notebooks, notebooks made and deleted, photos
+/// with external-storage bytes added), each saved on its own, and syncs now and then. Lines it writes:
+///
+///     ack N                 a save committed as transaction N (acknowledged: it must reach the server)
+///     sync begin            a sync starts (the test kills some devices right after this)
+///     sync end REPORT       it ended
+///     sync failed ERROR     it failed (the server is away); the device goes on
+///     done GENERATION       all ops made (and, with --final, a last sync that succeeded)
+///
+/// The test kills it with SIGKILL at random moments and starts it again on the same store.
+struct MirrorDevice {
+    let url: URL
+    let configuration: MirrorConfiguration
+    let seed: UInt64
+    let operations: Int
+    let syncChance: Double
+    let final: Bool
+
+    func run() -> Never {
+        do {
+            let container = try ModelContainer(for: Schema(ModelContainer.fieldNotesModels),
+                                               configurations: [FileStoreConfiguration(url: url)])
+            let mirror = try StoreMirror(container: container, configuration: configuration)
+            var random = SeededGenerator(seed: seed)
+            let context = ModelContext(container)
+            for _ in 0..<operations {
+                try change(context, &random)
+                if context.hasChanges {
+                    try context.save()
+                    say("ack \(container.store.generation)")
+                }
+                if random.chance(syncChance) { _ = sync(mirror) }
+            }
+            if final {
+                // Until a sync goes through (the server may be restarting).
+                var synced = false
+                for _ in 0..<100 where !synced {
+                    synced = sync(mirror)
+                    if !synced { Thread.sleep(forTimeInterval: 0.1) }
+                }
+                guard synced else { fatal("the final sync never succeeded") }
+            }
+            say("done \(container.store.generation)")
+            try container.close()
+            exit(0)
+        } catch {
+            fatal("\(error)")
+        }
+    }
+
+    /// Writes `line` to standard output at once (unbuffered: the test reacts to each line as it comes).
+    private func say(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    private func fatal(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("error: \(message)\n".utf8))
+        exit(1)
+    }
+
+    private func sync(_ mirror: StoreMirror) -> Bool {
+        say("sync begin")
+        do {
+            let report = try mirror.sync()
+            say("sync end \(report)")
+            return true
+        } catch {
+            say("sync failed \(error)")
+            return false
+        }
+    }
+
+    /// One random change, left unsaved.
+    private func change(_ context: ModelContext, _ random: inout SeededGenerator) throws {
+        let notes = try context.fetch(FetchDescriptor<NoteRecord>(sortBy: [SortDescriptor(\.title)]))
+        let notebooks = try context.fetch(FetchDescriptor<NotebookRecord>(sortBy: [SortDescriptor(\.name)]))
+        let word = ["ridge", "col", "lake", "pass", "moss", "scree", "cairn", "tarn"]
+        switch notes.isEmpty ? 0 : Int.random(in: 0..<100, using: &random) {
+        case 0..<20:
+            let note = NoteRecord()
+            note.title = "\(random.pick(word)) \(Int.random(in: 0..<1000, using: &random))"
+            context.insert(note)
+            if !notebooks.isEmpty, random.chance(0.7) { note.notebook = random.pick(notebooks) }
+        case 20..<40:
+            // A small pool of titles, so that devices edit the same fields of the same notes.
+            random.pick(Array(notes.prefix(5))).title = "\(random.pick(word)) edited \(Int.random(in: 0..<100, using: &random))"
+        case 40..<55:
+            random.pick(notes).body = String(repeating: random.pick(word) + " ", count: Int.random(in: 1...5, using: &random))
+        case 55..<62:
+            try context.delete(random.pick(notes))
+        case 62..<75:
+            let note = random.pick(notes)
+            note.notebook = notebooks.isEmpty || random.chance(0.2) ? nil : random.pick(notebooks)
+        case 75..<82:
+            let notebook = NotebookRecord()
+            notebook.name = "\(random.pick(word)) book \(Int.random(in: 0..<100, using: &random))"
+            context.insert(notebook)
+        case 82..<85:
+            if !notebooks.isEmpty { try context.delete(random.pick(notebooks)) }
+        case 85..<93:
+            let bytes = (0..<Int.random(in: 1...3000, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            let photo = PhotoRecord(fileName: "\(random.pick(word)).jpg", data: Data(bytes))
+            random.pick(notes).photos.append(photo)
+        default:
+            let note = random.pick(notes)
+            note.isPinned.toggle()
+            note.tags = Array(word.shuffled(using: &random).prefix(Int.random(in: 0...3, using: &random)))
+        }
+    }
+}
+

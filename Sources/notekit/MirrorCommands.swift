@@ -1,0 +1,62 @@
+import Foundation
+import NoteKit
+import NoteKitFileStore
+import NoteKitMirror
+
+/// `notekit mirror init|status`: the server side of a store's mirroring, for any NoteKit store (by the schema stored
+/// in it). Syncing needs the app's model types and runs in the app (`StoreMirror`).
+enum MirrorCommands {
+    /// The mirror configuration of `--server` (a libpq connection string or URI; empty: libpq's `PG…` environment
+    /// variables and defaults), `--zone` and `--namespace`.
+    static func configuration(_ arguments: Arguments) throws -> MirrorConfiguration {
+        guard let zone = arguments.options["zone"] else {
+            throw Arguments.UsageError(description: "mirror needs --zone ZONE")
+        }
+        return MirrorConfiguration(connectionString: arguments.options["server"] ?? "", zone: zone,
+                                   namespace: arguments.options["namespace"] ?? "notekit")
+    }
+
+    /// Creates or updates the server's tables for the store's current schema (`initializeMirrorSchema`).
+    static func initialize(path: String, configuration: MirrorConfiguration, json: Bool) throws -> Int32 {
+        let url = try Commands.storeURL(path)
+        guard let schema = try StoreInspector.schemaHistory(at: url).last else {
+            throw FileStoreError.storeNotFound(path: url.path)
+        }
+        let changes = try configuration.initializeSchema(for: schema)
+        if json {
+            printJSON(["tablesCreated": changes.tablesCreated, "columnsAdded": changes.columnsAdded,
+                       "schemaRecorded": changes.schemaRecorded, "schemaVersion": schema.version.description,
+                       "zone": configuration.zone])
+        } else {
+            print("\(configuration.description): \(changes)")
+        }
+        return 0
+    }
+
+    /// Where the store's mirroring stands, from its `MIRROR` state and its history; with `configuration`, the
+    /// server's newest change too.
+    static func status(path: String, configuration: MirrorConfiguration?, json: Bool) throws -> Int32 {
+        let url = try Commands.storeURL(path)
+        guard let status = try StoreMirror.status(ofStoreAt: url) else {
+            if json { printJSON(["mirrored": false]) } else { print("\(path) has never been mirrored") }
+            return 0
+        }
+        let latest = try configuration.map { try StoreMirror.newestServerChange(configuration: $0) }
+        if json {
+            var object: [String: Any] = [
+                "mirrored": true, "device": status.device.uuidString.lowercased(), "zone": status.zone,
+                "pendingLocalTransactions": status.pendingLocalTransactions,
+                "serverCursor": status.serverCursor,
+            ]
+            object["exportedThrough"] = status.exportedThrough.map { $0.transactionNumber as Any } ?? NSNull()
+            object["lastSync"] = status.lastSync.map { ISO8601DateFormatter().string(from: $0) as Any } ?? NSNull()
+            object["lastError"] = status.lastError.map { $0 as Any } ?? NSNull()
+            if let latest { object["serverNewestChange"] = latest }
+            printJSON(object)
+        } else {
+            print(status.description)
+            if let latest { print("server's newest change: \(latest)") }
+        }
+        return 0
+    }
+}

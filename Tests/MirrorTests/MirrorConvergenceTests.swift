@@ -1,0 +1,159 @@
+import Foundation
+import NoteKit
+import NoteKitFileStore
+import NoteKitTestSupport
+import Synchronization
+import Testing
+@testable import NoteKitMirror
+
+/// Issue 18's convergence acceptance: three stores in three processes (`notekit-stress mirror-device`) and one
+/// server; random inserts, conflicting edits of the same fields, deletes racing edits, relationship moves and blobs;
+/// syncs in random order; devices killed with SIGKILL mid-sync (while pushing or pulling); the server stopped and
+/// restarted mid-run. At the end every store's `notekit dump --sorted` is the same, every acknowledged save is on
+/// the server, and the server holds each change once. The seed is printed; `NOTEKIT_CONVERGENCE_SEED=N` replays it.
+@Suite("Three devices converge through one server", .serialized,
+       .enabled(if: TemporaryPostgres.runsServerTests, Comment(rawValue: TemporaryPostgres.unavailableReason ?? "")))
+struct MirrorConvergenceTests {
+    static let zone = "iCloud.com.example.fieldnotes"
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let device = root.appendingPathComponent(".build/debug/notekit-stress")
+    static let notekit = root.appendingPathComponent(".build/debug/notekit")
+
+    /// A device process, its output read line by line as it comes.
+    final class Child: @unchecked Sendable {
+        let process = Process()
+        private let lines = Mutex<[String]>([])
+        private let finished = DispatchSemaphore(value: 0)
+
+        /// Starts `executable`; `onLine` sees each line as it arrives, on a reading thread.
+        init(_ executable: URL, _ arguments: [String], onLine: @escaping @Sendable (String, pid_t) -> Void) throws {
+            process.executableURL = executable
+            process.arguments = arguments
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = output
+            try process.run()
+            let pid = process.processIdentifier
+            let handle = output.fileHandleForReading
+            Thread.detachNewThread { [self] in
+                var buffer = Data()
+                while true {
+                    let chunk = handle.availableData
+                    if chunk.isEmpty { break }
+                    buffer.append(chunk)
+                    while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                        let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                        buffer.removeSubrange(buffer.startIndex...newline)
+                        lines.withLock { $0.append(line) }
+                        onLine(line, pid)
+                    }
+                }
+                finished.signal()
+            }
+        }
+
+        /// Waits for the process and its output; its exit status and every line it wrote.
+        func wait() -> (status: Int32, reason: Process.TerminationReason, lines: [String]) {
+            process.waitUntilExit()
+            finished.wait()
+            return (process.terminationStatus, process.terminationReason, lines.withLock { $0 })
+        }
+    }
+
+    static func run(_ executable: URL, _ arguments: [String]) throws -> (status: Int32, lines: [String]) {
+        let child = try Child(executable, arguments) { _, _ in }
+        let result = child.wait()
+        return (result.status, result.lines)
+    }
+
+    @Test("Random changes on three devices, kills mid-sync and a server restart: every store ends the same")
+    func threeDevicesConverge() throws {
+        let seed = ProcessInfo.processInfo.environment["NOTEKIT_CONVERGENCE_SEED"].flatMap(UInt64.init)
+            ?? UInt64.random(in: 1...UInt64(UInt32.max))
+        print("mirror convergence seed \(seed) (NOTEKIT_CONVERGENCE_SEED=\(seed) replays it)")
+        var random = SeededGenerator(seed: seed)
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        let connection = server.connectionString
+        try MirrorConfiguration(connectionString: connection, zone: Self.zone)
+            .initializeSchema(for: Schema(ModelContainer.fieldNotesModels))
+        let stores = (0..<3).map { TemporaryStores.newURL("device\($0)") }
+        func arguments(_ index: Int, seed: UInt64, ops: Int, final: Bool = false) -> [String] {
+            ["mirror-device", "--store", stores[index].path, "--server", connection, "--zone", Self.zone,
+             "--seed", String(seed), "--ops", String(ops), "--sync-chance", "0.3"] + (final ? ["--final"] : [])
+        }
+
+        var acknowledged: [[UInt64]] = [[], [], []]
+        var kills = 0
+        let rounds = 8
+        for round in 0..<rounds {
+            // One device of each round (most rounds) is killed at one of its syncs, a moment into it.
+            let victim = random.chance(0.75) ? Int.random(in: 0..<3, using: &random) : -1
+            let killAtSync = Int.random(in: 1...3, using: &random)
+            let killDelay = UInt32.random(in: 0...40_000, using: &random)
+            let killed = Mutex(false)
+            var children: [Child] = []
+            for index in 0..<3 {
+                let syncs = Mutex(0)
+                let childSeed = random.next()
+                children.append(try Child(Self.device, arguments(index, seed: childSeed, ops: 60)) { line, pid in
+                    guard index == victim, line == "sync begin" else { return }
+                    let count = syncs.withLock { $0 += 1; return $0 }
+                    guard count == killAtSync else { return }
+                    usleep(killDelay)
+                    kill(pid, SIGKILL)
+                    killed.withLock { $0 = true }
+                })
+            }
+            if round == rounds / 2 {
+                // The server goes away while the devices sync, and comes back.
+                usleep(UInt32.random(in: 50_000...300_000, using: &random))
+                try server.stopServer(immediately: true)
+                usleep(400_000)
+                try server.start()
+            }
+            for (index, child) in children.enumerated() {
+                let result = child.wait()
+                if result.reason == .uncaughtSignal {
+                    #expect(index == victim, "device \(index) died of a signal it was not sent (seed \(seed))")
+                } else {
+                    #expect(result.status == 0, "device \(index), round \(round), seed \(seed): \(result.lines.suffix(5))")
+                }
+                acknowledged[index] += result.lines.compactMap { line in
+                    line.hasPrefix("ack ") ? UInt64(line.dropFirst(4)) : nil
+                }
+            }
+            if killed.withLock({ $0 }) { kills += 1 }
+        }
+
+        // Everyone syncs until nothing moves: every device sends what it has, then takes what the others sent.
+        for _ in 0..<3 {
+            for index in 0..<3 {
+                let result = try Self.run(Self.device, arguments(index, seed: random.next(), ops: 0, final: true))
+                #expect(result.status == 0, "final sync of device \(index), seed \(seed): \(result.lines.suffix(5))")
+            }
+        }
+        let dumps = try stores.map { try Self.run(Self.notekit, ["dump", $0.path, "--sorted"]).lines }
+        #expect(dumps[0].count > 10, "the devices made something (seed \(seed))")
+        for index in 1..<3 {
+            // Compared line by line, so that a failure shows the few objects that differ rather than every object.
+            let difference = Array(Set(dumps[index]).symmetricDifference(dumps[0]).sorted().prefix(4))
+            #expect(dumps[index].count == dumps[0].count && difference.isEmpty,
+                    "device \(index) differs from device 0 (seed \(seed)): \(difference)")
+        }
+
+        // Every acknowledged save is on the server, once.
+        let query = try PostgresConnection(connection)
+        for (index, store) in stores.enumerated() {
+            let device = try #require(try MirrorStateFile(directory: store).load()).device
+            let tokens = try query.execute("SELECT token FROM notekit.changes WHERE device = $1::uuid",
+                                           [device.uuidString], purpose: "test").values.compactMap { $0[0].flatMap(UInt64.init) }
+            #expect(Set(tokens).count == tokens.count, "a change recorded twice (seed \(seed))")
+            let missing = Set(acknowledged[index]).subtracting(tokens)
+            #expect(missing.isEmpty, "device \(index) lost acknowledged saves \(missing.sorted()) (seed \(seed))")
+        }
+        print("mirror convergence: \(acknowledged.map(\.count).reduce(0, +)) acknowledged saves, \(kills) kills, "
+            + "\(dumps[0].count) objects at the end (seed \(seed))")
+    }
+}
