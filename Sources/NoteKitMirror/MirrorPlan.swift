@@ -84,23 +84,29 @@ struct MirrorPlan {
 /// How attribute values travel in the server's `jsonb` columns: the store's own one-key form of a value
 /// (`{"string": "x"}`, `{"date": 7.5e8}`), so every type round-trips exactly; an external-storage value as
 /// `{"blob": "<sha-256>"}`, its bytes in `blobs`.
-enum MirrorValueCoding {
-    /// The JSON text of `value`.
-    static func encode(_ value: StoredValue) throws -> String {
+struct MirrorValueCoding {
+    /// One encoder and one decoder for a whole sync: making one a value costs more than the value.
+    private let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
+        return encoder
+    }()
+    private let decoder = JSONDecoder()
+
+    /// The JSON text of `value`.
+    func encode(_ value: StoredValue) throws -> String {
+        String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
     /// The value a column's JSON text holds, checked against the attribute's type.
     ///
     /// - Throws: a sentence saying what is wrong, for the report of a row skipped.
-    static func decode(_ text: String, as type: Schema.AttributeType) throws -> StoredValue {
+    func decode(_ text: String, as type: Schema.AttributeType) throws -> StoredValue {
         let value: StoredValue
-        do { value = try JSONDecoder().decode(StoredValue.self, from: Data(text.utf8)) } catch {
+        do { value = try decoder.decode(StoredValue.self, from: Data(text.utf8)) } catch {
             throw MirrorRowProblem("the value \(text.prefix(80)) does not decode: \(error)")
         }
-        guard fits(value, type) else {
+        guard Self.fits(value, type) else {
             throw MirrorRowProblem("a \(value.kindName) is not a \(type)")
         }
         return value

@@ -5,7 +5,7 @@ import Foundation
 /// every failure a ``MirrorError`` that names the server (never its password) and the statement's purpose.
 ///
 /// Not thread-safe (a libpq connection is not): one owner at a time. The connection closes when the object goes.
-final class PostgresConnection {
+package final class PostgresConnection {
     private let connection: OpaquePointer
     /// Where the connection goes, for messages: host, port, database and user, never the password.
     let server: String
@@ -15,7 +15,7 @@ final class PostgresConnection {
     ///
     /// - Throws: ``MirrorError/invalidConnectionString(_:)`` when libpq cannot parse it,
     ///   ``MirrorError/connectionFailed(server:message:)`` when the server cannot be reached or refuses.
-    init(_ connectionString: String) throws(MirrorError) {
+    package init(_ connectionString: String) throws(MirrorError) {
         server = try Self.describe(connectionString)
         guard let connection = PQconnectdb(connectionString) else {
             throw .connectionFailed(server: server, message: "libpq could not allocate a connection")
@@ -33,10 +33,10 @@ final class PostgresConnection {
     deinit { PQfinish(connection) }
 
     /// The rows of a statement's result, as text (nil for SQL NULL), in the order the server sent them.
-    struct Rows {
-        var values: [[String?]]
+    package struct Rows {
+        package var values: [[String?]]
         /// The number of rows a command changed (`INSERT`, `UPDATE`, `DELETE`), 0 for others.
-        var affected: Int
+        package var affected: Int
     }
 
     /// Runs one statement with `parameters` bound as text (`$1`, `$2`, …; nil binds NULL): no value is ever spliced
@@ -46,7 +46,7 @@ final class PostgresConnection {
     /// - Throws: ``MirrorError/serverError(server:purpose:sqlState:message:)`` when the server rejects it,
     ///   ``MirrorError/connectionFailed(server:message:)`` when the connection is gone.
     @discardableResult
-    func execute(_ sql: String, _ parameters: [String?] = [], purpose: String) throws(MirrorError) -> Rows {
+    package func execute(_ sql: String, _ parameters: [String?] = [], purpose: String) throws(MirrorError) -> Rows {
         let result = withParameters(parameters) { values in
             PQexecParams(connection, sql, Int32(parameters.count), nil, values, nil, nil, 0)
         }
@@ -73,6 +73,53 @@ final class PostgresConnection {
             let message = Self.message(PQresultErrorMessage(result))
             throw .serverError(server: server, purpose: purpose, sqlState: state, message: message)
         }
+    }
+
+    /// Runs `COPY … FROM STDIN` (`sql`, text format) and sends `lines`, each one row in COPY's text form: the floor
+    /// the benchmark compares an initial push with.
+    ///
+    /// - Returns: the number of rows the server copied.
+    /// - Throws: ``MirrorError/serverError(server:purpose:sqlState:message:)`` when the server rejects the statement
+    ///   or the data, ``MirrorError/connectionFailed(server:message:)`` when the connection is gone.
+    package func copy(_ sql: String, lines: some Sequence<String>, purpose: String) throws(MirrorError) -> Int {
+        guard let start = PQexec(connection, sql) else {
+            throw .connectionFailed(server: server, message: Self.message(PQerrorMessage(connection)))
+        }
+        let started = PQresultStatus(start) == PGRES_COPY_IN
+        let startError = Self.message(PQresultErrorMessage(start))
+        PQclear(start)
+        guard started else { throw .serverError(server: server, purpose: purpose, sqlState: "", message: startError) }
+        var chunk = [UInt8]()
+        chunk.reserveCapacity(1 << 20)
+        func send() throws(MirrorError) {
+            let sent = chunk.withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) { PQputCopyData(connection, $0.baseAddress, Int32($0.count)) }
+            }
+            guard sent == 1 else {
+                throw .connectionFailed(server: server, message: Self.message(PQerrorMessage(connection)))
+            }
+            chunk.removeAll(keepingCapacity: true)
+        }
+        for line in lines {
+            chunk.append(contentsOf: line.utf8)
+            chunk.append(UInt8(ascii: "\n"))
+            if chunk.count >= 1 << 20 { try send() }
+        }
+        if !chunk.isEmpty { try send() }
+        guard PQputCopyEnd(connection, nil) == 1 else {
+            throw .connectionFailed(server: server, message: Self.message(PQerrorMessage(connection)))
+        }
+        var copied = 0
+        while let result = PQgetResult(connection) {
+            defer { PQclear(result) }
+            guard PQresultStatus(result) == PGRES_COMMAND_OK else {
+                let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+                throw .serverError(server: server, purpose: purpose, sqlState: state,
+                                   message: Self.message(PQresultErrorMessage(result)))
+            }
+            copied += Int(Self.message(PQcmdTuples(result))) ?? 0
+        }
+        return copied
     }
 
     /// Runs `body` inside one transaction: committed when it returns, rolled back when it throws.

@@ -325,6 +325,9 @@ private struct SyncSession {
     var report = MirrorSyncReport()
     /// Whether everything must be sent as it is now: the server has never seen this device's earlier exports.
     var needsBaseline = false
+    /// Merges queued for the server transaction under way.
+    var merges: [MergeShape: MergeGroup] = [:]
+    let coding = MirrorValueCoding()
 
     /// Transactions of these authors are never sent: imports (every device makes its own) and migrations.
     static let localOnlyAuthors: Set<String> = [StoreMirror.author, HistoryRecord.migrationAuthor]
@@ -427,9 +430,13 @@ private struct SyncSession {
 
     // MARK: Export
 
-    private func history() throws -> HistoryLog {
+    /// The store's generation and its history through at least that generation: read in this order (after a file
+    /// store has picked up other processes' commits), so that a save landing in between is never counted in the
+    /// generation while missing from the history (an import computed against such a history could overwrite it).
+    private func generationAndHistory() throws -> (UInt64, HistoryLog) {
         if let fileStore = container.store as? FileStore { _ = try fileStore.refresh() }
-        return try container.store.history()
+        let generation = container.store.generation
+        return (generation, try container.store.history())
     }
 
     /// Gives each local transaction not clocked yet its clock: the next tick at its commit time.
@@ -452,8 +459,7 @@ private struct SyncSession {
     }
 
     private mutating func export() throws {
-        let log = try history()
-        let generation = container.store.generation
+        let (generation, log) = try generationAndHistory()
         let exported = state.exportedThrough
         guard generation > exported || needsBaseline else { return }
         try assignClocks(log, through: generation)
@@ -514,13 +520,11 @@ private struct SyncSession {
                 }
                 for deletion in record.deleted {
                     guard let entity = plan.entities[deletion.id.entityName] else { continue }
-                    try connection.execute("""
-                        INSERT INTO \(entity.table) AS t (zone, id, created_clock, deleted_clock)
-                        VALUES ($1, $2, 0, $3::bigint) ON CONFLICT (zone, id) DO UPDATE
-                        SET deleted_clock = GREATEST(t.deleted_clock, EXCLUDED.deleted_clock)
-                        """, [zone, Self.key(deletion.id), String(clock)], purpose: "record a deletion")
+                    try queue(MergeShape(entity: entity, attributes: [], toOnes: [], kind: .deletion),
+                              key: Self.key(deletion.id), values: [String(clock)])
                 }
             }
+            try flushMerges()
             try connection.execute("""
                 UPDATE \(ns)."devices" SET exported_token = $3::bigint, seen_at = now()
                 WHERE zone = $1 AND device = $2::uuid
@@ -562,6 +566,7 @@ private struct SyncSession {
                         try merge(snapshot, entity: entity, attributes: entity.attributes, toOnes: entity.toOnes,
                                   clock: clock, created: true)
                     }
+                    try flushMerges()
                 }
             }
         }
@@ -582,37 +587,137 @@ private struct SyncSession {
                                purpose: "lock the zone")
     }
 
-    /// Merges `attributes` and `toOnes` of `snapshot` into the object's server row at `clock`: each column takes the
-    /// value with the later clock (equal clocks: the greater JSON text, so every server decides alike).
-    private func merge(_ snapshot: ModelSnapshot, entity: MirrorPlan.Entity, attributes: [MirrorPlan.Attribute],
-                       toOnes: [MirrorPlan.ToOne], clock: UInt64, created: Bool) throws(MirrorError) {
-        var columns = ["zone", "id", "created_clock"]
-        var values: [String] = ["$1", "$2", "$3::bigint"]
-        var parameters: [String?] = [zone, Self.key(snapshot.id), created ? String(clock) : "0"]
-        var updates = created ? ["created_clock = GREATEST(t.created_clock, EXCLUDED.created_clock)"] : []
-        func add(_ value: String, _ clockColumn: String, _ parameter: String?, cast: String) {
-            columns += [value, clockColumn]
-            parameters += [parameter, String(clock)]
-            values += ["$\(parameters.count - 1)::\(cast)", "$\(parameters.count)::bigint"]
-            let wins = "t.\(clockColumn) IS NULL OR EXCLUDED.\(clockColumn) > t.\(clockColumn) OR "
-                + "(EXCLUDED.\(clockColumn) = t.\(clockColumn) AND EXCLUDED.\(value)::text > t.\(value)::text)"
-            updates.append("\(value) = CASE WHEN \(wins) THEN EXCLUDED.\(value) ELSE t.\(value) END")
-            updates.append("\(clockColumn) = GREATEST(t.\(clockColumn), EXCLUDED.\(clockColumn))")
-        }
+    /// Queues the merge of `attributes` and `toOnes` of `snapshot` into the object's server row at `clock`: each column
+    /// takes the value with the later clock (equal clocks: the greater JSON text, so every server decides alike).
+    private mutating func merge(_ snapshot: ModelSnapshot, entity: MirrorPlan.Entity,
+                                attributes: [MirrorPlan.Attribute], toOnes: [MirrorPlan.ToOne], clock: UInt64,
+                                created: Bool) throws(MirrorError) {
+        var values: [String?] = [created ? String(clock) : "0"]
         for attribute in attributes {
-            add(attribute.value, attribute.clock, try encodedValue(snapshot.attributes[attribute.slot], attribute),
-                cast: "jsonb")
+            values += [try encodedValue(snapshot.attributes[attribute.slot], attribute), String(clock)]
         }
         for toOne in toOnes {
-            let target: String?
-            if case .toOne(let id?) = snapshot.relationships[toOne.slot] { target = Self.key(id) } else { target = nil }
-            add(toOne.target, toOne.clock, target, cast: "text")
+            if case .toOne(let id?) = snapshot.relationships[toOne.slot] {
+                values += [Self.key(id), String(clock)]
+            } else {
+                values += [nil, String(clock)]
+            }
         }
+        try queue(MergeShape(entity: entity, attributes: attributes, toOnes: toOnes,
+                             kind: created ? .insert : .update), key: Self.key(snapshot.id), values: values)
+    }
+
+    /// The form of one merge statement: which table and columns, and whether it inserts (a creation clock),
+    /// updates, or records a deletion.
+    struct MergeShape: Hashable {
+        enum Kind: Hashable { case insert, update, deletion }
+        let table: String
+        let name: String
+        let columns: [(value: String, clock: String, cast: String)]
+        let kind: Kind
+
+        init(entity: MirrorPlan.Entity, attributes: [MirrorPlan.Attribute], toOnes: [MirrorPlan.ToOne], kind: Kind) {
+            table = entity.table
+            name = entity.name
+            columns = attributes.map { ($0.value, $0.clock, "jsonb") } + toOnes.map { ($0.target, $0.clock, "text") }
+            self.kind = kind
+        }
+
+        static func == (lhs: MergeShape, rhs: MergeShape) -> Bool {
+            lhs.table == rhs.table && lhs.kind == rhs.kind && lhs.columns.map(\.value) == rhs.columns.map(\.value)
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(table)
+            hasher.combine(kind)
+            hasher.combine(columns.map(\.value))
+        }
+    }
+
+    /// Merges waiting to be sent, by shape: each shape goes as one statement over arrays (`INSERT … SELECT FROM
+    /// unnest(…)`) of up to 1,000 objects. Merges commute (a column keeps its latest clock, a deletion its latest),
+    /// so their order does not matter; an object twice in one statement would, so it sends the first one before.
+    struct MergeGroup {
+        var keys: [String] = []
+        var seen: Set<String> = []
+        var values: [[String?]] = []
+    }
+
+    private mutating func queue(_ shape: MergeShape, key: String, values: [String?]) throws(MirrorError) {
+        if merges[shape]?.seen.contains(key) == true || (merges[shape]?.keys.count ?? 0) >= 1000 {
+            try send(shape)
+        }
+        merges[shape, default: MergeGroup()].keys.append(key)
+        merges[shape, default: MergeGroup()].seen.insert(key)
+        merges[shape, default: MergeGroup()].values.append(values)
+    }
+
+    /// Sends every queued merge.
+    private mutating func flushMerges() throws(MirrorError) {
+        for shape in Array(merges.keys) { try send(shape) }
+    }
+
+    private mutating func send(_ shape: MergeShape) throws(MirrorError) {
+        guard let group = merges.removeValue(forKey: shape), !group.keys.isEmpty else { return }
+        var columns = ["zone", "id"]
+        var casts = ["text"]
+        var updates: [String] = []
+        switch shape.kind {
+        case .deletion:
+            columns += ["created_clock", "deleted_clock"]
+            casts.append("bigint")
+            updates.append("deleted_clock = GREATEST(t.deleted_clock, EXCLUDED.deleted_clock)")
+        case .insert, .update:
+            columns.append("created_clock")
+            if shape.kind == .insert {
+                updates.append("created_clock = GREATEST(t.created_clock, EXCLUDED.created_clock)")
+            }
+            casts.append("bigint")
+        }
+        for column in shape.columns {
+            columns += [column.value, column.clock]
+            casts += [column.cast, "bigint"]
+            let (value, clock) = (column.value, column.clock)
+            let wins = "t.\(clock) IS NULL OR EXCLUDED.\(clock) > t.\(clock) OR "
+                + "(EXCLUDED.\(clock) = t.\(clock) AND EXCLUDED.\(value)::text > t.\(value)::text)"
+            updates.append("\(value) = CASE WHEN \(wins) THEN EXCLUDED.\(value) ELSE t.\(value) END")
+            updates.append("\(clock) = GREATEST(t.\(clock), EXCLUDED.\(clock))")
+        }
+        // One array parameter a column: the keys, then each column's values in order.
+        var parameters: [String?] = [zone, Self.arrayLiteral(group.keys)]
+        let width = group.values.first?.count ?? 0
+        for position in 0..<width {
+            parameters.append(Self.arrayLiteral(group.values.map { $0[position] }))
+        }
+        let arrays = casts.enumerated().map { "$\($0.offset + 2)::\($0.element)[]" }
+        let selected = shape.kind == .deletion ? "$1::text, u.c1, 0, u.c2" : "$1::text, u.*"
+        let names = (1...casts.count).map { "c\($0)" }.joined(separator: ", ")
         let conflict = updates.isEmpty ? "DO NOTHING" : "DO UPDATE SET " + updates.joined(separator: ", ")
         try connection.execute("""
-            INSERT INTO \(entity.table) AS t (\(columns.joined(separator: ", ")))
-            VALUES (\(values.joined(separator: ", "))) ON CONFLICT (zone, id) \(conflict)
-            """, parameters, purpose: "merge a \(entity.name)")
+            INSERT INTO \(shape.table) AS t (\(columns.joined(separator: ", ")))
+            SELECT \(selected) FROM unnest(\(arrays.joined(separator: ", "))) AS u(\(names))
+            ON CONFLICT (zone, id) \(conflict)
+            """, parameters, purpose: shape.kind == .deletion ? "record \(shape.name) deletions" : "merge \(shape.name) objects")
+    }
+
+    /// A PostgreSQL array literal of text elements (`{"a","b\\"c",NULL}`), for one parameter: every element quoted,
+    /// backslashes and quotes escaped, so that any text passes as it is.
+    static func arrayLiteral(_ elements: [String?]) -> String {
+        var text = "{"
+        for (index, element) in elements.enumerated() {
+            if index > 0 { text += "," }
+            guard let element else {
+                text += "NULL"
+                continue
+            }
+            text += "\""
+            for character in element.unicodeScalars {
+                if character == "\\" || character == "\"" { text.unicodeScalars.append("\\") }
+                text.unicodeScalars.append(character)
+            }
+            text += "\""
+        }
+        return text + "}"
     }
 
     /// The JSON a value column holds; external-storage bytes go to `blobs` first.
@@ -632,7 +737,7 @@ private struct SyncSession {
                     """, [zone, name, Self.hex(bytes)], purpose: "store a blob")
                 return #"{"blob":"\#(name)"}"#
             }
-            return try MirrorValueCoding.encode(value)
+            return try coding.encode(value)
         } catch let error as MirrorError {
             throw error
         } catch {
@@ -742,7 +847,7 @@ private struct SyncSession {
         for toOne in entity.toOnes { select += [toOne.target, toOne.clock] }
         let rows = try connection.execute("""
             SELECT \(select.joined(separator: ", ")) FROM \(entity.table) WHERE zone = $1 AND id = ANY($2::text[])
-            """, [zone, "{" + ids.joined(separator: ",") + "}"], purpose: "read \(entity.name) objects").values
+            """, [zone, Self.arrayLiteral(ids)], purpose: "read \(entity.name) objects").values
         var result: [ServerRow] = []
         for row in rows {
             let key = row[0] ?? ""
@@ -775,7 +880,7 @@ private struct SyncSession {
             if attribute.isExternal, let name = MirrorValueCoding.blobName(text) {
                 value = .data(try blob(name))
             } else {
-                value = try MirrorValueCoding.decode(text, as: attribute.type)
+                value = try coding.decode(text, as: attribute.type)
             }
             result.attributes[attribute.name] = (value, clock)
         }
@@ -819,8 +924,7 @@ private struct SyncSession {
     /// then computed again), so that an import never overwrites a local save it has not weighed.
     private mutating func apply(_ batch: Batch) throws {
         for attempt in 1...20 {
-            let log = try history()
-            let generation = container.store.generation
+            let (generation, log) = try generationAndHistory()
             try assignClocks(log, through: generation)
             let pending = Self.pending(log, after: state.exportedThrough, clocks: state.pendingClocks,
                                        schema: container.schema)
@@ -855,7 +959,8 @@ private struct SyncSession {
             if let token = context.currentHistoryToken() { report.importTransactions.append(token) }
             report.deniedDeletions += outcome.deniedDeletions
             // The import's own transaction is never sent.
-            try assignClocks(try history(), through: container.store.generation)
+            let (after, afterLog) = try generationAndHistory()
+            try assignClocks(afterLog, through: after)
             return
         }
     }

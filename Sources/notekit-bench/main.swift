@@ -8,12 +8,14 @@
 //     swift run -c release notekit-bench time --runs 10 -- ./sqlite_top20 w1.sqlite       # a peer's, timed alike
 //     swift run -c release notekit-bench rows --notes 100000   # the row storage over loaded rows and over a base
 //     swift run -c release notekit-bench memory --notes 100000 --layout   # bytes per note, per phase
+//     swift run -c release notekit-bench mirror --notes 100000 --server "host=/tmp/pg dbname=postgres"   # MIRROR.md
 //
 // NOTEKIT_BENCH_TRACE=1 prints the parts of the insert and open phases to standard error;
 // NOTEKIT_BENCH_KEEP=PATH keeps a copy of the store as the bulk insert left it.
 import Foundation
 import NoteKit
 import NoteKitFileStore
+import NoteKitMirror
 
 func value(_ name: String, in arguments: [String]) -> String? {
     guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
@@ -36,6 +38,7 @@ case "cold": exit(Cold.main(Array(arguments.dropFirst())))
 case "time": exit(Cold.timeProgram(Array(arguments.dropFirst())))
 case "rows": exit(RowBaseBench.main(Array(arguments.dropFirst())))
 case "memory": exit(MemoryProbe.main(Array(arguments.dropFirst())))
+case "mirror": exit(MirrorBench.main(Array(arguments.dropFirst())))
 // The cold phase's child: not in the usage, since only `cold` starts it.
 case "top20": exit(Cold.answerTop20(Array(arguments.dropFirst())))
 default: break
@@ -53,7 +56,7 @@ if arguments.first == "history" {
     }
 }
 guard arguments.first == "w1" else {
-    FileHandle.standardError.write(Data("usage: notekit-bench w1 [--notes N] [--dir DIR] [--sharing exclusive|shared] [--automatic-compaction off|default]\n       notekit-bench history [--transactions N] [--dir DIR]\n       \(Cold.usage)\n       \(Cold.timeUsage)\n       \(RowBaseBench.usage)\n       \(MemoryProbe.usage)\n".utf8))
+    FileHandle.standardError.write(Data("usage: notekit-bench w1 [--notes N] [--dir DIR] [--sharing exclusive|shared] [--automatic-compaction off|default]\n       notekit-bench history [--transactions N] [--dir DIR]\n       \(Cold.usage)\n       \(Cold.timeUsage)\n       \(RowBaseBench.usage)\n       \(MemoryProbe.usage)\n       \(MirrorBench.usage)\n".utf8))
     exit(2)
 }
 let sharing: FileStoreConfiguration.Sharing

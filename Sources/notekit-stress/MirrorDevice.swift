@@ -117,3 +117,30 @@ struct MirrorDevice {
     }
 }
 
+/// `notekit-stress mirror-app`: seed 001's main app. It opens the FieldNotes store at a path mirrored to a zone and
+/// syncs in the background (an interval of an hour: only what is committed to the store brings a sync on), writes
+/// `ready` once its first sync is done, and runs until its standard input ends; then it stops syncing, writes
+/// `stopped PENDING` (the local transactions still unsent) and exits. Its extensions (`notekit-stress add`) open the
+/// same store without a mirror.
+struct MirrorApp {
+    let url: URL
+    let configuration: MirrorConfiguration
+
+    func run() -> Never {
+        do {
+            let container = try ModelContainer(for: Schema(ModelContainer.fieldNotesModels),
+                                               configurations: [FileStoreConfiguration(url: url)])
+            let mirror = try StoreMirror(container: container, configuration: configuration)
+            mirror.startSyncing(every: .seconds(3600))
+            while try mirror.status().lastSync == nil { Thread.sleep(forTimeInterval: 0.02) }
+            FileHandle.standardOutput.write(Data("ready\n".utf8))
+            _ = FileHandle.standardInput.readDataToEndOfFile()
+            mirror.stopSyncing()
+            FileHandle.standardOutput.write(Data("stopped \(try mirror.status().pendingLocalTransactions)\n".utf8))
+            exit(0)
+        } catch {
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+}

@@ -33,6 +33,7 @@ let usage = """
            notekit-stress add --store PATH --title T [--delete T2] [--lock-timeout S]
            notekit-stress mirror-device --store PATH --server CONNECTION --zone ZONE --seed N [--ops N]
                                         [--sync-chance P] [--final]
+           notekit-stress mirror-app --store PATH --server CONNECTION --zone ZONE
 
     kill    kills N children (default 1000) of a store made under DIR (default the temporary directory), stopping
             early after S seconds if given; N/10 of the kills (or --creation-kills) land while a child creates a new
@@ -63,6 +64,8 @@ let usage = """
     mirror-device  one device of the mirror's convergence test (MirrorDevice): N random changes to a FieldNotes
             store mirrored to ZONE (default 50), each saved, a sync after each with probability P (default 0.2),
             and with --final a last sync that must succeed; writes `ack`, `sync begin|end|failed` and `done` lines.
+    mirror-app  seed 001's main app (MirrorApp): the FieldNotes store at PATH mirrored in the background until
+            standard input ends; writes `ready` after its first sync and `stopped PENDING` last.
     add     opens the FieldNotes store at PATH in the default configuration (creating it when missing), inserts
             a note titled T, deletes the notes titled T2, saves once and exits (AddChild).
     """
@@ -144,6 +147,14 @@ case "mirror-device":
                  operations: value("--ops", in: arguments).flatMap { Int($0) } ?? 50,
                  syncChance: value("--sync-chance", in: arguments).flatMap { Double($0) } ?? 0.2,
                  final: arguments.contains("--final")).run()
+
+case "mirror-app":
+    guard let store = value("--store", in: arguments), let server = value("--server", in: arguments),
+          let zone = value("--zone", in: arguments) else {
+        fail("mirror-app needs --store, --server and --zone\n\(usage)", status: 2)
+    }
+    MirrorApp(url: URL(fileURLWithPath: store),
+              configuration: MirrorConfiguration(connectionString: server, zone: zone)).run()
 
 case "add":
     guard let store = value("--store", in: arguments), let title = value("--title", in: arguments) else {

@@ -1,0 +1,163 @@
+import Foundation
+import NoteKit
+import NoteKitFileStore
+import NoteKitMirror
+
+/// `notekit-bench mirror`: the figures of docs/MIRROR.md against a PostgreSQL server given by its connection string.
+///
+/// 1. Initial push: a file store of N notes (in 100 notebooks, one transaction) sent by its first `sync()`; beside it
+///    the floor: `COPY` of the same rows (the same JSON values, encoded in the same process) into a table like the
+///    notes' table.
+/// 2. Initial pull: a second device (another file store) takes the whole zone.
+/// 3. Steady state: 1,000 transactions of one edit each, sent by one sync, then taken by the other device.
+/// 4. Latency: 20 times, one edit saved on the first device, then its sync and the second's: the time until the second
+///    has it (what a background loop adds to it is its polling, a quarter second at most).
+///
+/// Prints one JSON object. Every run uses a namespace of its own (`notekit_bench_<pid>`), dropped at the end.
+enum MirrorBench {
+    static let usage = "notekit-bench mirror --server CONNECTION [--notes N] [--dir DIR]"
+
+    static func main(_ arguments: [String]) -> Int32 {
+        guard let server = value("--server", in: arguments) else {
+            FileHandle.standardError.write(Data("usage: \(usage)\n".utf8))
+            return 2
+        }
+        let notes = value("--notes", in: arguments).flatMap(Int.init) ?? 100_000
+        let directory = URL(fileURLWithPath: value("--dir", in: arguments) ?? FileManager.default.temporaryDirectory.path)
+            .appendingPathComponent("notekit-mirror-bench-\(getpid())")
+        do {
+            defer { try? FileManager.default.removeItem(at: directory) }
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let result = try run(server: server, notes: notes, directory: directory)
+            let data = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            return 1
+        }
+    }
+
+    static func milliseconds(_ start: ContinuousClock.Instant) -> Double {
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+    }
+
+    static func run(server: String, notes count: Int, directory: URL) throws -> [String: Any] {
+        let namespace = "notekit_bench_\(getpid())"
+        let admin = try PostgresConnection(server)
+        try admin.execute("DROP SCHEMA IF EXISTS \(namespace) CASCADE", purpose: "drop an old namespace")
+        defer { _ = try? admin.execute("DROP SCHEMA IF EXISTS \(namespace) CASCADE", purpose: "clean up") }
+        let configuration = MirrorConfiguration(connectionString: server, zone: "bench", namespace: namespace)
+        let types: [any PersistentModel.Type] = [NoteRecord.self, NotebookRecord.self, PhotoRecord.self]
+        func open(_ name: String) throws -> ModelContainer {
+            try ModelContainer(for: Schema(types),
+                               configurations: [FileStoreConfiguration(url: directory.appendingPathComponent(name))])
+        }
+
+        // The store: N notes in 100 notebooks, one save.
+        let first = try open("a.notekit")
+        try first.initializeMirrorSchema(configuration)
+        let context = ModelContext(first)
+        let notebooks = (0..<100).map { index in
+            let notebook = NotebookRecord()
+            notebook.name = "Notebook \(index)"
+            context.insert(notebook)
+            return notebook
+        }
+        for index in 0..<count {
+            let note = NoteRecord()
+            note.title = "Note \(index)"
+            note.body = "Walked the ridge above the lake; the path was dry and the cairns easy to follow. \(index)"
+            note.tags = index % 3 == 0 ? ["hike", "summer"] : ["walk"]
+            note.isPinned = index % 50 == 0
+            note.latitude = 45 + Double(index % 1000) / 1000
+            context.insert(note)
+            note.notebook = notebooks[index % notebooks.count]
+        }
+        try context.save()
+
+        let mirror = try StoreMirror(container: first, configuration: configuration)
+        var start = ContinuousClock.now
+        let pushed = try mirror.sync()
+        let pushMilliseconds = milliseconds(start)
+
+        // The floor: the same note rows, encoded the same way, by COPY into a table like the notes' table.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try admin.execute("CREATE TABLE \(namespace).copy_floor (LIKE \(namespace).\"e_NoteRecord\")",
+                          purpose: "make the COPY table")
+        let schema = first.schema.entity(named: "NoteRecord")!
+        start = ContinuousClock.now
+        let rows = try first.store.fetch(StoreFetchRequest(entity: "NoteRecord")).snapshots
+        var lines: [String] = []
+        lines.reserveCapacity(rows.count)
+        for row in rows {
+            var fields = ["bench", row.id.primaryKey.uuidString.lowercased(), "1", "\\N"]
+            for slot in schema.attributes.indices {
+                let json = String(decoding: try encoder.encode(row.attributes[slot]), as: UTF8.self)
+                fields += [json.replacingOccurrences(of: "\\", with: "\\\\"), "1"]
+            }
+            if case .toOne(let target?) = row.relationships[schema.relationships.firstIndex { $0.name == "notebook" }!] {
+                fields += [target.primaryKey.uuidString.lowercased(), "1"]
+            } else {
+                fields += ["\\N", "1"]
+            }
+            lines.append(fields.joined(separator: "\t"))
+        }
+        let columns = ["zone", "id", "created_clock", "deleted_clock"]
+            + schema.attributes.flatMap { ["\"a_\($0.name)\"", "\"ac_\($0.name)\""] } + ["\"r_notebook\"", "\"rc_notebook\""]
+        let copied = try admin.copy("COPY \(namespace).copy_floor (\(columns.joined(separator: ", "))) FROM STDIN",
+                                    lines: lines, purpose: "copy the notes")
+        let copyMilliseconds = milliseconds(start)
+
+        // A second device takes the whole zone.
+        let second = try open("b.notekit")
+        let secondMirror = try StoreMirror(container: second, configuration: configuration)
+        start = ContinuousClock.now
+        let pulled = try secondMirror.sync()
+        let pullMilliseconds = milliseconds(start)
+
+        // Steady state: 1,000 one-edit transactions.
+        let edited = Array(try context.fetch(FetchDescriptor<NoteRecord>(sortBy: [SortDescriptor(\.title)])).prefix(1000))
+        for (index, note) in edited.enumerated() {
+            note.title = "Edited \(index)"
+            try context.save()
+        }
+        start = ContinuousClock.now
+        let steady = try mirror.sync()
+        let exportMilliseconds = milliseconds(start)
+        start = ContinuousClock.now
+        let steadyPull = try secondMirror.sync()
+        let importMilliseconds = milliseconds(start)
+
+        // Latency of one edit, sync to sync.
+        var latencies: [Double] = []
+        for round in 0..<20 {
+            edited[round].body = "Latency round \(round)"
+            try context.save()
+            start = ContinuousClock.now
+            try mirror.sync()
+            try secondMirror.sync()
+            latencies.append(milliseconds(start))
+        }
+        latencies.sort()
+        let check = try ModelContext(second).fetchCount(FetchDescriptor<NoteRecord>())
+        guard check == count else { throw MirrorBenchError(description: "the second device has \(check) notes, not \(count)") }
+
+        return [
+            "notes": count,
+            "initialPushMs": pushMilliseconds, "initialPushTransactions": pushed.exportedTransactions,
+            "copyFloorMs": copyMilliseconds, "copyRows": copied,
+            "initialPullMs": pullMilliseconds, "initialPullChanges": pulled.importedChanges,
+            "steadyTransactions": steady.exportedTransactions,
+            "steadyExportPerSecond": Double(steady.exportedTransactions) / (exportMilliseconds / 1000),
+            "steadyImportPerSecond": Double(steadyPull.importedChanges) / (importMilliseconds / 1000),
+            "latencyMedianMs": latencies[latencies.count / 2], "latencyP90Ms": latencies[latencies.count * 9 / 10],
+        ]
+    }
+}
+
+struct MirrorBenchError: Error, CustomStringConvertible {
+    let description: String
+}
