@@ -149,7 +149,7 @@ public final class StoreMirror: Sendable {
         do { log = try container.store.history() } catch {
             throw .storeFailed(operation: "read its history", reason: "\(error)")
         }
-        return MirrorStatus(state: state, history: log, generation: container.store.generation,
+        return MirrorStatus(state: state, history: log,
                             isSyncingInBackground: loop.withLock { $0 != nil })
     }
 
@@ -211,7 +211,7 @@ public struct MirrorStatus: Sendable, Hashable, CustomStringConvertible {
     /// Whether this process runs background syncing for the store (``StoreMirror/startSyncing(every:)``).
     public var isSyncingInBackground: Bool
 
-    init(state: MirrorState, history: HistoryLog, generation: UInt64, isSyncingInBackground: Bool) {
+    init(state: MirrorState, history: HistoryLog, isSyncingInBackground: Bool) {
         device = state.device
         zone = state.zone
         pendingLocalTransactions = history.records.lazy.filter {
@@ -541,14 +541,6 @@ private struct SyncSession {
     private mutating func exportBaseline(through last: UInt64) throws {
         let clock = state.clock.tick(at: Date())
         try file.save(state)
-        try connection.transaction(purpose: "send the store's baseline") { () throws(MirrorError) in
-            try lockZone()
-            try connection.execute("""
-                INSERT INTO \(ns)."changes" (zone, device, token, author, body)
-                VALUES ($1, $2::uuid, $3::bigint, NULL, $4::jsonb) ON CONFLICT DO NOTHING
-                """, [zone, state.device.uuidString, String(last), #"{"baseline": true}"#],
-                purpose: "record the baseline")
-        }
         for entity in plan.entities.values.sorted(by: { $0.name < $1.name }) {
             let ids: [PersistentIdentifier]
             do {
@@ -570,9 +562,19 @@ private struct SyncSession {
                 }
             }
         }
-        try connection.execute("""
-            UPDATE \(ns)."devices" SET exported_token = $3::bigint WHERE zone = $1 AND device = $2::uuid
-            """, [zone, state.device.uuidString, String(last)], purpose: "record the export")
+        // Recorded once every object is on the server, so that no device reads a baseline half sent: a sync cut
+        // off before this sends the whole baseline again, which merges to the same rows.
+        try connection.transaction(purpose: "record the store's baseline") { () throws(MirrorError) in
+            try lockZone()
+            try connection.execute("""
+                INSERT INTO \(ns)."changes" (zone, device, token, author, body)
+                VALUES ($1, $2::uuid, $3::bigint, NULL, $4::jsonb) ON CONFLICT DO NOTHING
+                """, [zone, state.device.uuidString, String(last), #"{"baseline": true}"#],
+                purpose: "record the baseline")
+            try connection.execute("""
+                UPDATE \(ns)."devices" SET exported_token = $3::bigint WHERE zone = $1 AND device = $2::uuid
+                """, [zone, state.device.uuidString, String(last)], purpose: "record the export")
+        }
         report.exportedBaseline = true
         state.exportedThrough = last
         state.pendingClocks.removeAll { $0.transaction <= last }
@@ -1022,16 +1024,8 @@ private struct SyncSession {
     /// An object's key on the server: its UUID in lower case.
     static func key(_ id: PersistentIdentifier) -> String { id.primaryKey.uuidString.lowercased() }
 
-    static func hex(_ bytes: Data) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 15)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
+    /// Lowercase hex of `bytes`: how a blob's bytes travel as a text parameter (`decode($n, 'hex')`).
+    static func hex(_ bytes: Data) -> String { SHA256Digest.hexEncoded(Array(bytes)) }
 
     static func bytes(hex: String) -> Data? {
         let utf8 = Array(hex.utf8)
@@ -1065,7 +1059,7 @@ extension StoreMirror {
         do {
             let store = try StoreInspector.openReadOnly(at: url)
             defer { try? store.close() }
-            return MirrorStatus(state: state, history: try store.history(), generation: store.generation,
+            return MirrorStatus(state: state, history: try store.history(),
                                 isSyncingInBackground: false)
         } catch {
             throw .storeFailed(operation: "open \(url.path) to read its history", reason: "\(error)")

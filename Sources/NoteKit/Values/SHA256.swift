@@ -92,7 +92,7 @@ package enum SHA256Digest {
     }
 
     /// Lowercase hex of `bytes`, two digits per byte.
-    static func hexEncoded(_ bytes: [UInt8]) -> String {
+    package static func hexEncoded(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var characters = [UInt8]()
         characters.reserveCapacity(bytes.count * 2)
