@@ -11,7 +11,9 @@ public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible {
     /// PostgreSQL identifier: ASCII letters, digits and underscores, not starting with a digit, and short enough
     /// for PostgreSQL's 63 bytes with NoteKit's prefix.
     case invalidName(kind: String, name: String, reason: String)
-    /// The zone already holds data of a newer schema than this device's: it must not write until it is updated.
+    /// The zone already holds data of a schema of a newer major version than this device's: it must not write until
+    /// it is updated. (A newer minor or patch version only adds, so an older device of the same major version keeps
+    /// writing, and what it does not know stays on the server.)
     case schemaBehindZone(zone: String, schemaVersion: String, zoneVersion: String)
     /// The server's tables for the zone are not what this version of NoteKit made (`found` says what differs).
     case unexpectedServerSchema(server: String, table: String, found: String)
@@ -42,7 +44,7 @@ public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .invalidName(kind, name, reason):
             "mirror: the \(kind) name \"\(name)\" cannot name a server table or column: \(reason)"
         case let .schemaBehindZone(zone, schemaVersion, zoneVersion):
-            "mirror: zone \"\(zone)\" holds schema \(zoneVersion), newer than this store's \(schemaVersion): " +
+            "mirror: zone \"\(zone)\" holds schema \(zoneVersion), a newer major version than this store's \(schemaVersion): " +
                 "update the program before it mirrors"
         case let .unexpectedServerSchema(server, table, found):
             "mirror: \(server) has a table \(table) that NoteKit did not make: \(found)"

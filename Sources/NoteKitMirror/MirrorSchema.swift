@@ -37,7 +37,7 @@ extension MirrorConfiguration {
     /// devices initializing at once do not race; a failure leaves the server as it was.
     ///
     /// - Throws: ``MirrorError/schemaBehindZone(zone:schemaVersion:zoneVersion:)`` when the zone already holds a
-    ///   newer schema version; ``MirrorError/invalidName(kind:name:reason:)`` for a zone, namespace, entity or
+    ///   schema of a newer major version; ``MirrorError/invalidName(kind:name:reason:)`` for a zone, namespace, entity or
     ///   property name NoteKit cannot map to the server exactly; ``MirrorError/unexpectedServerSchema(server:table:found:)``
     ///   when a table of NoteKit's name lacks a column NoteKit expects, or records another layout; and
     ///   connection and server errors.
@@ -80,7 +80,9 @@ extension MirrorConfiguration {
         if let newest, let major = newest[0].flatMap(Int.init), let minor = newest[1].flatMap(Int.init),
            let patch = newest[2].flatMap(Int.init) {
             let zoneVersion = Schema.Version(major, minor, patch)
-            if schema.version < zoneVersion {
+            // Within a major version, schemas only add (semantic versioning): an older one may still write, and
+            // what it does not know stays on the server. A lower major version is behind.
+            if schema.version.major < zoneVersion.major {
                 throw .schemaBehindZone(zone: zone, schemaVersion: schema.version.description,
                                         zoneVersion: zoneVersion.description)
             }

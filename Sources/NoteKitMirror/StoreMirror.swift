@@ -404,7 +404,8 @@ private struct SyncSession {
                 if newest.map({ version > $0 }) ?? true { newest = version }
             }
         }
-        if let newest, schema.version < newest {
+        // Behind means an older major version; an older minor one writes what it knows and leaves the rest.
+        if let newest, schema.version.major < newest.major {
             throw .schemaBehindZone(zone: zone, schemaVersion: schema.version.description,
                                     zoneVersion: newest.description)
         }

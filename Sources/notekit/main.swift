@@ -96,12 +96,13 @@ let help: [String: String] = [
         usage: notekit mirror init PATH --zone ZONE [--server CONNECTION] [--namespace NS] [--json]
                notekit mirror status PATH [--zone ZONE --server CONNECTION] [--json]
         init creates or updates the tables of a PostgreSQL server for the store's current schema, as the app's
-        initializeMirrorSchema does (docs/MIRROR.md); running it again changes nothing. It refuses a schema older
-        than the zone's (exit 5). status prints the store's mirroring as its mirroring process last left it: the
-        device, the local transactions not sent yet, the last exported transaction, the server cursor, when the
-        last sync ended and why it failed; with --zone and --server, the server's newest change too. CONNECTION is a
-        libpq connection string or URI (TLS options pass through); without --server, libpq's PG… environment
-        variables apply. A password in it is never printed; prefer ~/.pgpass. --json prints one JSON object:
+        initializeMirrorSchema does (docs/MIRROR.md); running it again changes nothing. It refuses a schema of an
+        older major version than the zone's (exit 5). status prints the store's mirroring as its mirroring process
+        last left it: the device, the local transactions not sent yet, the last exported transaction, the server
+        cursor, when the last sync ended and why it failed; with --zone and --server, the server's newest change
+        too. CONNECTION is a libpq connection string or URI (TLS options pass through); without --server, libpq's
+        PG… environment variables apply. A password in it is never printed; prefer ~/.pgpass. --json prints one
+        JSON object:
         init {"tablesCreated", "columnsAdded", "schemaRecorded", "schemaVersion", "zone"}; status {"mirrored",
         "device", "zone", "pendingLocalTransactions", "exportedThrough", "serverCursor", "lastSync", "lastError",
         "serverNewestChange"}. Syncing runs in the app, which has the model types (StoreMirror.sync()).
