@@ -822,7 +822,7 @@ private struct SyncSession {
         // server has deleted, not one this device has not heard of yet.
         var read: Set<PersistentIdentifier> = []
         for _ in 0..<8 where !keys.isEmpty {
-            var targets: [String: Set<String>] = [:]
+            var pointedAt: Set<PersistentIdentifier> = []
             for (name, ids) in keys.sorted(by: { $0.key < $1.key }) {
                 guard let entity = plan.entities[name] else { continue }
                 let sorted = ids.sorted()
@@ -831,13 +831,15 @@ private struct SyncSession {
                     for row in try readRows(entity, ids: Array(part)) where read.insert(row.id).inserted {
                         if row.isAlive { batch.rows.append(row) } else { batch.deleted.append(row) }
                         guard row.isAlive else { continue }
-                        for (_, field) in row.toOnes {
-                            guard let target = field.target, !read.contains(target),
-                                  container.store.snapshots(for: [target]).first ?? nil == nil else { continue }
-                            targets[target.entityName, default: []].insert(Self.key(target))
-                        }
+                        for (_, field) in row.toOnes { if let target = field.target { pointedAt.insert(target) } }
                     }
                 }
+            }
+            // One look-up in the store for all of them, not one a relationship of a row.
+            let unread = pointedAt.subtracting(read).sorted()
+            var targets: [String: Set<String>] = [:]
+            for (target, snapshot) in zip(unread, container.store.snapshots(for: unread)) where snapshot == nil {
+                targets[target.entityName, default: []].insert(Self.key(target))
             }
             keys = targets
         }
