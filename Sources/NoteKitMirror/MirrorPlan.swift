@@ -31,9 +31,19 @@ struct MirrorPlan {
         let toOnes: [ToOne]
         let attributeByName: [String: Attribute]
         let toOneByName: [String: ToOne]
+        /// The table's name unquoted (`e_<Entity>`), for the server's catalog.
+        var tableName: String { "e_" + name }
+        /// The unique constraints, by their number in the schema (the store's number for them too); a constraint
+        /// on an external-storage attribute is left out, since the server holds only the bytes' hash.
+        var uniqueKeys: [(number: Int, attributes: [Attribute])] = []
+        /// The to-one relationships, of any entity, that point at this one: what a unique-key merge remaps.
+        var referrers: [(entity: String, toOne: ToOne)] = []
     }
 
+    /// The namespace, quoted.
     let namespace: String
+    /// The namespace as named, for the server's catalog.
+    let namespaceName: String
     let entities: [String: Entity]
 
     /// The plan of `schema`'s tables in `namespace`.
@@ -44,6 +54,7 @@ struct MirrorPlan {
     init(schema: Schema, namespace: String) throws(MirrorError) {
         let ns = try ServerTables.identifier(namespace, kind: "namespace", prefix: "").quoted
         self.namespace = ns
+        namespaceName = namespace
         var entities: [String: Entity] = [:]
         for entity in schema.entities {
             let table = try ServerTables.identifier(entity.name, kind: "entity", prefix: "e_")
@@ -76,6 +87,14 @@ struct MirrorPlan {
                 name: entity.name, table: "\(ns).\(table.quoted)", attributes: attributes, toOnes: toOnes,
                 attributeByName: Dictionary(uniqueKeysWithValues: attributes.map { ($0.name, $0) }),
                 toOneByName: Dictionary(uniqueKeysWithValues: toOnes.map { ($0.name, $0) }))
+            for (number, names) in entity.uniqueConstraints.enumerated() {
+                let keyAttributes = names.compactMap { name in attributes.first { $0.name == name } }
+                guard keyAttributes.count == names.count, !keyAttributes.contains(where: \.isExternal) else { continue }
+                entities[entity.name]?.uniqueKeys.append((number, keyAttributes))
+            }
+        }
+        for entity in entities.values.sorted(by: { $0.name < $1.name }) {
+            for toOne in entity.toOnes { entities[toOne.destination]?.referrers.append((entity.name, toOne)) }
         }
         self.entities = entities
     }

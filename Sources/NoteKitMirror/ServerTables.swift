@@ -77,6 +77,8 @@ struct ServerTables {
             var definitions: [(column: String, type: String, sql: String)] = [
                 ("zone", "text", "text NOT NULL"), ("id", "text", "text NOT NULL"),
                 ("created_clock", "bigint", "bigint NOT NULL"), ("deleted_clock", "bigint", "bigint"),
+                // The object a unique-key collision merged this one into (docs/MIRROR.md, *Unique keys*).
+                ("merged_into", "text", "text"),
             ]
             for attribute in entity.attributes {
                 let value = try Self.identifier(attribute.name, kind: "attribute", prefix: "ac_")
@@ -89,6 +91,22 @@ struct ServerTables {
                 definitions.append((clock.name, "bigint", "bigint"))
             }
             table(entityTable.name, definitions, constraints: ["PRIMARY KEY (\"zone\", \"id\")"])
+            // Unique keys are looked up at each push that touches the entity, references to such an entity when a
+            // collision merges two objects: both by index.
+            for (number, constraint) in entity.uniqueConstraints.enumerated() {
+                let index = try Self.identifier("\(entity.name)_\(number)", kind: "entity", prefix: "u_")
+                let keyColumns = constraint.map { "\"a_\($0)\"" }.joined(separator: ", ")
+                statements.append("CREATE INDEX IF NOT EXISTS \(index.quoted) ON \(ns.quoted).\(entityTable.quoted) "
+                                  + "(\"zone\", \(keyColumns))")
+            }
+            for relationship in entity.relationships where !relationship.isToMany {
+                guard let destination = schema.entity(named: relationship.destination),
+                      !destination.uniqueConstraints.isEmpty else { continue }
+                let index = try Self.identifier("\(entity.name)_\(relationship.name)", kind: "relationship",
+                                                prefix: "x_")
+                statements.append("CREATE INDEX IF NOT EXISTS \(index.quoted) ON \(ns.quoted).\(entityTable.quoted) "
+                                  + "(\"zone\", \"r_\(relationship.name)\")")
+            }
         }
         // A to-many relationship whose inverse is to-one is recorded by the inverse's column; a many-to-many one by
         // the side whose `Entity.relationship` sorts first; one without an inverse by its own link table.

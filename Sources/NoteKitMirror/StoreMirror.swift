@@ -315,7 +315,7 @@ private final class SyncLoop: @unchecked Sendable {
 }
 
 /// One sync: the state read at its start, the connection, and what it did.
-private struct SyncSession {
+struct SyncSession {
     let container: ModelContainer
     let configuration: MirrorConfiguration
     let plan: MirrorPlan
@@ -327,6 +327,10 @@ private struct SyncSession {
     var needsBaseline = false
     /// Merges queued for the server transaction under way.
     var merges: [MergeShape: MergeGroup] = [:]
+    /// The objects the server transaction under way merged, by entity: checked for unique-key collisions.
+    var touched: [String: Set<String>] = [:]
+    /// The value and clock columns of entity tables, as the server has them (newer schemas' included), by entity.
+    var serverColumns: [String: [(value: String, clock: String)]] = [:]
     let coding = MirrorValueCoding()
 
     /// Transactions of these authors are never sent: imports (every device makes its own) and migrations.
@@ -526,6 +530,7 @@ private struct SyncSession {
                 }
             }
             try flushMerges()
+            try resolveUniqueKeys()
             try connection.execute("""
                 UPDATE \(ns)."devices" SET exported_token = $3::bigint, seen_at = now()
                 WHERE zone = $1 AND device = $2::uuid
@@ -560,6 +565,7 @@ private struct SyncSession {
                                   clock: clock, created: true)
                     }
                     try flushMerges()
+                    try resolveUniqueKeys()
                 }
             }
         }
@@ -608,6 +614,7 @@ private struct SyncSession {
         }
         try queue(MergeShape(entity: entity, attributes: attributes, toOnes: toOnes,
                              kind: created ? .insert : .update), key: Self.key(snapshot.id), values: values)
+        touched[entity.name, default: []].insert(Self.key(snapshot.id))
     }
 
     /// The form of one merge statement: which table and columns, and whether it inserts (a creation clock),
@@ -752,11 +759,36 @@ private struct SyncSession {
 
     private mutating func importChanges() throws {
         while true {
-            let batch = try readBatch()
-            guard let last = batch.lastSequence else { return }
+            var batch = try readBatch()
+            guard batch.lastSequence != nil else { return }
             if !batch.rows.isEmpty || !batch.deleted.isEmpty {
-                try apply(batch)
+                var unsent = try apply(batch)
+                // This store holds unique keys, or edits of merged objects, that the server has not seen: they are
+                // sent, so the server merges them, and the batch is read again.
+                for _ in 0..<2 where !unsent.isEmpty {
+                    try export()
+                    batch = try readBatch()
+                    unsent = try apply(batch)
+                }
+                // Still not resolvable (a store changing faster than it syncs): the rows that collide wait for the
+                // server's merge, whose change names them again; the rest are applied now.
+                var skipped: Set<PersistentIdentifier> = []
+                for _ in 0..<4 where !unsent.isEmpty {
+                    let blocked = Set(unsent)
+                    for row in batch.rows + batch.deleted where !skipped.contains(row.id) {
+                        guard let entity = plan.entities[row.id.entityName] else { continue }
+                        guard blocked.contains(row.id) || localHolders(of: row, entity: entity).contains(where: blocked.contains)
+                        else { continue }
+                        skipped.insert(row.id)
+                        report.skippedRows.append(MirrorSkippedRow(
+                            zone: zone, entity: row.id.entityName, id: Self.key(row.id),
+                            reason: "it collides here with a unique key or an edit the server has not merged yet"))
+                    }
+                    skipped.formUnion(blocked)
+                    unsent = try apply(batch, skipping: skipped)
+                }
             }
+            guard let last = batch.lastSequence else { return }
             report.importedChanges += batch.changeCount
             state.importedSequence = last
             try file.save(state)
@@ -774,7 +806,9 @@ private struct SyncSession {
         var deleted: Int64?
         var attributes: [String: (value: StoredValue, clock: UInt64)] = [:]
         var toOnes: [String: (target: PersistentIdentifier?, clock: UInt64)] = [:]
-        var isAlive: Bool { deleted.map { created > $0 } ?? true }
+        /// The object a unique-key collision merged this one into (then it is not alive).
+        var mergedInto: PersistentIdentifier?
+        var isAlive: Bool { mergedInto == nil && (deleted.map { created > $0 } ?? true) }
     }
 
     struct Batch {
@@ -801,7 +835,9 @@ private struct SyncSession {
         for row in changes {
             guard let sequence = row[0].flatMap(Int64.init) else { continue }
             batch.lastSequence = sequence
-            guard row[1]?.lowercased() != me, let body = row[2] else { continue }
+            // A device skips its own changes, except the unique-key merges its pushes made (every store applies
+            // those alike).
+            guard let body = row[2], row[1]?.lowercased() != me || Self.isResolution(body) else { continue }
             batch.changeCount += 1
             if Self.isBaseline(body) {
                 // Another device sent everything: read every object of the zone.
@@ -823,6 +859,7 @@ private struct SyncSession {
         var read: Set<PersistentIdentifier> = []
         for _ in 0..<8 where !keys.isEmpty {
             var pointedAt: Set<PersistentIdentifier> = []
+            var survivors: Set<PersistentIdentifier> = []
             for (name, ids) in keys.sorted(by: { $0.key < $1.key }) {
                 guard let entity = plan.entities[name] else { continue }
                 let sorted = ids.sorted()
@@ -830,8 +867,13 @@ private struct SyncSession {
                     let part = sorted[start..<min(start + 1000, sorted.count)]
                     for row in try readRows(entity, ids: Array(part)) where read.insert(row.id).inserted {
                         if row.isAlive { batch.rows.append(row) } else { batch.deleted.append(row) }
+                        // The survivor of a merge is read with its loser, whatever this store has of it.
+                        if let survivor = row.mergedInto { survivors.insert(survivor) }
                         guard row.isAlive else { continue }
                         for (_, field) in row.toOnes { if let target = field.target { pointedAt.insert(target) } }
+                        // So is the object that holds the row's unique key here, if it is another: the server's
+                        // state of it says whether the two can both be applied.
+                        for holder in localHolders(of: row, entity: entity) { survivors.insert(holder) }
                     }
                 }
             }
@@ -841,13 +883,16 @@ private struct SyncSession {
             for (target, snapshot) in zip(unread, container.store.snapshots(for: unread)) where snapshot == nil {
                 targets[target.entityName, default: []].insert(Self.key(target))
             }
+            for survivor in survivors.subtracting(read) {
+                targets[survivor.entityName, default: []].insert(Self.key(survivor))
+            }
             keys = targets
         }
         return batch
     }
 
     private mutating func readRows(_ entity: MirrorPlan.Entity, ids: [String]) throws -> [ServerRow] {
-        var select = ["id", "created_clock", "deleted_clock"]
+        var select = ["id", "created_clock", "deleted_clock", "\"merged_into\""]
         for attribute in entity.attributes { select += [attribute.value + "::text", attribute.clock] }
         for toOne in entity.toOnes { select += [toOne.target, toOne.clock] }
         let rows = try connection.execute("""
@@ -875,8 +920,14 @@ private struct SyncSession {
         let deleted = row[2].flatMap(Int64.init)
         var result = ServerRow(id: PersistentIdentifier(entityName: entity.name, primaryKey: uuid), created: created,
                                deleted: deleted)
+        if let survivor = row[3] {
+            guard let uuid = UUID(uuidString: survivor) else {
+                throw MirrorRowProblem("merged_into \(survivor) is not a UUID")
+            }
+            result.mergedInto = PersistentIdentifier(entityName: entity.name, primaryKey: uuid)
+        }
         state.clock.receive(UInt64(max(0, max(created, deleted ?? 0))))
-        var column = 3
+        var column = 4
         for attribute in entity.attributes {
             defer { column += 2 }
             guard let text = row[column], let clock = row[column + 1].flatMap(UInt64.init) else { continue }
@@ -927,14 +978,17 @@ private struct SyncSession {
 
     /// Applies a batch as one local transaction, committed only if no other transaction came in between (it is
     /// then computed again), so that an import never overwrites a local save it has not weighed.
-    private mutating func apply(_ batch: Batch) throws {
+    /// - Returns: the objects of this store that must be sent before the batch can be applied (nothing was
+    ///   applied then): local changes the server has not merged with the batch's unique-key merges.
+    private mutating func apply(_ batch: Batch, skipping skipped: Set<PersistentIdentifier> = []) throws
+        -> [PersistentIdentifier] {
         for attempt in 1...20 {
             let (generation, log) = try generationAndHistory()
             try assignClocks(log, through: generation)
             let pending = Self.pending(log, after: state.exportedThrough, clocks: state.pendingClocks,
                                        schema: container.schema)
             var objects: [IncomingObject] = []
-            for row in batch.rows {
+            for row in batch.rows where !skipped.contains(row.id) {
                 let local = pending[row.id]
                 if let deleted = local?.deleted, deleted > UInt64(max(0, row.created)) { continue }
                 var incoming = IncomingObject(id: row.id)
@@ -947,15 +1001,28 @@ private struct SyncSession {
                 objects.append(incoming)
             }
             var deletions: [PersistentIdentifier] = []
-            for row in batch.deleted {
+            var merging: [PersistentIdentifier: PersistentIdentifier] = [:]
+            var unsent: [PersistentIdentifier] = []
+            let mergedInto = Dictionary(batch.deleted.compactMap { row in row.mergedInto.map { (row.id, $0) } },
+                                        uniquingKeysWith: { first, _ in first })
+            for row in batch.deleted where !skipped.contains(row.id) {
                 if let inserted = pending[row.id]?.inserted, inserted > UInt64(max(0, row.deleted ?? 0)) { continue }
-                deletions.append(row.id)
+                guard var survivor = row.mergedInto else {
+                    deletions.append(row.id)
+                    continue
+                }
+                // A local edit of a merged object not sent yet would be lost with it: sent first (and carried over).
+                if pending[row.id] != nil { unsent.append(row.id) }
+                for _ in 0..<8 { if let next = mergedInto[survivor] { survivor = next } }
+                merging[row.id] = survivor
             }
+            unsent += uniqueKeyConflicts(objects, deleting: Set(deletions).union(merging.keys))
+            if !unsent.isEmpty { return unsent }
             let context = ModelContext(container)
             context.author = StoreMirror.author
             context.expectedStoreGeneration = generation
-            let outcome = try context.applyIncoming(objects, deleting: deletions)
-            guard context.hasChanges else { return }
+            let outcome = try context.applyIncoming(objects, deleting: deletions, merging: merging)
+            guard context.hasChanges else { return [] }
             do {
                 try context.save()
             } catch is StoreGenerationMoved where attempt < 20 {
@@ -966,8 +1033,64 @@ private struct SyncSession {
             // The import's own transaction is never sent.
             let (after, afterLog) = try generationAndHistory()
             try assignClocks(afterLog, through: after)
-            return
+            return []
         }
+        return []
+    }
+
+    /// The objects of `objects` whose unique key another object holds here, and keeps after this import: one this
+    /// store has not sent yet (or changed to that key since), which the server has therefore not merged. Sending
+    /// it first lets the server merge the two (docs/MIRROR.md, *Unique keys*).
+    private func uniqueKeyConflicts(_ objects: [IncomingObject], deleting gone: Set<PersistentIdentifier>)
+        -> [PersistentIdentifier] {
+        let incoming = Dictionary(objects.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        var snapshots: [PersistentIdentifier: ModelSnapshot] = [:]
+        func snapshot(_ id: PersistentIdentifier) -> ModelSnapshot? {
+            if let known = snapshots[id] { return known }
+            let found = container.store.snapshots(for: [id]).first ?? nil
+            snapshots[id] = found
+            return found
+        }
+        /// The key an object will have after the import: the incoming value where one is written, else its own.
+        func key(_ id: PersistentIdentifier, _ attributes: [MirrorPlan.Attribute]) -> [StoredValue]? {
+            var values: [StoredValue] = []
+            for attribute in attributes {
+                if let value = incoming[id]?.attributes[attribute.name] {
+                    values.append(value)
+                } else if let local = snapshot(id) {
+                    values.append(local.attributes[attribute.slot])
+                } else {
+                    return nil
+                }
+            }
+            return values
+        }
+        var conflicts: [PersistentIdentifier] = []
+        for object in objects {
+            guard let entity = plan.entities[object.id.entityName], !entity.uniqueKeys.isEmpty else { continue }
+            for unique in entity.uniqueKeys {
+                guard let values = key(object.id, unique.attributes), !values.contains(where: \.isNull),
+                      let holder = container.store.identifier(entity: entity.name, uniqueConstraint: unique.number,
+                                                              key: values),
+                      holder != object.id, !gone.contains(holder), key(holder, unique.attributes) == values
+                else { continue }
+                conflicts.append(holder)
+            }
+        }
+        return conflicts
+    }
+
+    /// The objects this store holds with the unique key of `row` (another device's object), when they are others.
+    private func localHolders(of row: ServerRow, entity: MirrorPlan.Entity) -> [PersistentIdentifier] {
+        var holders: [PersistentIdentifier] = []
+        for unique in entity.uniqueKeys {
+            let values = unique.attributes.compactMap { row.attributes[$0.name]?.value }
+            guard values.count == unique.attributes.count, !values.contains(where: \.isNull),
+                  let holder = container.store.identifier(entity: entity.name, uniqueConstraint: unique.number,
+                                                          key: values), holder != row.id else { continue }
+            holders.append(holder)
+        }
+        return holders
     }
 
     private static func pending(_ log: HistoryLog, after exported: UInt64, clocks: [MirrorState.Pending],

@@ -7,7 +7,9 @@ import NoteKitTestSupport
 /// `notekit-stress mirror-device`: one device of the mirror's convergence test (Tests/MirrorTests,
 /// MirrorConvergenceTests). It opens a FieldNotes file store mirrored to a zone, makes `--ops` random changes (notes
 /// inserted, titles and bodies edited, notes deleted and moved between notebooks, notebooks made and deleted, photos
-/// with external-storage bytes added), each saved on its own, and syncs now and then. Lines it writes:
+/// with external-storage bytes added, labels inserted with names from a pool of three (`--labels PREFIX`), so that
+/// devices given one prefix at once collide on the unique key, with stickers added, moved and deleted), each saved on its own, and syncs now and then. Lines it
+/// writes:
 ///
 ///     ack N                 a save committed as transaction N (acknowledged: it must reach the server)
 ///     sync begin            a sync starts (the test kills some devices right after this)
@@ -22,17 +24,20 @@ struct MirrorDevice {
     let seed: UInt64
     let operations: Int
     let syncChance: Double
+    /// Labels are named `<prefix>-alpha`, `-beta` or `-gamma`.
+    let labelPrefix: String
     let final: Bool
 
     func run() -> Never {
         do {
-            let container = try ModelContainer(for: Schema(ModelContainer.fieldNotesModels),
+            let container = try ModelContainer(for: Schema(ModelContainer.labelledFieldNotesModels),
                                                configurations: [FileStoreConfiguration(url: url)])
             let mirror = try StoreMirror(container: container, configuration: configuration)
             var random = SeededGenerator(seed: seed)
             let context = ModelContext(container)
-            for _ in 0..<operations {
-                try change(context, &random)
+            for operation in 0..<operations {
+                // The first change of a run is a label: devices started together collide on its name.
+                try change(context, &random, label: operation == 0)
                 if context.hasChanges {
                     try context.save()
                     say("ack \(container.store.generation)")
@@ -79,11 +84,12 @@ struct MirrorDevice {
     }
 
     /// One random change, left unsaved.
-    private func change(_ context: ModelContext, _ random: inout SeededGenerator) throws {
+    private func change(_ context: ModelContext, _ random: inout SeededGenerator, label: Bool) throws {
         let notes = try context.fetch(FetchDescriptor<NoteRecord>(sortBy: [SortDescriptor(\.title)]))
         let notebooks = try context.fetch(FetchDescriptor<NotebookRecord>(sortBy: [SortDescriptor(\.name)]))
         let word = ["ridge", "col", "lake", "pass", "moss", "scree", "cairn", "tarn"]
-        switch notes.isEmpty ? 0 : Int.random(in: 0..<100, using: &random) {
+        let labels = try context.fetch(FetchDescriptor<LabelRecord>(sortBy: [SortDescriptor(\.name)]))
+        switch label ? 100 : notes.isEmpty ? 0 : Int.random(in: 0..<120, using: &random) {
         case 0..<20:
             let note = NoteRecord()
             note.title = "\(random.pick(word)) \(Int.random(in: 0..<1000, using: &random))"
@@ -109,10 +115,33 @@ struct MirrorDevice {
             let bytes = (0..<Int.random(in: 1...3000, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
             let photo = PhotoRecord(fileName: "\(random.pick(word)).jpg", data: Data(bytes))
             random.pick(notes).photos.append(photo)
-        default:
+        case 100..<108:
+            // Three names for every device: two devices' labels of one name are one label once they have synced.
+            let label = LabelRecord(name: "\(labelPrefix)-" + random.pick(["alpha", "beta", "gamma"]),
+                                    color: random.pick(word))
+            label.rank = Int.random(in: 0..<10, using: &random)
+            context.insert(label)
+            label.stickers.append(StickerRecord(text: "\(random.pick(word)) \(Int.random(in: 0..<1000, using: &random))"))
+        case 108..<112:
+            guard !labels.isEmpty else { return }
+            random.pick(labels).stickers.append(StickerRecord(text: "\(random.pick(word)) \(Int.random(in: 0..<1000, using: &random))"))
+        case 112..<115:
+            guard !labels.isEmpty else { return }
+            random.pick(labels).color = random.pick(word)
+        case 115..<118:
+            let stickers = try context.fetch(FetchDescriptor<StickerRecord>(sortBy: [SortDescriptor(\.text)]))
+            guard !stickers.isEmpty, !labels.isEmpty else { return }
+            let sticker = random.pick(stickers)
+            if random.chance(0.3) { try context.delete(sticker) } else { sticker.label = random.pick(labels) }
+        case 118..<120:
+            guard !labels.isEmpty else { return }
+            try context.delete(random.pick(labels))
+        case 93..<100:
             let note = random.pick(notes)
             note.isPinned.toggle()
             note.tags = Array(word.shuffled(using: &random).prefix(Int.random(in: 0...3, using: &random)))
+        default:
+            break
         }
     }
 }

@@ -32,7 +32,7 @@ let usage = """
            notekit-stress compactor --store PATH --seconds S
            notekit-stress add --store PATH --title T [--delete T2] [--lock-timeout S]
            notekit-stress mirror-device --store PATH --server CONNECTION --zone ZONE --seed N [--ops N]
-                                        [--sync-chance P] [--final]
+                                        [--sync-chance P] [--labels PREFIX] [--final]
            notekit-stress mirror-app --store PATH --server CONNECTION --zone ZONE
 
     kill    kills N children (default 1000) of a store made under DIR (default the temporary directory), stopping
@@ -64,6 +64,8 @@ let usage = """
     mirror-device  one device of the mirror's convergence test (MirrorDevice): N random changes to a FieldNotes
             store mirrored to ZONE (default 50), each saved, a sync after each with probability P (default 0.2),
             and with --final a last sync that must succeed; writes `ack`, `sync begin|end|failed` and `done` lines.
+            Its labels are named PREFIX-alpha, PREFIX-beta or PREFIX-gamma (default prefix `label`): devices given
+            one prefix at once collide on the unique name.
     mirror-app  seed 001's main app (MirrorApp): the FieldNotes store at PATH mirrored in the background until
             standard input ends; writes `ready` after its first sync and `stopped PENDING` last.
     add     opens the FieldNotes store at PATH in the default configuration (creating it when missing), inserts
@@ -146,6 +148,7 @@ case "mirror-device":
                  configuration: MirrorConfiguration(connectionString: server, zone: zone), seed: seed,
                  operations: value("--ops", in: arguments).flatMap { Int($0) } ?? 50,
                  syncChance: value("--sync-chance", in: arguments).flatMap { Double($0) } ?? 0.2,
+                 labelPrefix: value("--labels", in: arguments) ?? "label",
                  final: arguments.contains("--final")).run()
 
 case "mirror-app":

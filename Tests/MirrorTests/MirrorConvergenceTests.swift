@@ -7,7 +7,8 @@ import Testing
 @testable import NoteKitMirror
 
 /// Issue 18's convergence acceptance: three stores in three processes (`notekit-stress mirror-device`) and one
-/// server; random inserts, conflicting edits of the same fields, deletes racing edits, relationship moves and blobs;
+/// server; random inserts, conflicting edits of the same fields, deletes racing edits, relationship moves, blobs and
+/// unique-key collisions (each round's labels named from a pool of three, with stickers a merge must keep);
 /// syncs in random order; devices killed with SIGKILL mid-sync (while pushing or pulling); the server stopped and
 /// restarted mid-run. At the end every store's `notekit dump --sorted` is the same, every acknowledged save is on
 /// the server, and the server holds each change once. The seed is printed; `NOTEKIT_CONVERGENCE_SEED=N` replays it.
@@ -77,11 +78,13 @@ struct MirrorConvergenceTests {
         defer { server.stop() }
         let connection = server.connectionString
         try MirrorConfiguration(connectionString: connection, zone: Self.zone)
-            .initializeSchema(for: Schema(ModelContainer.fieldNotesModels))
+            .initializeSchema(for: Schema(ModelContainer.labelledFieldNotesModels))
         let stores = (0..<3).map { TemporaryStores.newURL("device\($0)") }
-        func arguments(_ index: Int, seed: UInt64, ops: Int, final: Bool = false) -> [String] {
+        func arguments(_ index: Int, seed: UInt64, ops: Int, round: Int = 0, final: Bool = false) -> [String] {
+            // Each round's labels have names of their own, which the three devices make at once: collisions.
             ["mirror-device", "--store", stores[index].path, "--server", connection, "--zone", Self.zone,
-             "--seed", String(seed), "--ops", String(ops), "--sync-chance", "0.3"] + (final ? ["--final"] : [])
+             "--seed", String(seed), "--ops", String(ops), "--sync-chance", "0.3", "--labels", "round\(round)"]
+                + (final ? ["--final"] : [])
         }
 
         var acknowledged: [[UInt64]] = [[], [], []]
@@ -97,7 +100,7 @@ struct MirrorConvergenceTests {
             for index in 0..<3 {
                 let syncs = Mutex(0)
                 let childSeed = random.next()
-                children.append(try Child(Self.device, arguments(index, seed: childSeed, ops: 60)) { line, pid in
+                children.append(try Child(Self.device, arguments(index, seed: childSeed, ops: 60, round: round)) { line, pid in
                     guard index == victim, line == "sync begin" else { return }
                     let count = syncs.withLock { $0 += 1; return $0 }
                     guard count == killAtSync else { return }
@@ -153,7 +156,22 @@ struct MirrorConvergenceTests {
             let missing = Set(acknowledged[index]).subtracting(tokens)
             #expect(missing.isEmpty, "device \(index) lost acknowledged saves \(missing.sorted()) (seed \(seed))")
         }
+        // One live label a name, and no live sticker under a label merged away.
+        let live = "(deleted_clock IS NULL OR created_clock > deleted_clock) AND merged_into IS NULL"
+        let shared = try query.execute("""
+            SELECT a_name::text, count(*) FROM notekit."e_LabelRecord" WHERE \(live) GROUP BY a_name HAVING count(*) > 1
+            """, purpose: "test").values
+        #expect(shared.isEmpty, "labels sharing a name on the server: \(shared) (seed \(seed))")
+        let stranded = try query.execute("""
+            SELECT count(*) FROM notekit."e_StickerRecord" s JOIN notekit."e_LabelRecord" l ON l.id = s.r_label
+            WHERE (s.deleted_clock IS NULL OR s.created_clock > s.deleted_clock) AND l.merged_into IS NOT NULL
+            """, purpose: "test").values
+        #expect(stranded == [["0"]], "stickers left under merged labels (seed \(seed))")
+        let labels = try query.execute("""
+            SELECT count(*), count(merged_into), count(*) FILTER (WHERE \(live)) FROM notekit."e_LabelRecord"
+            """, purpose: "test").values.first ?? []
         print("mirror convergence: \(acknowledged.map(\.count).reduce(0, +)) acknowledged saves, \(kills) kills, "
+            + "labels made/merged/live \(labels.map { $0 ?? "-" }.joined(separator: "/")), "
             + "\(dumps[0].count) objects at the end (seed \(seed))")
     }
 }

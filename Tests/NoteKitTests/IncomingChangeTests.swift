@@ -80,4 +80,28 @@ struct IncomingChangeTests {
         #expect(ModelContext(container).model(for: notebookID) == nil)
         #expect(ModelContext(container).model(for: noteID) != nil)
     }
+    @Test("A merged object's references move to its survivor and nothing cascades from it; the survivor takes its key",
+          arguments: StoreKind.allCases)
+    func mergeMovesReferencesToTheSurvivor(kind: StoreKind) throws {
+        let container = try kind.makeContainer(ModelContainer.labelledFieldNotesModels)
+        let context = ModelContext(container)
+        let loser = LabelRecord(name: "work", color: "blue")
+        context.insert(loser)
+        loser.stickers.append(StickerRecord(text: "kept"))
+        try context.save()
+
+        // Another replica's label of the same name survives; this store has never seen it.
+        let survivorID = PersistentIdentifier(entityName: "LabelRecord", primaryKey: UUID())
+        let importer = ModelContext(container)
+        _ = try importer.applyIncoming([IncomingObject(id: survivorID, attributes: ["name": .string("work"),
+                                                                                   "color": .string("red")])],
+                                       deleting: [], merging: [loser.persistentModelID: survivorID])
+        try importer.save()
+
+        let check = ModelContext(container)
+        let labels = try check.fetch(FetchDescriptor<LabelRecord>())
+        #expect(labels.map(\.persistentModelID) == [survivorID])
+        #expect(labels.first?.stickers.map(\.text) == ["kept"], "the cascade rule did not run on the merged label")
+        #expect(try check.fetch(FetchDescriptor<StickerRecord>()).first?.label?.persistentModelID == survivorID)
+    }
 }

@@ -42,9 +42,14 @@ extension ModelContext {
     /// the object is deleted; otherwise it is left without a target. Objects and properties the container's schema
     /// does not know are skipped.
     ///
+    /// `merges` are objects another replica found to share a unique key with another (loser → survivor): every
+    /// object a loser's to-many relationships hold is pointed at its survivor instead, the loser's to-one links are
+    /// dropped, and the loser is then deleted, so nothing cascades from a merged object. A survivor this store does not have leaves the loser deleted as a plain deletion would.
+    ///
     /// - Throws: only what reading the store throws; a deletion a `.deny` rule refuses is reported, not thrown.
     /// - Complexity: O(objects × properties given), plus the delete rules' cost.
-    package func applyIncoming(_ objects: [IncomingObject], deleting deletions: [PersistentIdentifier]) throws
+    package func applyIncoming(_ objects: [IncomingObject], deleting deletions: [PersistentIdentifier],
+                               merging merges: [PersistentIdentifier: PersistentIdentifier] = [:]) throws
         -> IncomingOutcome {
         try core.checkOpen()
         var outcome = IncomingOutcome()
@@ -93,7 +98,29 @@ extension ModelContext {
                 }
             }
         }
-        for id in deletions {
+        for (loser, survivor) in merges.sorted(by: { $0.key < $1.key }) {
+            guard let object = _object(for: loser), object._$state != .deleted,
+                  let target = _object(for: survivor), target._$state != .deleted, target !== object else { continue }
+            for (slot, relationship) in object._$metadata.relationships.enumerated() {
+                // The loser's own to-one targets are the survivor's business (its values won or lost already):
+                // the link is dropped, so no delete rule runs through it.
+                guard relationship.isToMany else {
+                    object._$setRelationship(at: slot, to: [])
+                    continue
+                }
+                guard let inverse = object._$metadata.inverse(ofRelationship: slot) else { continue }
+                for referrer in object._$relationshipModels(at: slot) where referrer !== target {
+                    let relationship = referrer._$metadata.relationships[inverse.slot]
+                    if relationship.isToMany {
+                        referrer._$setRelationship(at: inverse.slot, to: referrer._$relationshipModels(at: inverse.slot)
+                            .filter { $0 !== object && $0 !== target } + [target])
+                    } else {
+                        referrer._$setRelationship(at: inverse.slot, to: [target])
+                    }
+                }
+            }
+        }
+        for id in merges.keys.sorted() + deletions {
             guard let object = _object(for: id), object._$state != .deleted else { continue }
             do { try _delete([object]) } catch is DeleteError { outcome.deniedDeletions.append(id) }
         }
