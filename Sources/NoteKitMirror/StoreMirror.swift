@@ -67,6 +67,10 @@ public final class StoreMirror: Sendable {
     private let plan: MirrorPlan
     private let engine: Mutex<MirrorStateFile>
     private let loop = Mutex<SyncLoop?>(nil)
+    /// Per-entity conflict resolvers (``resolveConflicts(of:with:)``), by entity name.
+    let resolvers = Mutex<[String: MirrorConflictResolver]>([:])
+    /// For tests: runs between a sync's export and its import (where a save makes a local edit not yet sent).
+    let afterExport = Mutex<(@Sendable () -> Void)?>(nil)
 
     /// A mirror of `container`'s store to the server `configuration` names. Nothing is sent or read until
     /// ``sync()``; the server's tables must have been made by `ModelContainer.initializeMirrorSchema(_:)`.
@@ -117,6 +121,8 @@ public final class StoreMirror: Sendable {
                 result = .success(try file.withLock { () throws -> MirrorSyncReport in
                     var session = try SyncSession(container: container, configuration: configuration, plan: plan,
                                                   file: file)
+                    session.resolvers = resolvers.withLock { $0 }
+                    session.afterExport = afterExport.withLock { $0 }
                     return try session.run()
                 })
             } catch let error as MirrorError {
@@ -329,6 +335,11 @@ struct SyncSession {
     var merges: [MergeShape: MergeGroup] = [:]
     /// The objects the server transaction under way merged, by entity: checked for unique-key collisions.
     var touched: [String: Set<String>] = [:]
+    /// Conflict resolvers by entity name, and the test hook run after the export.
+    var resolvers: [String: MirrorConflictResolver] = [:]
+    var afterExport: (@Sendable () -> Void)?
+    /// Attributes this push resolved, by entity, attribute and object key: named by a resolution change row.
+    var resolvedFields: [String: [String: Set<String>]] = [:]
     /// The value and clock columns of entity tables, as the server has them (newer schemas' included), by entity.
     var serverColumns: [String: [(value: String, clock: String)]] = [:]
     let coding = MirrorValueCoding()
@@ -377,6 +388,7 @@ struct SyncSession {
     mutating func run() throws -> MirrorSyncReport {
         try register()
         try export()
+        afterExport?()
         try importChanges()
         state.lastSyncAt = Date()
         state.lastError = nil
@@ -522,6 +534,10 @@ struct SyncSession {
                     guard !attributes.isEmpty || !toOnes.isEmpty else { continue }
                     try merge(snapshot, entity: entity, attributes: attributes, toOnes: toOnes, clock: clock,
                               created: false)
+                    if let resolver = resolvers[entity.name] {
+                        try resolveAtPush(snapshot, entity: entity, attributes: attributes, clock: clock,
+                                          resolver: resolver)
+                    }
                 }
                 for deletion in record.deleted {
                     guard let entity = plan.entities[deletion.id.entityName] else { continue }
@@ -531,6 +547,10 @@ struct SyncSession {
             }
             try flushMerges()
             try resolveUniqueKeys()
+            if !resolvedFields.isEmpty {
+                try recordResolution(survivors: [:], losers: [], referrers: resolvedFields)
+                resolvedFields = [:]
+            }
             try connection.execute("""
                 UPDATE \(ns)."devices" SET exported_token = $3::bigint, seen_at = now()
                 WHERE zone = $1 AND device = $2::uuid
@@ -653,7 +673,7 @@ struct SyncSession {
         var values: [[String?]] = []
     }
 
-    private mutating func queue(_ shape: MergeShape, key: String, values: [String?]) throws(MirrorError) {
+    mutating func queue(_ shape: MergeShape, key: String, values: [String?]) throws(MirrorError) {
         if merges[shape]?.seen.contains(key) == true || (merges[shape]?.keys.count ?? 0) >= 1000 {
             try send(shape)
         }
@@ -731,7 +751,7 @@ struct SyncSession {
     }
 
     /// The JSON a value column holds; external-storage bytes go to `blobs` first.
-    private func encodedValue(_ value: StoredValue, _ attribute: MirrorPlan.Attribute) throws(MirrorError) -> String {
+    func encodedValue(_ value: StoredValue, _ attribute: MirrorPlan.Attribute) throws(MirrorError) -> String {
         do {
             var bytes: Data?
             switch value {
@@ -817,6 +837,8 @@ struct SyncSession {
         var changeCount = 0
         var rows: [ServerRow] = []
         var deleted: [ServerRow] = []
+        /// The attributes other devices' changes in the batch named, by object (for entities with a resolver).
+        var changedElsewhere: [PersistentIdentifier: Set<String>] = [:]
     }
 
     /// The next changes after the cursor and, for those of other devices, the merged rows of the objects they name,
@@ -849,8 +871,15 @@ struct SyncSession {
                 }
                 continue
             }
-            for (entity, id) in Self.objects(in: body) where plan.entities[entity] != nil {
-                keys[entity, default: []].insert(id)
+            let fromOther = row[1]?.lowercased() != me
+            for object in Self.namedObjects(in: body) {
+                guard let entity = plan.entities[object.entity], let uuid = UUID(uuidString: object.id) else { continue }
+                keys[object.entity, default: []].insert(object.id)
+                // What another device changed, unseen by any local edit not sent yet: a conflict for a resolver.
+                if fromOther, resolvers[object.entity] != nil {
+                    batch.changedElsewhere[PersistentIdentifier(entityName: object.entity, primaryKey: uuid),
+                                           default: []].formUnion(object.properties ?? entity.attributes.map(\.name))
+                }
             }
         }
         // The rows are the objects' state now, which may point at objects whose own changes come after this batch:
@@ -970,7 +999,7 @@ struct SyncSession {
     }
 
     /// The local clocks of what local transactions not exported yet changed, by object.
-    private struct LocalPending {
+    struct LocalPending {
         var fields: [String: UInt64] = [:]
         var inserted: UInt64?
         var deleted: UInt64?
@@ -988,9 +1017,15 @@ struct SyncSession {
             let pending = Self.pending(log, after: state.exportedThrough, clocks: state.pendingClocks,
                                        schema: container.schema)
             var objects: [IncomingObject] = []
+            var unsent: [PersistentIdentifier] = []
             for row in batch.rows where !skipped.contains(row.id) {
                 let local = pending[row.id]
                 if let deleted = local?.deleted, deleted > UInt64(max(0, row.created)) { continue }
+                // A local edit not sent yet of what another device changed: sent first, so that the push hands the
+                // conflict to the entity's resolver, before this batch is read again.
+                if hasConflict(row, local: local, changedElsewhere: batch.changedElsewhere[row.id]) {
+                    unsent.append(row.id)
+                }
                 var incoming = IncomingObject(id: row.id)
                 for (name, field) in row.attributes where (local?.fields[name] ?? 0) < field.clock {
                     incoming.attributes[name] = field.value
@@ -1002,7 +1037,6 @@ struct SyncSession {
             }
             var deletions: [PersistentIdentifier] = []
             var merging: [PersistentIdentifier: PersistentIdentifier] = [:]
-            var unsent: [PersistentIdentifier] = []
             let mergedInto = Dictionary(batch.deleted.compactMap { row in row.mergedInto.map { (row.id, $0) } },
                                         uniquingKeysWith: { first, _ in first })
             for row in batch.deleted where !skipped.contains(row.id) {

@@ -168,7 +168,7 @@ extension SyncSession {
 
     /// The `changes` row of a resolution: which objects survived (all their fields may have changed), which were
     /// merged into which, and which references moved. Read by every device, the one that pushed it too.
-    private func recordResolution(survivors: [String: Set<String>], losers: [(entity: String, id: String, into: String)],
+    func recordResolution(survivors: [String: Set<String>], losers: [(entity: String, id: String, into: String)],
                                   referrers: [String: [String: Set<String>]]) throws(MirrorError) {
         var objects: [[String: Any]] = []
         for (entity, ids) in survivors.sorted(by: { $0.key < $1.key }) {
