@@ -36,7 +36,7 @@ let package = Package(
         .executableTarget(name: "notekit-fixtures", dependencies: ["NoteKitTestSupport"], path: "Tests/FixtureGenerator"),
         .testTarget(name: "NoteKitTests", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitTestSupport"]),
         // The mirror against a PostgreSQL server each test starts from the machine's binaries.
-        .testTarget(name: "MirrorTests", dependencies: ["NoteKit", "NoteKitFileStore", "NoteKitMirror", "NoteKitTestSupport", "notekit", "notekit-stress"]),
+        .testTarget(name: "MirrorTests", dependencies: ["NoteKit", "NoteKitFileStore", "NoteKitMirror", "NoteKitNotes", "NoteKitTestSupport", "notekit", "notekit-stress"]),
         // The notes domain's rules (R1–R10, T1–T7) on both stores.
         .testTarget(name: "NoteKitNotesTests", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitTestSupport"]),
         // Depends on the executables so that `swift test` builds them: the command-line tests run `notekit`, the
