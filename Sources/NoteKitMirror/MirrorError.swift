@@ -20,9 +20,6 @@ public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The server has no tables for this schema in the zone yet: run `ModelContainer.initializeMirrorSchema(_:)`
     /// (or `notekit mirror init`) first.
     case schemaNotInitialized(zone: String, namespace: String)
-    /// A relationship this version of the mirror cannot send (a many-to-many one, or a to-many one without an
-    /// inverse).
-    case unsupportedRelationship(entity: String, relationship: String, reason: String)
     /// The store's mirroring state (`MIRROR` in its directory) cannot be read: it is damaged or not NoteKit's.
     case stateUnreadable(path: String, reason: String)
     /// The store's mirroring state cannot be written.
@@ -51,8 +48,6 @@ public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .schemaNotInitialized(zone, namespace):
             "mirror: zone \"\(zone)\" in namespace \(namespace) has no tables for this schema: run " +
                 "initializeMirrorSchema (notekit mirror init) first"
-        case let .unsupportedRelationship(entity, relationship, reason):
-            "mirror: \(entity).\(relationship) is \(reason), which this version of the mirror does not send"
         case let .stateUnreadable(path, reason):
             "mirror: the mirroring state \(path) cannot be read: \(reason)"
         case let .stateUnwritable(path, reason):

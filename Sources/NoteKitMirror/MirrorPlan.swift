@@ -23,12 +23,30 @@ struct MirrorPlan {
         let clock: String
     }
 
+    /// A to-many relationship recorded in a link table (many-to-many, or without an inverse): one row a link,
+    /// `(id, target)`, present or removed at a clock. The table belongs to one side; the other side reads it the other
+    /// way round.
+    struct Link {
+        let name: String
+        let slot: Int
+        let destination: String
+        /// `namespace."l_<Entity>_<relationship>"`.
+        let table: String
+        /// Whether this side's objects are the table's `id` column (else its `target` column).
+        let isOwner: Bool
+        /// The column holding this side's objects, and the one holding the targets.
+        var selfColumn: String { isOwner ? "id" : "target" }
+        var targetColumn: String { isOwner ? "target" : "id" }
+    }
+
     struct Entity {
         let name: String
         /// `namespace."e_<Entity>"`.
         let table: String
         let attributes: [Attribute]
         let toOnes: [ToOne]
+        /// The to-many relationships kept in link tables.
+        var links: [Link] = []
         let attributeByName: [String: Attribute]
         let toOneByName: [String: ToOne]
         /// The table's name unquoted (`e_<Entity>`), for the server's catalog.
@@ -48,9 +66,7 @@ struct MirrorPlan {
 
     /// The plan of `schema`'s tables in `namespace`.
     ///
-    /// - Throws: ``MirrorError/invalidName(kind:name:reason:)`` as ``ServerTables`` does, and
-    ///   ``MirrorError/unsupportedRelationship(entity:relationship:reason:)`` for a to-many relationship whose
-    ///   inverse is not to-one (many-to-many, or without an inverse), which this version does not mirror yet.
+    /// - Throws: ``MirrorError/invalidName(kind:name:reason:)`` as ``ServerTables`` does.
     init(schema: Schema, namespace: String) throws(MirrorError) {
         let ns = try ServerTables.identifier(namespace, kind: "namespace", prefix: "").quoted
         self.namespace = ns
@@ -66,17 +82,24 @@ struct MirrorPlan {
                                             value: "\"a_\(attribute.name)\"", clock: clock.quoted))
             }
             var toOnes: [ToOne] = []
+            var links: [Link] = []
             for (slot, relationship) in entity.relationships.enumerated() {
                 if relationship.isToMany {
                     let inverse = relationship.inverse.flatMap {
                         schema.entity(named: relationship.destination)?.relationship(named: $0)
                     }
-                    guard let inverse, !inverse.isToMany else {
-                        throw .unsupportedRelationship(
-                            entity: entity.name, relationship: relationship.name,
-                            reason: inverse == nil ? "a to-many relationship without an inverse"
-                                : "a many-to-many relationship")
+                    // A to-many relationship whose inverse is to-one travels as that inverse's column.
+                    if let inverse, !inverse.isToMany { continue }
+                    // Many-to-many: the table of the side whose `Entity.relationship` sorts first (as ServerTables
+                    // makes it); without an inverse, a table of its own.
+                    var owner = (entity.name, relationship.name)
+                    if let inverseName = relationship.inverse, (relationship.destination, inverseName) < owner {
+                        owner = (relationship.destination, inverseName)
                     }
+                    let table = try ServerTables.identifier("\(owner.0)_\(owner.1)", kind: "relationship", prefix: "l_")
+                    links.append(Link(name: relationship.name, slot: slot, destination: relationship.destination,
+                                      table: "\(ns).\(table.quoted)",
+                                      isOwner: owner == (entity.name, relationship.name)))
                     continue
                 }
                 let clock = try ServerTables.identifier(relationship.name, kind: "relationship", prefix: "rc_")
@@ -87,6 +110,7 @@ struct MirrorPlan {
                 name: entity.name, table: "\(ns).\(table.quoted)", attributes: attributes, toOnes: toOnes,
                 attributeByName: Dictionary(uniqueKeysWithValues: attributes.map { ($0.name, $0) }),
                 toOneByName: Dictionary(uniqueKeysWithValues: toOnes.map { ($0.name, $0) }))
+            entities[entity.name]?.links = links
             for (number, names) in entity.uniqueConstraints.enumerated() {
                 let keyAttributes = names.compactMap { name in attributes.first { $0.name == name } }
                 guard keyAttributes.count == names.count, !keyAttributes.contains(where: \.isExternal) else { continue }

@@ -119,10 +119,18 @@ struct ServerTables {
                 }
                 let link = try Self.identifier("\(entity.name)_\(relationship.name)", kind: "relationship",
                                                prefix: "l_")
+                // `written_seq` and `written_by`: the change and the device that last wrote the link, so that a
+                // removal never takes away a link its device had not seen (a concurrent addition wins).
                 table(link.name, [("zone", "text", "text NOT NULL"), ("id", "text", "text NOT NULL"),
                                   ("target", "text", "text NOT NULL"), ("clock", "bigint", "bigint NOT NULL"),
-                                  ("present", "boolean", "boolean NOT NULL")],
+                                  ("present", "boolean", "boolean NOT NULL"),
+                                  ("written_seq", "bigint", "bigint NOT NULL DEFAULT 0"),
+                                  ("written_by", "uuid", "uuid")],
                       constraints: ["PRIMARY KEY (\"zone\", \"id\", \"target\")"])
+                let byTarget = try Self.identifier("\(entity.name)_\(relationship.name)", kind: "relationship",
+                                                   prefix: "lt_")
+                statements.append("CREATE INDEX IF NOT EXISTS \(byTarget.quoted) ON \(ns.quoted).\(link.quoted) "
+                                  + "(\"zone\", \"target\")")
             }
         }
         self.statements = statements

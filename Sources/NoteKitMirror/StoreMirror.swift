@@ -79,8 +79,7 @@ public final class StoreMirror: Sendable {
     /// connection string) is kept in `MIRROR` in its directory; an in-memory store's lives as long as this object.
     ///
     /// - Throws: ``MirrorError/invalidName(kind:name:reason:)`` for a zone, namespace, entity or property the
-    ///   server cannot name; ``MirrorError/unsupportedRelationship(entity:relationship:reason:)`` for a to-many
-    ///   relationship whose inverse is not to-one, which this version does not mirror.
+    ///   server cannot name.
     public init(container: ModelContainer, configuration: MirrorConfiguration) throws(MirrorError) {
         try ServerTables.validateZone(configuration.zone)
         _ = try ServerTables(schema: container.schema, namespace: configuration.namespace)
@@ -518,19 +517,22 @@ struct SyncSession {
                     """, [zone, state.device.uuidString, String(record.number), record.author, body],
                     purpose: "record a change")
                 // Already there: a push whose local record of success was lost. Its objects were merged then.
-                guard !inserted.values.isEmpty else { continue }
+                guard let seq = inserted.values.first?.first.flatMap({ $0 }).flatMap(Int64.init) else { continue }
                 let insertedIDs = record.inserted
                 let snapshots = store.snapshots(for: insertedIDs + record.updated.map(\.id))
                 for (id, snapshot) in zip(insertedIDs, snapshots.prefix(insertedIDs.count)) {
                     guard let snapshot, let entity = plan.entities[id.entityName] else { continue }
                     try merge(snapshot, entity: entity, attributes: entity.attributes, toOnes: entity.toOnes,
                               clock: clock, created: true)
+                    try pushLinks(snapshot, links: entity.links, clock: clock, seq: seq)
                 }
                 for (update, snapshot) in zip(record.updated, snapshots.dropFirst(insertedIDs.count)) {
                     guard let snapshot, let entity = plan.entities[update.id.entityName] else { continue }
                     let names = Set(update.properties)
                     let attributes = entity.attributes.filter { names.contains($0.name) }
                     let toOnes = entity.toOnes.filter { names.contains($0.name) }
+                    try pushLinks(snapshot, links: entity.links.filter { names.contains($0.name) }, clock: clock,
+                                  seq: seq)
                     guard !attributes.isEmpty || !toOnes.isEmpty else { continue }
                     try merge(snapshot, entity: entity, attributes: attributes, toOnes: toOnes, clock: clock,
                               created: false)
@@ -583,6 +585,7 @@ struct SyncSession {
                     for snapshot in snapshots.compactMap({ $0 }) {
                         try merge(snapshot, entity: entity, attributes: entity.attributes, toOnes: entity.toOnes,
                                   clock: clock, created: true)
+                        try pushLinks(snapshot, links: entity.links, clock: clock, seq: nil)
                     }
                     try flushMerges()
                     try resolveUniqueKeys()
@@ -828,6 +831,8 @@ struct SyncSession {
         var toOnes: [String: (target: PersistentIdentifier?, clock: UInt64)] = [:]
         /// The object a unique-key collision merged this one into (then it is not alive).
         var mergedInto: PersistentIdentifier?
+        /// The present targets of each to-many relationship kept in a link table, by name.
+        var links: [String: [PersistentIdentifier]] = [:]
         var isAlive: Bool { mergedInto == nil && (deleted.map { created > $0 } ?? true) }
     }
 
@@ -900,6 +905,7 @@ struct SyncSession {
                         if let survivor = row.mergedInto { survivors.insert(survivor) }
                         guard row.isAlive else { continue }
                         for (_, field) in row.toOnes { if let target = field.target { pointedAt.insert(target) } }
+                        for (_, targets) in row.links { pointedAt.formUnion(targets) }
                         // So is the object that holds the row's unique key here, if it is another: the server's
                         // state of it says whether the two can both be applied.
                         for holder in localHolders(of: row, entity: entity) { survivors.insert(holder) }
@@ -936,6 +942,10 @@ struct SyncSession {
                 report.skippedRows.append(MirrorSkippedRow(zone: zone, entity: entity.name, id: key,
                                                            reason: "\(error)"))
             }
+        }
+        if !entity.links.isEmpty {
+            let links = try readLinks(entity, ids: result.filter(\.isAlive).map { Self.key($0.id) })
+            for index in result.indices { result[index].links = links[Self.key(result[index].id)] ?? [:] }
         }
         return result
     }
@@ -1032,6 +1042,11 @@ struct SyncSession {
                 }
                 for (name, field) in row.toOnes where (local?.fields[name] ?? 0) < field.clock {
                     incoming.toOne[name] = field.target
+                }
+                for (name, targets) in row.links {
+                    // A local change of the links not sent yet is sent first: links merge one by one on the server.
+                    if local?.fields[name] != nil, local?.inserted == nil { unsent.append(row.id) }
+                    incoming.toMany[name] = targets
                 }
                 objects.append(incoming)
             }

@@ -44,6 +44,23 @@ extension SyncSession {
                         """, [zone, ids], purpose: "point \(name).\(toOne.name) at merged objects' survivors")
                     for row in moved.values { if let id = row[0] { referrers[name, default: [:]][toOne.name, default: []].insert(id) } }
                 }
+                // Links this push made to objects merged away go to their survivors, with the merged objects' others.
+                for link in entity.links {
+                    guard let destination = plan.entities[link.destination], !destination.uniqueKeys.isEmpty
+                    else { continue }
+                    let merged = try connection.execute("""
+                        SELECT DISTINCT m.id, m."merged_into" FROM \(link.table) AS l JOIN \(destination.table) AS m
+                          ON m.zone = l.zone AND m.id = l.\(link.targetColumn) AND m."merged_into" IS NOT NULL
+                        WHERE l.zone = $1 AND l.\(link.selfColumn) = ANY($2::text[])
+                        """, [zone, ids], purpose: "find \(name).\(link.name) links to merged objects").values
+                    for row in merged {
+                        guard let loser = row[0], let survivor = row[1] else { continue }
+                        for moved in try moveLinks(destination, loser: loser, into: survivor) {
+                            referrers[moved.entity, default: [:]][moved.relationship, default: []].formUnion(moved.ids)
+                        }
+                        referrers[name, default: [:]][link.name, default: []].formUnion(keys)
+                    }
+                }
                 guard !entity.uniqueKeys.isEmpty else { continue }
                 // Writes to an object merged away (by a device that had not heard of the merge) reach its survivor.
                 let stale = try connection.execute("""
@@ -53,6 +70,9 @@ extension SyncSession {
                 for row in stale {
                     guard let loser = row[0], let survivor = row[1] else { continue }
                     try fold(entity, loser: loser, into: survivor)
+                    for moved in try moveLinks(entity, loser: loser, into: survivor) {
+                        referrers[moved.entity, default: [:]][moved.relationship, default: []].formUnion(moved.ids)
+                    }
                     survivors[name, default: []].insert(survivor)
                     next[name, default: []].insert(survivor)
                     // Named again, for a device that kept the loser to send the edit first.
@@ -97,6 +117,9 @@ extension SyncSession {
                         try connection.execute("""
                             UPDATE \(entity.table) SET "merged_into" = $3 WHERE zone = $1 AND "merged_into" = $2
                             """, [zone, loser, survivor], purpose: "merge a \(name) object")
+                        for moved in try moveLinks(entity, loser: loser, into: survivor) {
+                            referrers[moved.entity, default: [:]][moved.relationship, default: []].formUnion(moved.ids)
+                        }
                         for referrer in entity.referrers {
                             guard let table = plan.entities[referrer.entity]?.table else { continue }
                             let moved = try connection.execute("""

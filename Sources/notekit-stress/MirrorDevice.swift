@@ -8,7 +8,8 @@ import NoteKitTestSupport
 /// MirrorConvergenceTests). It opens a FieldNotes file store mirrored to a zone, makes `--ops` random changes (notes
 /// inserted, titles and bodies edited, notes deleted and moved between notebooks, notebooks made and deleted, photos
 /// with external-storage bytes added, labels inserted with names from a pool of three (`--labels PREFIX`), so that
-/// devices given one prefix at once collide on the unique key, with stickers added, moved and deleted), each saved on its own, and syncs now and then. Lines it
+/// devices given one prefix at once collide on the unique key, with stickers added, moved and deleted; boards and
+/// pins, many-to-many, linked and unlinked; labels featured on boards), each saved on its own, and syncs now and then. Lines it
 /// writes:
 ///
 ///     ack N                 a save committed as transaction N (acknowledged: it must reach the server)
@@ -89,7 +90,7 @@ struct MirrorDevice {
         let notebooks = try context.fetch(FetchDescriptor<NotebookRecord>(sortBy: [SortDescriptor(\.name)]))
         let word = ["ridge", "col", "lake", "pass", "moss", "scree", "cairn", "tarn"]
         let labels = try context.fetch(FetchDescriptor<LabelRecord>(sortBy: [SortDescriptor(\.name)]))
-        switch label ? 100 : notes.isEmpty ? 0 : Int.random(in: 0..<120, using: &random) {
+        switch label ? 100 : notes.isEmpty ? 0 : Int.random(in: 0..<135, using: &random) {
         case 0..<20:
             let note = NoteRecord()
             note.title = "\(random.pick(word)) \(Int.random(in: 0..<1000, using: &random))"
@@ -136,6 +137,35 @@ struct MirrorDevice {
         case 118..<120:
             guard !labels.isEmpty else { return }
             try context.delete(random.pick(labels))
+        case 120..<123:
+            let board = BoardRecord(name: "\(random.pick(word)) board \(Int.random(in: 0..<100, using: &random))")
+            context.insert(board)
+        case 123..<133:
+            // Pins on boards (many-to-many), added and taken off; labels featured (no inverse).
+            let boards = try context.fetch(FetchDescriptor<BoardRecord>(sortBy: [SortDescriptor(\.name)]))
+            guard !boards.isEmpty else { return }
+            let board = random.pick(boards)
+            let pins = try context.fetch(FetchDescriptor<PinRecord>(sortBy: [SortDescriptor(\.text)]))
+            let choice = Int.random(in: 0..<4, using: &random)
+            switch pins.isEmpty && choice == 1 ? 0 : choice {
+            case 0:
+                let pin = PinRecord(text: "\(random.pick(word)) pin \(Int.random(in: 0..<1000, using: &random))")
+                context.insert(pin)
+                pin.boards = [board]
+            case 1:
+                let pin = random.pick(pins)
+                if pin.boards.contains(where: { $0 === board }) {
+                    pin.boards.removeAll { $0 === board }
+                } else {
+                    pin.boards.append(board)
+                }
+            case 2:
+                if !labels.isEmpty { board.featured = [random.pick(labels)] + board.featured.prefix(1) }
+            default:
+                if !pins.isEmpty, random.chance(0.5) { try context.delete(random.pick(pins)) } else if random.chance(0.2) {
+                    try context.delete(board)
+                }
+            }
         case 93..<100:
             let note = random.pick(notes)
             note.isPinned.toggle()

@@ -62,7 +62,7 @@ enum ExitStatus: Int32 {
             switch error {
             case .invalidConnectionString, .invalidName:
                 self = .usage
-            case .schemaBehindZone, .unexpectedServerSchema, .schemaNotInitialized, .unsupportedRelationship,
+            case .schemaBehindZone, .unexpectedServerSchema, .schemaNotInitialized,
                  .stateOfAnotherZone:
                 self = .refused
             case .connectionFailed, .serverError, .stateUnreadable, .stateUnwritable, .storeFailed:

@@ -170,7 +170,11 @@ struct MirrorConvergenceTests {
         let labels = try query.execute("""
             SELECT count(*), count(merged_into), count(*) FILTER (WHERE \(live)) FROM notekit."e_LabelRecord"
             """, purpose: "test").values.first ?? []
+        let links = try query.execute("""
+            SELECT count(*) FILTER (WHERE present), count(*) FROM notekit."l_BoardRecord_pins"
+            """, purpose: "test").values.first ?? []
         print("mirror convergence: \(acknowledged.map(\.count).reduce(0, +)) acknowledged saves, \(kills) kills, "
+            + "pin links present/written \(links.map { $0 ?? "-" }.joined(separator: "/")), "
             + "labels made/merged/live \(labels.map { $0 ?? "-" }.joined(separator: "/")), "
             + "\(dumps[0].count) objects at the end (seed \(seed))")
     }

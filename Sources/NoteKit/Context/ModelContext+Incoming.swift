@@ -14,12 +14,16 @@ package struct IncomingObject: Sendable, Hashable {
     package var attributes: [String: StoredValue]
     /// To-one relationship targets to write, by relationship name (nil: no target).
     package var toOne: [String: PersistentIdentifier?]
+    /// To-many relationships to set, by name: the targets this store has become the relationship's whole content
+    /// (targets it lacks are left out).
+    package var toMany: [String: [PersistentIdentifier]]
 
     package init(id: PersistentIdentifier, attributes: [String: StoredValue] = [:],
-                 toOne: [String: PersistentIdentifier?] = [:]) {
+                 toOne: [String: PersistentIdentifier?] = [:], toMany: [String: [PersistentIdentifier]] = [:]) {
         self.id = id
         self.attributes = attributes
         self.toOne = toOne
+        self.toMany = toMany
     }
 }
 
@@ -82,6 +86,16 @@ extension ModelContext {
         // Relationships once every object of the batch exists, so a target created by the same batch is found.
         var orphans: [ModelObject] = []
         for (object, metadata, incoming) in present {
+            for (name, targets) in incoming.toMany {
+                guard let slot = metadata.relationships.firstIndex(where: { $0.name == name && $0.isToMany })
+                else { continue }
+                let models = targets.compactMap { id -> ModelObject? in
+                    guard let model = _object(for: id), model._$state != .deleted else { return nil }
+                    return model
+                }
+                let current = Set(object._$relationshipModels(at: slot).map { ObjectIdentifier($0) })
+                if current != Set(models.map { ObjectIdentifier($0) }) { object._$setRelationship(at: slot, to: models) }
+            }
             for (name, target) in incoming.toOne {
                 guard let slot = metadata.relationships.firstIndex(where: { $0.name == name && !$0.isToMany })
                 else { continue }
