@@ -93,6 +93,12 @@ struct ServerTables {
             table(entityTable.name, definitions, constraints: ["PRIMARY KEY (\"zone\", \"id\")"])
             // Unique keys are looked up at each push that touches the entity, references to such an entity when a
             // collision merges two objects: both by index.
+            if !entity.uniqueConstraints.isEmpty {
+                // The objects merged into one, found again when that one is merged in turn.
+                let merged = try Self.identifier(entity.name, kind: "entity", prefix: "m_")
+                statements.append("CREATE INDEX IF NOT EXISTS \(merged.quoted) ON \(ns.quoted).\(entityTable.quoted) "
+                                  + "(\"zone\", \"merged_into\") WHERE \"merged_into\" IS NOT NULL")
+            }
             for (number, constraint) in entity.uniqueConstraints.enumerated() {
                 let index = try Self.identifier("\(entity.name)_\(number)", kind: "entity", prefix: "u_")
                 let keyColumns = constraint.map { "\"a_\($0)\"" }.joined(separator: ", ")

@@ -793,23 +793,9 @@ struct SyncSession {
                     batch = try readBatch()
                     unsent = try apply(batch)
                 }
-                // Still not resolvable (a store changing faster than it syncs): the rows that collide wait for the
-                // server's merge, whose change names them again; the rest are applied now.
-                var skipped: Set<PersistentIdentifier> = []
-                for _ in 0..<4 where !unsent.isEmpty {
-                    let blocked = Set(unsent)
-                    for row in batch.rows + batch.deleted where !skipped.contains(row.id) {
-                        guard let entity = plan.entities[row.id.entityName] else { continue }
-                        guard blocked.contains(row.id) || localHolders(of: row, entity: entity).contains(where: blocked.contains)
-                        else { continue }
-                        skipped.insert(row.id)
-                        report.skippedRows.append(MirrorSkippedRow(
-                            zone: zone, entity: row.id.entityName, id: Self.key(row.id),
-                            reason: "it collides here with a unique key or an edit the server has not merged yet"))
-                    }
-                    skipped.formUnion(blocked)
-                    unsent = try apply(batch, skipping: skipped)
-                }
+                // Still not: a save came in again between the export and the import. The batch waits for the next
+                // sync (which sends first), rather than be applied in part; the cursor stays where it is.
+                if !unsent.isEmpty { return }
             }
             guard let last = batch.lastSequence else { return }
             report.importedChanges += batch.changeCount
@@ -1019,8 +1005,7 @@ struct SyncSession {
     /// then computed again), so that an import never overwrites a local save it has not weighed.
     /// - Returns: the objects of this store that must be sent before the batch can be applied (nothing was
     ///   applied then): local changes the server has not merged with the batch's unique-key merges.
-    private mutating func apply(_ batch: Batch, skipping skipped: Set<PersistentIdentifier> = []) throws
-        -> [PersistentIdentifier] {
+    private mutating func apply(_ batch: Batch) throws -> [PersistentIdentifier] {
         for attempt in 1...20 {
             let (generation, log) = try generationAndHistory()
             try assignClocks(log, through: generation)
@@ -1028,7 +1013,7 @@ struct SyncSession {
                                        schema: container.schema)
             var objects: [IncomingObject] = []
             var unsent: [PersistentIdentifier] = []
-            for row in batch.rows where !skipped.contains(row.id) {
+            for row in batch.rows {
                 let local = pending[row.id]
                 if let deleted = local?.deleted, deleted > UInt64(max(0, row.created)) { continue }
                 // A local edit not sent yet of what another device changed: sent first, so that the push hands the
@@ -1054,7 +1039,7 @@ struct SyncSession {
             var merging: [PersistentIdentifier: PersistentIdentifier] = [:]
             let mergedInto = Dictionary(batch.deleted.compactMap { row in row.mergedInto.map { (row.id, $0) } },
                                         uniquingKeysWith: { first, _ in first })
-            for row in batch.deleted where !skipped.contains(row.id) {
+            for row in batch.deleted {
                 if let inserted = pending[row.id]?.inserted, inserted > UInt64(max(0, row.deleted ?? 0)) { continue }
                 guard var survivor = row.mergedInto else {
                     deletions.append(row.id)

@@ -13,6 +13,9 @@ import NoteKitMirror
 /// 4. Latency: 20 times, one edit saved on the first device, then its sync and the second's: the time until the second
 ///    has it (what a background loop adds to it is its polling, a quarter second at most).
 ///
+/// 5. Keyed objects: N/10 objects with a unique key and two links each (many-to-many) pushed, then pulled, beside the
+///    same count of notes: what unique-key checks and link tables cost a push and a pull.
+///
 /// Prints one JSON object. Every run uses a namespace of its own (`notekit_bench_<pid>`), dropped at the end.
 enum MirrorBench {
     static let usage = "notekit-bench mirror --server CONNECTION [--notes N] [--dir DIR]"
@@ -144,6 +147,7 @@ enum MirrorBench {
         latencies.sort()
         let check = try ModelContext(second).fetchCount(FetchDescriptor<NoteRecord>())
         guard check == count else { throw MirrorBenchError(description: "the second device has \(check) notes, not \(count)") }
+        let keyed = try runKeyed(server: server, count: max(10, count / 10), directory: directory, namespace: namespace)
 
         return [
             "notes": count,
@@ -154,7 +158,61 @@ enum MirrorBench {
             "steadyExportPerSecond": Double(steady.exportedTransactions) / (exportMilliseconds / 1000),
             "steadyImportPerSecond": Double(steadyPull.importedChanges) / (importMilliseconds / 1000),
             "latencyMedianMs": latencies[latencies.count / 2], "latencyP90Ms": latencies[latencies.count * 9 / 10],
-        ]
+        ].merging(keyed) { first, _ in first }
+    }
+
+    /// Phase 5: `count` keyed objects (unique key, two many-to-many links each) and `count` plain notes, each pushed
+    /// by a first sync of a store of its own and pulled by a second store, each pass in a zone of its own.
+    static func runKeyed(server: String, count: Int, directory: URL, namespace: String) throws -> [String: Any] {
+        let types: [any PersistentModel.Type] = [NoteRecord.self, NotebookRecord.self, PhotoRecord.self,
+                                                 KeyedRecord.self]
+        func open(_ name: String) throws -> ModelContainer {
+            try ModelContainer(for: Schema(types),
+                               configurations: [FileStoreConfiguration(url: directory.appendingPathComponent(name))])
+        }
+        var result: [String: Any] = ["keyedObjects": count]
+        for keyed in [false, true] {
+            let configuration = MirrorConfiguration(connectionString: server, zone: keyed ? "bench-keyed" : "bench-plain",
+                                                    namespace: namespace)
+            let first = try open("k\(keyed)-a.notekit")
+            try first.initializeMirrorSchema(configuration)
+            let context = ModelContext(first)
+            if keyed {
+                var made: [KeyedRecord] = []
+                for index in 0..<count {
+                    let object = KeyedRecord()
+                    object.key = "key \(keyed) \(index)"
+                    object.body = "Walked the ridge above the lake. \(index)"
+                    context.insert(object)
+                    if made.count >= 2 { object.peers = [made[index - 1], made[index / 2]] }
+                    made.append(object)
+                }
+            } else {
+                for index in 0..<count {
+                    let note = NoteRecord()
+                    note.title = "Plain \(index)"
+                    note.body = "Walked the ridge above the lake. \(index)"
+                    context.insert(note)
+                }
+            }
+            try context.save()
+            let name = keyed ? "keyed" : "plain"
+            let mirror = try StoreMirror(container: first, configuration: configuration)
+            var start = ContinuousClock.now
+            try mirror.sync()
+            result[name + "PushMs"] = milliseconds(start)
+            let second = try open("k\(keyed)-b.notekit")
+            let secondMirror = try StoreMirror(container: second, configuration: configuration)
+            start = ContinuousClock.now
+            try secondMirror.sync()
+            result[name + "PullMs"] = milliseconds(start)
+            let pulled = keyed ? try ModelContext(second).fetchCount(FetchDescriptor<KeyedRecord>())
+                : try ModelContext(second).fetchCount(FetchDescriptor<NoteRecord>())
+            guard pulled == count else {
+                throw MirrorBenchError(description: "the \(name) pass pulled \(pulled) objects, not \(count)")
+            }
+        }
+        return result
     }
 }
 

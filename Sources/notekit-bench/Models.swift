@@ -37,3 +37,11 @@ final class PhotoRecord: PersistentModel {
     @Relationship var note: NoteRecord?
     required init() {}
 }
+
+/// The mirror benchmark's keyed objects: a unique key, and links to other keyed objects (many-to-many, no inverse).
+final class KeyedRecord: PersistentModel {
+    @Attribute(.unique) var key = ""
+    @Attribute var body = ""
+    @Relationship var peers: [KeyedRecord] = []
+    required init() {}
+}
