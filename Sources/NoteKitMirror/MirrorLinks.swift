@@ -9,42 +9,84 @@ import NoteKit
 // another device added unseen is not removed by it, and one another device removed unseen is not brought back by
 // this one's stale copy (it could only have been added before both edits).
 
+/// Link writes waiting to be sent, by table, side and transaction: each group goes as one statement of additions and
+/// one of removals over arrays.
+struct LinkGroupKey: Hashable {
+    let table: String
+    let selfColumn: String
+    let targetColumn: String
+    let name: String
+    let clock: UInt64
+    let seq: Int64?
+}
+
+struct LinkGroup {
+    /// Links to add, as (id, target) in the table's own order, each once.
+    var additions: [(id: String, target: String)] = []
+    var added: Set<[String]> = []
+    /// Objects whose links not among `kept` are removed, and the (object, target) pairs they keep.
+    var removing: [String] = []
+    var kept: [(object: String, target: String)] = []
+    var size: Int { additions.count + kept.count + removing.count }
+}
+
 extension SyncSession {
-    /// Sends the links of `snapshot`'s relationships `links` as they are now, at `clock`; `seq` is the change that
-    /// carries them (nil for a baseline, which adds and never removes).
-    mutating func pushLinks(_ snapshot: ModelSnapshot, links: [MirrorPlan.Link], clock: UInt64,
-                            seq: Int64?) throws(MirrorError) {
+    /// Queues the links of `snapshot`'s relationships `links` as they are now, at `clock`; `seq` is the change that
+    /// carries them (nil for a baseline, which adds and never removes). A new object has nothing to remove.
+    mutating func pushLinks(_ snapshot: ModelSnapshot, links: [MirrorPlan.Link], clock: UInt64, seq: Int64?,
+                            created: Bool) throws(MirrorError) {
         let me = Self.key(snapshot.id)
-        let device = state.device.uuidString
         if !links.isEmpty { touched[snapshot.id.entityName, default: []].insert(me) }
         for link in links {
             guard case .toMany(let ids) = snapshot.relationships[link.slot] else { continue }
-            let targets = ids.map(Self.key)
-            if !targets.isEmpty {
-                let mine = Array(repeating: me, count: targets.count)
-                let (owners, others) = link.isOwner ? (mine, targets) : (targets, mine)
-                try connection.execute("""
-                    INSERT INTO \(link.table) AS t (zone, id, target, clock, present, written_seq, written_by)
-                    SELECT $1, u.id, u.target, $4::bigint, true, $5::bigint, $6::uuid
-                    FROM unnest($2::text[], $3::text[]) AS u(id, target)
-                    ON CONFLICT (zone, id, target) DO UPDATE SET
-                      present = true, clock = EXCLUDED.clock, written_seq = EXCLUDED.written_seq,
-                      written_by = EXCLUDED.written_by
-                    WHERE NOT t.present AND EXCLUDED.clock > t.clock
-                      AND (t.written_by = $6::uuid OR t.written_seq <= $7::bigint)
-                    """, [zone, Self.arrayLiteral(owners), Self.arrayLiteral(others), String(clock),
-                          String(seq ?? 0), device, String(state.importedSequence)], purpose: "add \(link.name) links")
+            let key = LinkGroupKey(table: link.table, selfColumn: link.selfColumn, targetColumn: link.targetColumn,
+                                   name: link.name, clock: clock, seq: seq)
+            var group = linkWrites.removeValue(forKey: key) ?? LinkGroup()
+            for target in ids.map(Self.key) {
+                let pair = link.isOwner ? [me, target] : [target, me]
+                if group.added.insert(pair).inserted { group.additions.append((pair[0], pair[1])) }
+                if seq != nil && !created { group.kept.append((me, target)) }
             }
-            guard let seq else { continue }
-            try connection.execute("""
-                UPDATE \(link.table) SET present = false, clock = $3::bigint, written_seq = $4::bigint,
-                  written_by = $5::uuid
-                WHERE zone = $1 AND \(link.selfColumn) = $2 AND present AND clock < $3::bigint
-                  AND NOT (\(link.targetColumn) = ANY($6::text[]))
-                  AND (written_by = $5::uuid OR written_seq <= $7::bigint)
-                """, [zone, me, String(clock), String(seq), device, Self.arrayLiteral(targets),
-                      String(state.importedSequence)], purpose: "remove \(link.name) links")
+            if seq != nil && !created { group.removing.append(me) }
+            linkWrites[key] = group
+            if group.size >= 5000 { try sendLinks(key) }
         }
+    }
+
+    /// Sends every queued link write; before the push's unique-key checks, which look at links.
+    mutating func flushLinks() throws(MirrorError) {
+        for key in linkWrites.keys.sorted(by: { ($0.table, $0.clock) < ($1.table, $1.clock) }) { try sendLinks(key) }
+    }
+
+    private mutating func sendLinks(_ key: LinkGroupKey) throws(MirrorError) {
+        guard let group = linkWrites.removeValue(forKey: key) else { return }
+        let device = state.device.uuidString
+        let cursor = String(state.importedSequence)
+        if !group.additions.isEmpty {
+            try connection.execute("""
+                INSERT INTO \(key.table) AS t (zone, id, target, clock, present, written_seq, written_by)
+                SELECT $1, u.id, u.target, $4::bigint, true, $5::bigint, $6::uuid
+                FROM unnest($2::text[], $3::text[]) AS u(id, target)
+                ON CONFLICT (zone, id, target) DO UPDATE SET
+                  present = true, clock = EXCLUDED.clock, written_seq = EXCLUDED.written_seq,
+                  written_by = EXCLUDED.written_by
+                WHERE NOT t.present AND EXCLUDED.clock > t.clock
+                  AND (t.written_by = $6::uuid OR t.written_seq <= $7::bigint)
+                """, [zone, Self.arrayLiteral(group.additions.map(\.id)), Self.arrayLiteral(group.additions.map(\.target)),
+                      String(key.clock), String(key.seq ?? 0), device, cursor], purpose: "add \(key.name) links")
+        }
+        guard let seq = key.seq, !group.removing.isEmpty else { return }
+        let (me, other) = (key.selfColumn, key.targetColumn)
+        try connection.execute("""
+            UPDATE \(key.table) AS l SET present = false, clock = $3::bigint, written_seq = $4::bigint,
+              written_by = $5::uuid
+            WHERE l.zone = $1 AND l.\(me) = ANY($2::text[]) AND l.present AND l.clock < $3::bigint
+              AND (l.written_by = $5::uuid OR l.written_seq <= $6::bigint)
+              AND NOT EXISTS (SELECT 1 FROM unnest($7::text[], $8::text[]) AS k(object, target)
+                              WHERE k.object = l.\(me) AND k.target = l.\(other))
+            """, [zone, Self.arrayLiteral(group.removing), String(key.clock), String(seq), device, cursor,
+                  Self.arrayLiteral(group.kept.map(\.object)), Self.arrayLiteral(group.kept.map(\.target))],
+            purpose: "remove \(key.name) links")
     }
 
     /// The present links of `ids` (objects of `entity`) in each of its link relationships, by object and name.

@@ -66,14 +66,23 @@ extension SyncSession {
 
     /// The objects a change body names, with the properties an update names (nil: every property).
     static func namedObjects(in body: String) -> [(entity: String, id: String, properties: [String]?)] {
-        guard let root = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
-              let objects = root["objects"] as? [[String: Any]] else { return [] }
-        return objects.compactMap { object in
+        parse(body).objects
+    }
+
+    /// A change body read once: whether it is a baseline's (`{"baseline": true}`: every object of the zone), and the
+    /// objects it names, with the properties an update names (nil: every property).
+    static func parse(_ body: String) -> (isBaseline: Bool, objects: [(entity: String, id: String, properties: [String]?)]) {
+        guard let root = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else {
+            return (false, [])
+        }
+        let isBaseline = root["baseline"] as? Bool == true
+        guard let objects = root["objects"] as? [[String: Any]] else { return (isBaseline, []) }
+        return (isBaseline, objects.compactMap { object in
             guard let entity = object["e"] as? String, let id = object["id"] as? String,
                   UUID(uuidString: id) != nil else { return nil }
             let op = object["op"] as? String
             return (entity, id.lowercased(), op == "update" ? object["p"] as? [String] : nil)
-        }
+        })
     }
 }
 

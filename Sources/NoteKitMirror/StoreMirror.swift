@@ -332,6 +332,8 @@ struct SyncSession {
     var needsBaseline = false
     /// Merges queued for the server transaction under way.
     var merges: [MergeShape: MergeGroup] = [:]
+    /// Link writes queued for the server transaction under way.
+    var linkWrites: [LinkGroupKey: LinkGroup] = [:]
     /// The objects the server transaction under way merged, by entity: checked for unique-key collisions.
     var touched: [String: Set<String>] = [:]
     /// Conflict resolvers by entity name, and the test hook run after the export.
@@ -524,7 +526,7 @@ struct SyncSession {
                     guard let snapshot, let entity = plan.entities[id.entityName] else { continue }
                     try merge(snapshot, entity: entity, attributes: entity.attributes, toOnes: entity.toOnes,
                               clock: clock, created: true)
-                    try pushLinks(snapshot, links: entity.links, clock: clock, seq: seq)
+                    try pushLinks(snapshot, links: entity.links, clock: clock, seq: seq, created: true)
                 }
                 for (update, snapshot) in zip(record.updated, snapshots.dropFirst(insertedIDs.count)) {
                     guard let snapshot, let entity = plan.entities[update.id.entityName] else { continue }
@@ -532,7 +534,7 @@ struct SyncSession {
                     let attributes = entity.attributes.filter { names.contains($0.name) }
                     let toOnes = entity.toOnes.filter { names.contains($0.name) }
                     try pushLinks(snapshot, links: entity.links.filter { names.contains($0.name) }, clock: clock,
-                                  seq: seq)
+                                  seq: seq, created: false)
                     guard !attributes.isEmpty || !toOnes.isEmpty else { continue }
                     try merge(snapshot, entity: entity, attributes: attributes, toOnes: toOnes, clock: clock,
                               created: false)
@@ -548,6 +550,7 @@ struct SyncSession {
                 }
             }
             try flushMerges()
+            try flushLinks()
             try resolveUniqueKeys()
             if !resolvedFields.isEmpty {
                 try recordResolution(survivors: [:], losers: [], referrers: resolvedFields)
@@ -585,9 +588,10 @@ struct SyncSession {
                     for snapshot in snapshots.compactMap({ $0 }) {
                         try merge(snapshot, entity: entity, attributes: entity.attributes, toOnes: entity.toOnes,
                                   clock: clock, created: true)
-                        try pushLinks(snapshot, links: entity.links, clock: clock, seq: nil)
+                        try pushLinks(snapshot, links: entity.links, clock: clock, seq: nil, created: true)
                     }
                     try flushMerges()
+                    try flushLinks()
                     try resolveUniqueKeys()
                 }
             }
@@ -839,20 +843,22 @@ struct SyncSession {
         try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", purpose: "read changes")
         defer { _ = try? connection.execute("COMMIT", purpose: "read changes") }
         let changes = try connection.execute("""
-            SELECT seq, device::text, body FROM \(ns)."changes" WHERE zone = $1 AND seq > $2::bigint
+            SELECT seq, device::text, CASE WHEN device = $3::uuid AND token >= 0 THEN NULL ELSE body END
+            FROM \(ns)."changes" WHERE zone = $1 AND seq > $2::bigint
             ORDER BY seq LIMIT \(Self.importBatch)
-            """, [zone, String(state.importedSequence)], purpose: "read changes").values
+            """, [zone, String(state.importedSequence), state.device.uuidString], purpose: "read changes").values
         batch.changeRows = changes.count
         var keys: [String: Set<String>] = [:]
         let me = state.device.uuidString.lowercased()
         for row in changes {
             guard let sequence = row[0].flatMap(Int64.init) else { continue }
             batch.lastSequence = sequence
-            // A device skips its own changes, except the unique-key merges its pushes made (every store applies
-            // those alike).
-            guard let body = row[2], row[1]?.lowercased() != me || Self.isResolution(body) else { continue }
+            // A device skips its own changes (the server does not even send their bodies), except the merges and
+            // resolutions its pushes made, recorded with negative tokens, which every store applies alike.
+            guard let body = row[2] else { continue }
             batch.changeCount += 1
-            if Self.isBaseline(body) {
+            let parsed = Self.parse(body)
+            if parsed.isBaseline {
                 // Another device sent everything: read every object of the zone.
                 for entity in plan.entities.keys { keys[entity] = nil }
                 for entity in plan.entities.values {
@@ -863,7 +869,7 @@ struct SyncSession {
                 continue
             }
             let fromOther = row[1]?.lowercased() != me
-            for object in Self.namedObjects(in: body) {
+            for object in parsed.objects {
                 guard let entity = plan.entities[object.entity], let uuid = UUID(uuidString: object.id) else { continue }
                 keys[object.entity, default: []].insert(object.id)
                 // What another device changed, unseen by any local edit not sent yet: a conflict for a resolver.
@@ -1162,23 +1168,6 @@ struct SyncSession {
         for deletion in record.deleted { objects.append(["e": deletion.id.entityName, "id": key(deletion.id), "op": "delete"]) }
         let data = (try? JSONSerialization.data(withJSONObject: ["objects": objects], options: [.sortedKeys])) ?? Data()
         return String(decoding: data, as: UTF8.self)
-    }
-
-    /// Whether a body is a baseline's (`{"baseline": true}`): every object of the zone.
-    static func isBaseline(_ body: String) -> Bool {
-        guard let root = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else { return false }
-        return root["baseline"] as? Bool == true
-    }
-
-    /// The objects a body names, as (entity, key); keys that are not UUIDs are left out.
-    static func objects(in body: String) -> [(String, String)] {
-        guard let root = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
-              let objects = root["objects"] as? [[String: Any]] else { return [] }
-        return objects.compactMap { object in
-            guard let entity = object["e"] as? String, let id = object["id"] as? String,
-                  UUID(uuidString: id) != nil else { return nil }
-            return (entity, id.lowercased())
-        }
     }
 
     /// An object's key on the server: its UUID in lower case.

@@ -11,8 +11,8 @@ import NoteKit
 //   merge), so the later insert's values win where they are later, as a local upsert's do;
 // - the loser is tombstoned with `merged_into` naming the survivor, every reference to it on the server is pointed at
 //   the survivor, and a later push that still writes to the loser or points at it is carried over to the survivor;
-// - one `changes` row (`"resolution": true`) names the three kinds of object, and every device imports it, the
-//   pushing one too, so each store merges the two objects alike (ModelContext.applyIncoming's `merging`).
+// - one `changes` row (`"resolution": true`, with a negative token) names the three kinds of object, and every
+//   device imports it, the pushing one too, so each store merges the two objects alike (ModelContext.applyIncoming's `merging`).
 
 extension SyncSession {
     /// Resolves the unique-key collisions the objects merged in this server transaction made, and carries writes to
@@ -217,12 +217,6 @@ extension SyncSession {
 
     /// The JSON a null value has in a value column: a key holding it constrains nothing, as locally.
     static let nullJSON = (try? MirrorValueCoding().encode(.null)) ?? "null"
-
-    /// Whether a change row's body is a resolution's (`{"resolution": true, …}`).
-    static func isResolution(_ body: String) -> Bool {
-        guard let root = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else { return false }
-        return root["resolution"] as? Bool == true
-    }
 }
 
 /// Disjoint sets of keys: the objects that share a unique key, transitively.
