@@ -9,7 +9,6 @@ import Testing
 @Suite("Many-to-many relationships through the server", .enabled(if: TemporaryPostgres.runsServerTests,
                                                                  Comment(rawValue: TemporaryPostgres.unavailableReason ?? "")))
 struct MirrorLinkTests {
-    typealias Zone = MirrorUniqueKeyTests.Zone
 
     /// Each board with its pins, and each pin with its boards, as text, sorted.
     static func boards(_ container: ModelContainer) throws -> [String] {
@@ -35,7 +34,7 @@ struct MirrorLinkTests {
     @Test("Links reach other stores in both directions; concurrent additions and removals of different links all hold",
           arguments: StoreKind.allCases)
     func additionsAndRemovalsMerge(kind: StoreKind) throws {
-        let zone = try Zone(kind)
+        let zone = try MirrorUniqueKeyTests.zone(kind)
         let (a, mirrorA) = try zone.device()
         let (b, mirrorB) = try zone.device()
         let context = ModelContext(a)
@@ -69,7 +68,7 @@ struct MirrorLinkTests {
 
     @Test("A link another device added unseen is not removed by this one's later edit of the same relationship")
     func concurrentAdditionWins() throws {
-        let zone = try Zone(.inMemory)
+        let zone = try MirrorUniqueKeyTests.zone(.inMemory)
         let (a, mirrorA) = try zone.device()
         let (b, mirrorB) = try zone.device()
         let context = ModelContext(a)
@@ -99,7 +98,7 @@ struct MirrorLinkTests {
     @Test("A relationship without an inverse travels too, and follows a unique-key merge of its targets",
           arguments: StoreKind.allCases)
     func linksWithoutAnInverse(kind: StoreKind) throws {
-        let zone = try Zone(kind)
+        let zone = try MirrorUniqueKeyTests.zone(kind)
         let (a, mirrorA) = try zone.device()
         let (b, mirrorB) = try zone.device()
         let contextA = ModelContext(a)

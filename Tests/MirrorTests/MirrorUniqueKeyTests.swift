@@ -11,28 +11,11 @@ import Testing
 @Suite("Unique keys across machines", .enabled(if: TemporaryPostgres.runsServerTests,
                                                Comment(rawValue: TemporaryPostgres.unavailableReason ?? "")))
 struct MirrorUniqueKeyTests {
-    final class Zone {
-        let server: TemporaryPostgres
-        let configuration: MirrorConfiguration
-        let kind: StoreKind
+    typealias Zone = MirrorZone
 
-        init(_ kind: StoreKind) throws {
-            self.kind = kind
-            server = try TemporaryPostgres()
-            configuration = MirrorConfiguration(connectionString: server.connectionString, zone: "labels")
-            try configuration.initializeSchema(for: Schema(ModelContainer.labelledFieldNotesModels))
-        }
-
-        deinit { server.stop() }
-
-        func device() throws -> (ModelContainer, StoreMirror) {
-            let container = try kind.makeContainer(ModelContainer.labelledFieldNotesModels)
-            return (container, try StoreMirror(container: container, configuration: configuration))
-        }
-
-        func query(_ sql: String, _ parameters: [String?] = []) throws -> [[String?]] {
-            try PostgresConnection(server.connectionString).execute(sql, parameters, purpose: "test").values
-        }
+    /// A zone of the labelled FieldNotes schema (labels unique by name, boards and pins).
+    static func zone(_ kind: StoreKind) throws -> MirrorZone {
+        try MirrorZone(kind, zone: "labels", models: ModelContainer.labelledFieldNotesModels)
     }
 
     /// The labels of a store with their stickers, as text, sorted.
@@ -65,7 +48,7 @@ struct MirrorUniqueKeyTests {
     @Test("Two devices inserting one unique key end with one object, the first created, on every store",
           arguments: StoreKind.allCases, [false, true])
     func collidingInsertsBecomeOneObject(kind: StoreKind, laterSentFirst: Bool) throws {
-        let zone = try Zone(kind)
+        let zone = try Self.zone(kind)
         let (a, mirrorA) = try zone.device()
         let (b, mirrorB) = try zone.device()
         let first = try Self.insertLabel(a, name: "work", color: "red", sticker: "from A")
@@ -94,7 +77,7 @@ struct MirrorUniqueKeyTests {
     @Test("A device that had not heard of the merge: its edits of the loser and references to it reach the survivor",
           arguments: StoreKind.allCases)
     func writesToTheLoserReachTheSurvivor(kind: StoreKind) throws {
-        let zone = try Zone(kind)
+        let zone = try Self.zone(kind)
         let (a, mirrorA) = try zone.device()
         let (b, mirrorB) = try zone.device()
         let (c, mirrorC) = try zone.device()
@@ -123,7 +106,7 @@ struct MirrorUniqueKeyTests {
     @Test("Keys that differ, or that one device gives up before the other takes them, merge nothing",
           arguments: StoreKind.allCases)
     func distinctKeysStayDistinct(kind: StoreKind) throws {
-        let zone = try Zone(kind)
+        let zone = try Self.zone(kind)
         let (a, mirrorA) = try zone.device()
         let (b, mirrorB) = try zone.device()
         let renamed = try Self.insertLabel(a, name: "draft", color: "red", sticker: "one")

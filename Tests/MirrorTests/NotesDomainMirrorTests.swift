@@ -11,25 +11,7 @@ import Testing
 @Suite("The notes domain mirrored", .enabled(if: TemporaryPostgres.runsServerTests,
                                              Comment(rawValue: TemporaryPostgres.unavailableReason ?? "")))
 struct NotesDomainMirrorTests {
-    final class Zone {
-        let server: TemporaryPostgres
-        let configuration: MirrorConfiguration
-        let kind: StoreKind
-
-        init(_ kind: StoreKind) throws {
-            self.kind = kind
-            server = try TemporaryPostgres()
-            configuration = MirrorConfiguration(connectionString: server.connectionString, zone: "notes")
-            try configuration.initializeSchema(for: Schema(NotesSchema.models))
-        }
-
-        deinit { server.stop() }
-
-        func device() throws -> (ModelContainer, StoreMirror) {
-            let container = try kind.makeContainer(NotesSchema.models)
-            return (container, try StoreMirror(container: container, configuration: configuration))
-        }
-    }
+    typealias Zone = MirrorZone
 
     static func dump(_ container: ModelContainer) throws -> [String] {
         let context = ModelContext(container)
@@ -54,7 +36,7 @@ struct NotesDomainMirrorTests {
     @Test("Folders, notes, drawings, revisions and attachments reach another store; deletions cascade there",
           arguments: StoreKind.allCases)
     func notesDomainRoundTrip(kind: StoreKind) throws {
-        let zone = try Zone(kind)
+        let zone = try Zone(kind, zone: "notes", models: NotesSchema.models)
         let (a, mirrorA) = try zone.device()
         let (b, mirrorB) = try zone.device()
         let context = ModelContext(a)
@@ -97,7 +79,7 @@ struct NotesDomainMirrorTests {
 
     @Test("Two machines attaching a file of one name offline end with one attachment", arguments: StoreKind.allCases)
     func attachmentNamesCollide(kind: StoreKind) throws {
-        let zone = try Zone(kind)
+        let zone = try Zone(kind, zone: "notes", models: NotesSchema.models)
         let (a, mirrorA) = try zone.device()
         let (b, mirrorB) = try zone.device()
         for (container, title, size) in [(a, "from A", Int64(10)), (b, "from B", Int64(20))] {

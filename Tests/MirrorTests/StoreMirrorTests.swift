@@ -13,29 +13,7 @@ struct StoreMirrorTests {
     static let zone = "iCloud.com.example.fieldnotes"
 
     /// A server with the FieldNotes tables, and a way to make devices of it.
-    final class Zone {
-        let server: TemporaryPostgres
-        let configuration: MirrorConfiguration
-        let kind: StoreKind
-
-        init(_ kind: StoreKind) throws {
-            self.kind = kind
-            server = try TemporaryPostgres()
-            configuration = MirrorConfiguration(connectionString: server.connectionString, zone: StoreMirrorTests.zone)
-            try configuration.initializeSchema(for: Schema(ModelContainer.fieldNotesModels))
-        }
-
-        deinit { server.stop() }
-
-        func device() throws -> (ModelContainer, StoreMirror) {
-            let container = try ModelContainer.fieldNotes(on: kind)
-            return (container, try StoreMirror(container: container, configuration: configuration))
-        }
-
-        func query(_ sql: String, _ parameters: [String?] = []) throws -> [[String?]] {
-            try PostgresConnection(server.connectionString).execute(sql, parameters, purpose: "test").values
-        }
-    }
+    typealias Zone = MirrorZone
 
     /// Every object of the store as text, sorted: what two converged stores agree on.
     static func dump(_ container: ModelContainer) throws -> [String] {
