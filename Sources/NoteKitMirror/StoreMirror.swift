@@ -65,6 +65,8 @@ public final class StoreMirror: Sendable {
     public let configuration: MirrorConfiguration
     private let container: ModelContainer
     private let plan: MirrorPlan
+    /// The columns this version's statements use, checked on the server at each sync.
+    private let columns: [ServerTables.Column]
     private let engine: Mutex<MirrorStateFile>
     private let loop = Mutex<SyncLoop?>(nil)
     /// Per-entity conflict resolvers (``resolveConflicts(of:with:)``), by entity name.
@@ -82,7 +84,7 @@ public final class StoreMirror: Sendable {
     ///   server cannot name.
     public init(container: ModelContainer, configuration: MirrorConfiguration) throws(MirrorError) {
         try ServerTables.validateZone(configuration.zone)
-        _ = try ServerTables(schema: container.schema, namespace: configuration.namespace)
+        columns = try ServerTables(schema: container.schema, namespace: configuration.namespace).columns
         plan = try MirrorPlan(schema: container.schema, namespace: configuration.namespace)
         self.container = container
         self.configuration = configuration
@@ -107,7 +109,8 @@ public final class StoreMirror: Sendable {
     /// Safe to retry after any failure: a transaction the server already has is never recorded twice, and an
     /// import interrupted before its local save is read again.
     ///
-    /// - Throws: ``MirrorError/schemaNotInitialized(zone:namespace:)``,
+    /// - Throws: ``MirrorError/schemaNotInitialized(zone:namespace:)`` (also for tables made by an earlier version
+    ///   that lack a column this one writes: `initializeMirrorSchema` again adds it),
     ///   ``MirrorError/schemaBehindZone(zone:schemaVersion:zoneVersion:)`` (before anything is written),
     ///   connection and server errors, ``MirrorError/storeFailed(operation:reason:)`` when the store refuses, and
     ///   the state file's errors.
@@ -121,6 +124,7 @@ public final class StoreMirror: Sendable {
                     var session = try SyncSession(container: container, configuration: configuration, plan: plan,
                                                   file: file)
                     session.resolvers = resolvers.withLock { $0 }
+                    session.expectedColumns = columns
                     session.afterExport = afterExport.withLock { $0 }
                     return try session.run()
                 })
@@ -336,6 +340,8 @@ struct SyncSession {
     var linkWrites: [LinkGroupKey: LinkGroup] = [:]
     /// The objects the server transaction under way merged, by entity: checked for unique-key collisions.
     var touched: [String: Set<String>] = [:]
+    /// The columns of NoteKit's tables this version uses (``ServerTables/columns``).
+    var expectedColumns: [ServerTables.Column] = []
     /// Conflict resolvers by entity name, and the test hook run after the export.
     var resolvers: [String: MirrorConflictResolver] = [:]
     var afterExport: (@Sendable () -> Void)?
@@ -427,6 +433,14 @@ struct SyncSession {
                                     zoneVersion: newest.description)
         }
         guard known else { throw .schemaNotInitialized(zone: zone, namespace: configuration.namespace) }
+        // Tables made by an earlier version of NoteKit lack what this one writes (`merged_into`, the links'
+        // `written_seq`): refused before anything is written, until initializeMirrorSchema adds them.
+        let present = Set(try connection.execute("""
+            SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = $1
+            """, [configuration.namespace], purpose: "check the mirror's tables").values.compactMap { $0[0] })
+        if expectedColumns.contains(where: { !present.contains("\($0.table).\($0.name)") }) {
+            throw .schemaNotInitialized(zone: zone, namespace: configuration.namespace)
+        }
         let device = try connection.execute("""
             INSERT INTO \(ns)."devices" AS d (zone, device, schema_hash, seen_at) VALUES ($1, $2::uuid, $3, now())
             ON CONFLICT (zone, device) DO UPDATE SET schema_hash = EXCLUDED.schema_hash, seen_at = now()

@@ -362,7 +362,7 @@ struct StoreMirrorTests {
         #expect(try Self.note(b, bad.id) == nil, "never applied in part")
     }
 
-    @Test("Syncing before the server has the schema's tables, or with a schema behind the zone, is refused")
+    @Test("Syncing before the server has the schema's tables (or this version's columns), or with a schema behind the zone, is refused")
     func refusedBeforeWriting() throws {
         let server = try TemporaryPostgres()
         defer { server.stop() }
@@ -371,6 +371,12 @@ struct StoreMirrorTests {
         let mirror = try StoreMirror(container: container, configuration: configuration)
         #expect(throws: MirrorError.schemaNotInitialized(zone: Self.zone, namespace: "notekit")) { try mirror.sync() }
         try container.initializeMirrorSchema(configuration)
+        try mirror.sync()
+        // Tables made by an earlier version lack a column this one writes: refused until initialized again.
+        _ = try PostgresConnection(server.connectionString).execute(
+            #"ALTER TABLE notekit."e_NoteRecord" DROP COLUMN merged_into"#, purpose: "test")
+        #expect(throws: MirrorError.schemaNotInitialized(zone: Self.zone, namespace: "notekit")) { try mirror.sync() }
+        #expect(try container.initializeMirrorSchema(configuration).columnsAdded == ["notekit.e_NoteRecord.merged_into"])
         try mirror.sync()
         // A newer schema version joins the zone: this device must not write any more.
         _ = try PostgresConnection(server.connectionString).execute("""
