@@ -57,16 +57,11 @@ extension SyncSession {
         var names: Set<String> = []
         for row in bodies {
             guard let body = row[0] else { continue }
-            for object in Self.namedObjects(in: body) where object.id == key && object.entity == entity.name {
+            for object in Self.parse(body).objects where object.id == key && object.entity == entity.name {
                 names.formUnion(object.properties ?? entity.attributes.map(\.name))
             }
         }
         return names
-    }
-
-    /// The objects a change body names, with the properties an update names (nil: every property).
-    static func namedObjects(in body: String) -> [(entity: String, id: String, properties: [String]?)] {
-        parse(body).objects
     }
 
     /// A change body read once: whether it is a baseline's (`{"baseline": true}`: every object of the zone), and the

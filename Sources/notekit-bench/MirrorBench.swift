@@ -41,6 +41,12 @@ enum MirrorBench {
         }
     }
 
+    /// A file store of `types` named `name` in `directory`.
+    static func openStore(_ name: String, in directory: URL, types: [any PersistentModel.Type]) throws -> ModelContainer {
+        try ModelContainer(for: Schema(types),
+                           configurations: [FileStoreConfiguration(url: directory.appendingPathComponent(name))])
+    }
+
     static func milliseconds(_ start: ContinuousClock.Instant) -> Double {
         let elapsed = ContinuousClock.now - start
         return Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
@@ -52,10 +58,8 @@ enum MirrorBench {
         try admin.execute("DROP SCHEMA IF EXISTS \(namespace) CASCADE", purpose: "drop an old namespace")
         defer { _ = try? admin.execute("DROP SCHEMA IF EXISTS \(namespace) CASCADE", purpose: "clean up") }
         let configuration = MirrorConfiguration(connectionString: server, zone: "bench", namespace: namespace)
-        let types: [any PersistentModel.Type] = [NoteRecord.self, NotebookRecord.self, PhotoRecord.self]
         func open(_ name: String) throws -> ModelContainer {
-            try ModelContainer(for: Schema(types),
-                               configurations: [FileStoreConfiguration(url: directory.appendingPathComponent(name))])
+            try openStore(name, in: directory, types: [NoteRecord.self, NotebookRecord.self, PhotoRecord.self])
         }
 
         // The store: N notes in 100 notebooks, one save.
@@ -164,11 +168,9 @@ enum MirrorBench {
     /// Phase 5: `count` keyed objects (unique key, two many-to-many links each) and `count` plain notes, each pushed
     /// by a first sync of a store of its own and pulled by a second store, each pass in a zone of its own.
     static func runKeyed(server: String, count: Int, directory: URL, namespace: String) throws -> [String: Any] {
-        let types: [any PersistentModel.Type] = [NoteRecord.self, NotebookRecord.self, PhotoRecord.self,
-                                                 KeyedRecord.self]
         func open(_ name: String) throws -> ModelContainer {
-            try ModelContainer(for: Schema(types),
-                               configurations: [FileStoreConfiguration(url: directory.appendingPathComponent(name))])
+            try openStore(name, in: directory,
+                          types: [NoteRecord.self, NotebookRecord.self, PhotoRecord.self, KeyedRecord.self])
         }
         var result: [String: Any] = ["keyedObjects": count]
         for keyed in [false, true] {
