@@ -3,8 +3,7 @@ import NoteKit
 import NoteKitFileStore
 import NoteKitMirror
 
-/// `notekit mirror init|status`: the server side of a store's mirroring, for any NoteKit store (by the schema stored
-/// in it). Syncing needs the app's model types and runs in the app (`StoreMirror`).
+/// `notekit mirror init|status|sync`: a store's mirroring, for any NoteKit store (by the schema stored in it).
 enum MirrorCommands {
     /// The mirror configuration of `--server` (a libpq connection string or URI; empty: libpq's `PG…` environment
     /// variables and defaults), `--zone` and `--namespace`.
@@ -58,5 +57,36 @@ enum MirrorCommands {
             if let latest { print("server's newest change: \(latest)") }
         }
         return 0
+    }
+
+    /// Syncs the store once, as its app's `StoreMirror.sync()` does, with the schema the store records: its entities
+    /// become dynamic models, so the import applies the same delete rules, inverses and unique upserts as the app's
+    /// types would. Per-entity resolvers are the app's code: this sync merges every field last-writer-wins.
+    static func sync(path: String, configuration: MirrorConfiguration, json: Bool) throws -> Int32 {
+        let url = try Commands.storeURL(path)
+        guard let schema = try StoreInspector.schemaHistory(at: url).last else {
+            throw FileStoreError.storeNotFound(path: url.path)
+        }
+        let container = try ModelContainer(for: try schema.withDynamicModels(),
+                                           configurations: [FileStoreConfiguration(url: url)])
+        defer { try? container.close() }
+        let mirror = try StoreMirror(container: container, configuration: configuration)
+        let report = try mirror.sync()
+        if json {
+            printJSON([
+                "exportedTransactions": report.exportedTransactions, "exportedBaseline": report.exportedBaseline,
+                "importedChanges": report.importedChanges,
+                "importTransactions": report.importTransactions.map { $0.transactionNumber },
+                "skippedRows": report.skippedRows.map {
+                    ["zone": $0.zone, "entity": $0.entity, "id": $0.id, "reason": $0.reason]
+                },
+                "deniedDeletions": report.deniedDeletions.map { $0.description },
+                "zone": configuration.zone,
+            ])
+        } else {
+            print("\(configuration.description): \(report)")
+            for row in report.skippedRows { print("skipped \(row)") }
+        }
+        return report.skippedRows.isEmpty ? 0 : ExitStatus.damage.rawValue
     }
 }

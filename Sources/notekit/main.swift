@@ -23,6 +23,8 @@ let usage = """
                                    create or update a PostgreSQL server's tables for the store's schema
       mirror status PATH [--zone ZONE --server CONNECTION] [--json]
                                    the store's mirroring: device, pending transactions, cursors, last error
+      mirror sync PATH --zone ZONE [--server CONNECTION] [--namespace NS] [--json]
+                                   send the store's new transactions, then apply the server's changes
       help [COMMAND]               this text, or what COMMAND does (as notekit COMMAND --help)
       --version [--json]           notekit's version, the store format versions it reads, the notes schema
 
@@ -95,6 +97,7 @@ let help: [String: String] = [
     "mirror": """
         usage: notekit mirror init PATH --zone ZONE [--server CONNECTION] [--namespace NS] [--json]
                notekit mirror status PATH [--zone ZONE --server CONNECTION] [--json]
+               notekit mirror sync PATH --zone ZONE [--server CONNECTION] [--namespace NS] [--json]
         init creates or updates the tables of a PostgreSQL server for the store's current schema, as the app's
         initializeMirrorSchema does (docs/MIRROR.md); running it again changes nothing. It refuses a schema of an
         older major version than the zone's (exit 5). status prints the store's mirroring as its mirroring process
@@ -105,7 +108,14 @@ let help: [String: String] = [
         JSON object:
         init {"tablesCreated", "columnsAdded", "schemaRecorded", "schemaVersion", "zone"}; status {"mirrored",
         "device", "zone", "pendingLocalTransactions", "exportedThrough", "serverCursor", "lastSync", "lastError",
-        "serverNewestChange"}. Syncing runs in the app, which has the model types (StoreMirror.sync()).
+        "serverNewestChange"}.
+        sync runs one sync of the store, as its app's StoreMirror.sync() does: it sends the local transactions not
+        sent yet, then applies the server's changes as transactions of author "mirror". It needs no model types:
+        the store's recorded schema gives the delete rules, inverses and unique constraints. It takes turns with a
+        sync the app runs at the same time. The app's per-entity resolvers do not run in it: every field merges
+        last-writer-wins. A server row that does not decode is reported and skipped (exit 1); a store whose schema
+        is behind the zone's is refused before anything is sent (exit 5). --json prints {"exportedTransactions",
+        "exportedBaseline", "importedChanges", "importTransactions", "skippedRows", "deniedDeletions", "zone"}.
         """,
 ]
 
@@ -203,8 +213,8 @@ func run(_ words: [String]) -> Int32 {
                                         mode: consistentPrefix ? .consistentPrefix : .bestEffort,
                                         json: arguments.flags.contains("json"))
         case "mirror":
-            guard let subcommand = rest.first, ["init", "status"].contains(subcommand) else {
-                throw Arguments.UsageError(description: "mirror takes init or status")
+            guard let subcommand = rest.first, ["init", "status", "sync"].contains(subcommand) else {
+                throw Arguments.UsageError(description: "mirror takes init, status or sync")
             }
             let arguments = try Arguments(Array(rest.dropFirst()), flags: ["json"],
                                           options: ["zone", "server", "namespace"])
@@ -214,6 +224,10 @@ func run(_ words: [String]) -> Int32 {
             }
             storePath = arguments.positional.first
             let json = arguments.flags.contains("json")
+            if subcommand == "sync" {
+                return try MirrorCommands.sync(path: arguments.path(),
+                                               configuration: MirrorCommands.configuration(arguments), json: json)
+            }
             if subcommand == "init" {
                 return try MirrorCommands.initialize(path: arguments.path(),
                                                      configuration: MirrorCommands.configuration(arguments), json: json)

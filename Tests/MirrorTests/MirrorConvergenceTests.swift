@@ -11,7 +11,9 @@ import Testing
 /// unique-key collisions (each round's labels named from a pool of three, with stickers a merge must keep);
 /// syncs in random order; devices killed with SIGKILL mid-sync (while pushing or pulling); the server stopped and
 /// restarted mid-run. At the end every store's `notekit dump --sorted` is the same, every acknowledged save is on
-/// the server, and the server holds each change once. The seed is printed; `NOTEKIT_CONVERGENCE_SEED=N` replays it.
+/// the server, and the server holds each change once. A fourth store, written by this process as an extension and
+/// synced only by `notekit mirror sync` (no model types), ends the same too. The seed is printed;
+/// `NOTEKIT_CONVERGENCE_SEED=N` replays it.
 @Suite("Three devices converge through one server", .serialized,
        .enabled(if: TemporaryPostgres.runsServerTests, Comment(rawValue: TemporaryPostgres.unavailableReason ?? "")))
 struct MirrorConvergenceTests {
@@ -80,6 +82,21 @@ struct MirrorConvergenceTests {
         try MirrorConfiguration(connectionString: connection, zone: Self.zone)
             .initializeSchema(for: Schema(ModelContainer.labelledFieldNotesModels))
         let stores = (0..<3).map { TemporaryStores.newURL("device\($0)") }
+        // A fourth store, made by the app and then synced only by `notekit mirror sync` (dynamic models from its
+        // recorded schema, no model types), while this process writes to it as an extension would.
+        let tool = TemporaryStores.newURL("tool")
+        func extensionWrite(_ title: String) throws {
+            let container = try ModelContainer(for: Schema(ModelContainer.labelledFieldNotesModels),
+                                               configurations: [FileStoreConfiguration(url: tool)])
+            let context = ModelContext(container)
+            let note = NoteKitTestSupport.NoteRecord()
+            note.title = title
+            context.insert(note)
+            try context.save()
+            try container.close()
+        }
+        try extensionWrite("made by the app")
+        let toolSync = ["mirror", "sync", tool.path, "--zone", Self.zone, "--server", connection]
         func arguments(_ index: Int, seed: UInt64, ops: Int, round: Int = 0, final: Bool = false) -> [String] {
             // Each round's labels have names of their own, which the three devices make at once: collisions.
             ["mirror-device", "--store", stores[index].path, "--server", connection, "--zone", Self.zone,
@@ -109,6 +126,8 @@ struct MirrorConvergenceTests {
                     killed.withLock { $0 = true }
                 })
             }
+            try extensionWrite("written by an extension in round \(round)")
+            let cli = try Child(Self.notekit, toolSync) { _, _ in }
             if round == rounds / 2 {
                 // The server goes away while the devices sync, and comes back.
                 usleep(UInt32.random(in: 50_000...300_000, using: &random))
@@ -128,6 +147,10 @@ struct MirrorConvergenceTests {
                 }
             }
             if killed.withLock({ $0 }) { kills += 1 }
+            let synced = cli.wait()
+            // Exit 6: the server went away under it (the restart round); it resumes at the next sync.
+            #expect(synced.status == 0 || (round == rounds / 2 && synced.status == 6),
+                    "notekit mirror sync, round \(round), seed \(seed): \(synced.lines.suffix(3))")
         }
 
         // Everyone syncs until nothing moves: every device sends what it has, then takes what the others sent.
@@ -136,14 +159,16 @@ struct MirrorConvergenceTests {
                 let result = try Self.run(Self.device, arguments(index, seed: random.next(), ops: 0, final: true))
                 #expect(result.status == 0, "final sync of device \(index), seed \(seed): \(result.lines.suffix(5))")
             }
+            let result = try Self.run(Self.notekit, toolSync)
+            #expect(result.status == 0, "final notekit mirror sync, seed \(seed): \(result.lines.suffix(3))")
         }
-        let dumps = try stores.map { try Self.run(Self.notekit, ["dump", $0.path, "--sorted"]).lines }
+        let dumps = try (stores + [tool]).map { try Self.run(Self.notekit, ["dump", $0.path, "--sorted"]).lines }
         #expect(dumps[0].count > 10, "the devices made something (seed \(seed))")
-        for index in 1..<3 {
+        for index in 1..<4 {
             // Compared line by line, so that a failure shows the few objects that differ rather than every object.
             let difference = Array(Set(dumps[index]).symmetricDifference(dumps[0]).sorted().prefix(4))
             #expect(dumps[index].count == dumps[0].count && difference.isEmpty,
-                    "device \(index) differs from device 0 (seed \(seed)): \(difference)")
+                    "\(index == 3 ? "the store synced by notekit" : "device \(index)") differs from device 0 (seed \(seed)): \(difference)")
         }
 
         // Every acknowledged save is on the server, once.
@@ -156,6 +181,12 @@ struct MirrorConvergenceTests {
             let missing = Set(acknowledged[index]).subtracting(tokens)
             #expect(missing.isEmpty, "device \(index) lost acknowledged saves \(missing.sorted()) (seed \(seed))")
         }
+        // The app's save and each round's extension write went to the server through notekit mirror sync, once.
+        let toolDevice = try #require(try MirrorStateFile(directory: tool).load()).device
+        let toolTokens = try query.execute("SELECT token FROM notekit.changes WHERE device = $1::uuid AND token >= 0",
+                                           [toolDevice.uuidString], purpose: "test").values.compactMap { $0[0] }
+        #expect(toolTokens.count == rounds + 1 && Set(toolTokens).count == toolTokens.count,
+                "notekit mirror sync sent \(toolTokens.count) transactions, not \(rounds + 1) (seed \(seed))")
         // One live label a name, and no live sticker under a label merged away.
         let live = "(deleted_clock IS NULL OR created_clock > deleted_clock) AND merged_into IS NULL"
         let shared = try query.execute("""

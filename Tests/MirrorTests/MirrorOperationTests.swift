@@ -137,4 +137,66 @@ struct MirrorOperationTests {
         let badZone = try Self.notekit(["mirror", "init", url.path, "--zone", "a zone", "--server", connection])
         #expect(badZone.status == 2, "\(badZone)")
     }
+
+    @Test("notekit mirror sync, without the app's types, sends an extension's saves and applies another machine's changes with their delete rules")
+    func commandLineSync() throws {
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        let connection = server.connectionString
+        let configuration = MirrorConfiguration(connectionString: connection, zone: Self.zone)
+        try configuration.initializeSchema(for: Schema(ModelContainer.fieldNotesModels))
+        // This machine's store: written by an extension (a container without a mirror), synced only by the tool.
+        let url = TemporaryStores.newURL()
+        let sync = ["mirror", "sync", url.path, "--zone", Self.zone, "--server", connection, "--json"]
+        let missing = try Self.notekit(sync)
+        #expect(missing.status == 3, "no store at the path: \(missing)")
+        let app = try ModelContainer(for: Schema(ModelContainer.fieldNotesModels),
+                                     configurations: [FileStoreConfiguration(url: url)])
+        let context = ModelContext(app)
+        let note = NoteRecord()
+        note.title = "from the extension"
+        context.insert(note)
+        let photo = PhotoRecord()
+        photo.fileName = "p.jpg"
+        photo.data = Data(repeating: 7, count: 3_000)
+        note.photos.append(photo)
+        try context.save()
+
+        let first = try Self.notekit(sync)
+        #expect(first.status == 0, "\(first)")
+        #expect(Self.json(first.output)["exportedTransactions"] as? Int == 1, "\(first.output)")
+
+        // Another machine, with the app's types, sees it, photo bytes included; then it deletes the note.
+        let other = try ModelContainer(for: Schema(ModelContainer.fieldNotesModels),
+                                       configurations: [FileStoreConfiguration(url: TemporaryStores.newURL())])
+        let otherMirror = try StoreMirror(container: other, configuration: configuration)
+        try otherMirror.sync()
+        let otherContext = ModelContext(other)
+        let seen = try #require(try otherContext.fetch(FetchDescriptor<NoteRecord>()).first)
+        #expect(seen.title == "from the extension" && seen.photos.first?.data == photo.data)
+        let notebook = NotebookRecord()
+        notebook.name = "Trips"
+        otherContext.insert(notebook)
+        try otherContext.delete(seen)
+        try otherContext.save()
+        try otherMirror.sync()
+
+        // The tool applies the deletion with the cascade the app's types declare, as one transaction by "mirror".
+        let second = try Self.notekit(sync)
+        #expect(second.status == 0, "\(second)")
+        let report = Self.json(second.output)
+        #expect(report["exportedTransactions"] as? Int == 0 && (report["importTransactions"] as? [Int])?.count == 1,
+                "\(second.output)")
+        let check = ModelContext(app)
+        #expect(try check.fetch(FetchDescriptor<NoteRecord>()).isEmpty)
+        #expect(try check.fetch(FetchDescriptor<PhotoRecord>()).isEmpty, "the cascade ran in the tool")
+        #expect(try check.fetch(FetchDescriptor<NotebookRecord>()).map(\.name) == ["Trips"])
+        #expect(try check.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).last?.author == StoreMirror.author)
+
+        // Nothing new: nothing moves. A second sync of the app's own would take turns with it.
+        let third = Self.json(try Self.notekit(sync).output)
+        #expect(third["exportedTransactions"] as? Int == 0 && third["importedChanges"] as? Int == 0, "\(third)")
+        let noZone = try Self.notekit(["mirror", "sync", url.path, "--server", connection])
+        #expect(noZone.status == 2, "\(noZone)")
+    }
 }

@@ -103,7 +103,7 @@ extension ModelContext {
     private func unlinkOneWayReferences(to object: ModelObject, sparing doomed: Set<ObjectIdentifier>) {
         for source in runtime.metadata {
             for (slot, relationship) in source.relationships.enumerated()
-            where relationship.describes(object._$metadata.type) && source.inverse(ofRelationship: slot) == nil {
+            where relationship.points(at: object._$metadata) && source.inverse(ofRelationship: slot) == nil {
                 var holders = Set(store.identifiers(entity: source.entityName, relationship: slot,
                                                     referencing: object._$id))
                 for (id, registered) in registry where id.entityName == source.entityName

@@ -239,5 +239,5 @@ extension FetchDescriptor {
 
 extension AttributeMetadata {
     /// The stored form of ``fallbackValue``: what an attribute whose stored value is lost reads as.
-    var encodedFallback: StoredValue { (try? codec?.encodeAny(fallbackValue)) ?? .null }
+    var encodedFallback: StoredValue { storedFallback ?? (try? codec?.encodeAny(fallbackValue)) ?? .null }
 }

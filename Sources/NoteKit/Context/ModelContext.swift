@@ -361,13 +361,18 @@ public final class ModelContext {
         guard let metadata = runtime.metadataByName[snapshot.id.entityName] else {
             preconditionFailure("the store returned \(snapshot.id), whose entity the container's schema lacks")
         }
-        let stack = ConstructionStack.current
-        stack.materialization = .init(type: ObjectIdentifier(metadata.type),
-                                      attributeFrame: stack.attributeValues.count,
-                                      relationshipFrame: stack.relationshipValues.count)
-        let object = metadata.type.init()
-        stack.materialization = nil
-        object._$isMaterializing = false
+        let object: ModelObject
+        if metadata.isDynamic {
+            object = DynamicModel(metadata: metadata)
+        } else {
+            let stack = ConstructionStack.current
+            stack.materialization = .init(type: ObjectIdentifier(metadata.type),
+                                          attributeFrame: stack.attributeValues.count,
+                                          relationshipFrame: stack.relationshipValues.count)
+            object = metadata.type.init()
+            stack.materialization = nil
+            object._$isMaterializing = false
+        }
         object._$id = snapshot.id
         object._$load(snapshot, notify: false)
         object._$committed = snapshot

@@ -32,6 +32,8 @@ final class ModelMetadata: @unchecked Sendable {
     private(set) var indexes: [[String]] = []
     /// Declaration problems found while building; the schema reports them (``SchemaError``).
     private(set) var problems: [SchemaError] = []
+    /// Whether this entity was built from a stored schema's description (``DynamicModel``), not from a Swift type.
+    let isDynamic: Bool
 
     /// The prototype, used only under this lock, to map key paths to properties.
     private let prototype: Locked<ModelObject>
@@ -61,6 +63,7 @@ final class ModelMetadata: @unchecked Sendable {
 
     private init(building type: any PersistentModel.Type) {
         self.type = type
+        isDynamic = false
         entityName = type.entityName
         originalEntityName = type.originalEntityName
         let (first, recorded) = Self.record(type)
@@ -149,6 +152,45 @@ final class ModelMetadata: @unchecked Sendable {
         self.problems = problems
         first._$metadata = self
         resolveDeclaredConstraints(type)
+    }
+
+    /// The metadata of an entity known only by its description (a schema read from a store): objects are
+    /// ``DynamicModel`` instances, read and written by slot. `destinations` is filled by the caller once every entity
+    /// of the schema has metadata (see ``SchemaRuntime/init(dynamic:)``).
+    init(dynamic entity: Schema.Entity, destinations: DynamicDestinations) {
+        type = DynamicModel.self
+        isDynamic = true
+        entityName = entity.name
+        originalEntityName = entity.originalName
+        attributes = entity.attributes.map { attribute in
+            AttributeMetadata(name: attribute.name, originalName: attribute.originalName, codec: nil,
+                              options: attribute.options, defaultValue: attribute.defaultValue,
+                              hasGeneratedDefault: attribute.hasGeneratedDefault, fallbackValue: (),
+                              valueType: Void.self,
+                              storedFallback: attribute.defaultValue ?? attribute.type.zeroValue)
+        }
+        relationships = entity.relationships.map { relationship in
+            RelationshipMetadata(dynamic: relationship, destinations: destinations)
+        }
+        relationshipIsToMany = relationships.map(\.isToMany)
+        attributeIndexByName = Dictionary(uniqueKeysWithValues: attributes.enumerated().map { ($1.name, $0) })
+        relationshipIndexByName = Dictionary(uniqueKeysWithValues: relationships.enumerated().map { ($1.name, $0) })
+        attributeNotifiers = attributes.map { _ in MutationNotifierSlot() }
+        relationshipNotifiers = relationships.map { _ in MutationNotifierSlot() }
+        uniqueConstraints = entity.uniqueConstraints
+        indexes = entity.indexes
+        prototype = Locked(DynamicModel(metadata: nil))
+    }
+
+    /// Resolves a dynamic entity's inverses by the names its stored description gives, once every entity of the
+    /// schema has metadata.
+    func resolveDynamicInverses(_ entity: Schema.Entity) {
+        let references = entity.relationships.enumerated().map { slot, relationship -> InverseReference? in
+            guard let inverse = relationship.inverse else { return nil }
+            let destination = relationships[slot].destinationMetadata
+            return destination.relationshipIndexByName[inverse].map { InverseReference(metadata: destination, slot: $0) }
+        }
+        _ = inverseTable.storeIfNil(InverseTable(references: references))
     }
 
     /// How a `lazy var`'s storage is labelled in a mirror. A lazy property takes no wrapper and is computed from
@@ -247,6 +289,8 @@ final class ModelMetadata: @unchecked Sendable {
     /// - Complexity: a dictionary lookup once a key path has been seen; the first time, one property read on the
     ///   prototype.
     func property(for keyPath: AnyKeyPath) -> PropertyReference? {
+        // A dynamic entity has no Swift properties for key paths to name.
+        if isDynamic { return nil }
         if let known = keyPathCache.withLock({ $0[keyPath] }) { return known }
         let found: PropertyReference? = prototype.withLock { prototype in
             prototype._$isPrototype = true
@@ -298,6 +342,9 @@ struct AttributeMetadata: @unchecked Sendable {
     /// The prototype's initial value, read back when a stored value cannot be decoded.
     let fallbackValue: Any
     let valueType: Any.Type
+    /// A dynamic entity's stand-in for ``fallbackValue`` (it has no prototype): the declared default, else the
+    /// type's zero value.
+    var storedFallback: StoredValue? = nil
 
     /// The declared type's name, as the schema of an attribute without a codec gives it (whose building then fails).
     var valueTypeName: String { typeName(valueType) }
@@ -321,8 +368,13 @@ struct RelationshipMetadata: @unchecked Sendable {
     let minimumModelCount: Int?
     let maximumModelCount: Int?
     let declaredInverse: AnyKeyPath?
+    /// Where a dynamic entity's relationship finds its destination's metadata (nil for a Swift type's).
+    let dynamicDestinations: DynamicDestinations?
+    /// The destination entity's name, for a dynamic entity's relationship.
+    private(set) var destinationName: String? = nil
 
     init(name: String, declaration: RelationshipDeclaration) {
+        dynamicDestinations = nil
         self.name = name
         originalName = declaration.originalName
         destination = declaration.destination
@@ -333,7 +385,42 @@ struct RelationshipMetadata: @unchecked Sendable {
         declaredInverse = declaration.inverse
     }
 
-    var destinationMetadata: ModelMetadata { ModelMetadata.of(destination) }
+    init(dynamic relationship: Schema.Relationship, destinations: DynamicDestinations) {
+        name = relationship.name
+        originalName = relationship.originalName
+        destination = DynamicModel.self
+        destinationName = relationship.destination
+        isToMany = relationship.isToMany
+        deleteRule = relationship.deleteRule
+        minimumModelCount = relationship.minimumModelCount == 0 ? nil : relationship.minimumModelCount
+        maximumModelCount = relationship.maximumModelCount
+        declaredInverse = nil
+        dynamicDestinations = destinations
+    }
+
+    var destinationMetadata: ModelMetadata {
+        if let dynamicDestinations, let destinationName, let metadata = dynamicDestinations[destinationName] {
+            return metadata
+        }
+        return ModelMetadata.of(destination)
+    }
+
+    /// Whether this relationship's targets are objects described by `metadata`.
+    func points(at metadata: ModelMetadata) -> Bool {
+        if dynamicDestinations != nil { return destinationName == metadata.entityName && metadata.isDynamic }
+        return ObjectIdentifier(destination) == ObjectIdentifier(metadata.type)
+    }
+}
+
+/// The metadata of a dynamic schema's entities by name, shared by their relationships. It holds them strongly and
+/// they hold it: a dynamic schema's metadata lives as long as the process (a few hundred bytes an entity).
+final class DynamicDestinations: @unchecked Sendable {
+    private let byName = Locked<[String: ModelMetadata]>([:])
+
+    subscript(name: String) -> ModelMetadata? {
+        get { byName.withLock { $0[name] } }
+        set { byName.withLock { $0[name] = newValue } }
+    }
 }
 
 /// The relationship that mirrors another: where it lives and which one it is.
@@ -347,6 +434,12 @@ struct InverseReference: @unchecked Sendable {
 final class InverseTable: @unchecked Sendable {
     let references: [InverseReference?]
     let problems: [SchemaError]
+
+    /// A table given outright (a dynamic entity's, resolved by name).
+    init(references: [InverseReference?]) {
+        self.references = references
+        problems = []
+    }
 
     init(resolving metadata: ModelMetadata) {
         var references: [InverseReference?] = []

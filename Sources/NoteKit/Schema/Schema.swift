@@ -89,11 +89,20 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
         try SchemaValidator.validate(self.entities, runtime: nil)
     }
 
+    /// `schema` with a dynamic model for each of its entities (``withDynamicModels()``).
+    init(dynamicFrom schema: Schema) throws {
+        try SchemaValidator.validate(schema.entities, runtime: nil)
+        version = schema.version
+        isVersioned = schema.isVersioned
+        entities = schema.entities
+        runtime = SchemaRuntime(dynamic: schema.entities)
+    }
+
     /// A fresh default value for attribute `attribute` of `entity`, made as inserting a new object would make it
     /// (so `UUID()` gives a new identifier each time). Nil for a schema decoded from a store, which has no model
     /// types to run.
     package func generatedDefault(entity: String, attribute: Int) -> StoredValue? {
-        guard let metadata = runtime?.metadataByName[entity] else { return nil }
+        guard let metadata = runtime?.metadataByName[entity], !metadata.isDynamic else { return nil }
         let object = metadata.type.init()
         return object._$attributes[attribute]
     }

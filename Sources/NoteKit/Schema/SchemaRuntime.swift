@@ -33,6 +33,19 @@ final class SchemaRuntime: Sendable {
         entities = metadata.map { $0.entityDescription }
     }
 
+    /// A dynamic model for each of `entities` (a stored schema's, already validated): objects are
+    /// ``DynamicModel`` instances, and relationships find their destinations and inverses by name.
+    init(dynamic entities: [Schema.Entity]) {
+        let destinations = DynamicDestinations()
+        let sorted = entities.sorted { $0.name < $1.name }
+        let metadata = sorted.map { ModelMetadata(dynamic: $0, destinations: destinations) }
+        for item in metadata { destinations[item.entityName] = item }
+        for (item, entity) in zip(metadata, sorted) { item.resolveDynamicInverses(entity) }
+        self.metadata = metadata
+        metadataByName = Dictionary(uniqueKeysWithValues: metadata.map { ($0.entityName, $0) })
+        self.entities = sorted
+    }
+
     /// The declaration problems of every registered type, in entity order.
     var problems: [SchemaError] {
         metadata.flatMap { $0.problems + $0.inverses.problems }
