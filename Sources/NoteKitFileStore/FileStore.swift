@@ -169,7 +169,7 @@ public final class FileStore: DataStore {
         self.configuration = configuration
         fileSystem = configuration.fileSystem
         layout = StoreLayout(root: configuration.url.path)
-        blobs = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
+        blobs = BlobStore(directory: layout.blobs, fileSystem: fileSystem, remote: RemoteBlobSlot())
         if case .heldBySession = lockSource { lockHeldBySession = true } else { lockHeldBySession = false }
         let readOnly = configuration.mode == .readOnly
 
@@ -818,20 +818,68 @@ public final class FileStore: DataStore {
         var stored = changes
         for (position, row) in changes.inserted.enumerated() {
             for slot in externalSlots[row.id.entityName] ?? [] {
-                if case .data(let data) = row.attributes[slot] {
-                    stored.inserted[position].attributes[slot] = .external(try blobs.write(data))
-                }
+                stored.inserted[position].attributes[slot] = try storedExternal(row.attributes[slot])
             }
         }
         for (position, update) in changes.updated.enumerated() {
             guard let slots = externalSlots[update.id.entityName] else { continue }
             for (index, change) in update.attributes.enumerated() where slots.contains(change.index) {
-                if case .data(let data) = change.value {
-                    stored.updated[position].attributes[index].value = .external(try blobs.write(data))
-                }
+                stored.updated[position].attributes[index].value = try storedExternal(change.value)
             }
         }
         return stored
+    }
+
+    /// What a record holds for an external-storage value: bytes become a blob file; a reference to bytes on the
+    /// mirror's server (an import's, not read yet) becomes a promise of the blob, unless its bytes are here already
+    /// (docs/FORMAT.md, *Blobs on a mirror's server*).
+    private func storedExternal(_ value: StoredValue) throws -> StoredValue {
+        switch value {
+        case .data(let data):
+            return .external(try blobs.write(data))
+        case .external(let external) where external.isRemote:
+            if external.isLoaded { return .external(try blobs.write(try external.load())) }
+            try blobs.promise(name: external.name, size: external.size)
+            // The store's own lazy reference: it reads the blob once here, and fetches it through the mirror
+            // attached to this store while it is not.
+            return .external(blobs.reference(name: external.name, size: external.size))
+        default:
+            return value
+        }
+    }
+
+    /// Makes `source` the place this open fetches promised blobs from (a mirror attaches its server); nil
+    /// detaches it, and a read of a blob not fetched yet then throws ``FileStoreError/blobNotFetched(name:path:)``.
+    package func attachRemoteBlobSource(_ source: (any RemoteBlobSource)?) {
+        blobs.remote?.source = source
+    }
+
+    /// The names of the blobs promised in this store and not fetched yet (docs/FORMAT.md, *Blobs on a mirror's
+    /// server*): the rows' current values name them, and `blobs/` has their promise but not their bytes.
+    ///
+    /// - Throws: the I/O error of listing `blobs/`.
+    package func promisedBlobs() throws -> [(name: String, size: Int)] {
+        guard fileSystem.exists(layout.blobs) else { return [] }
+        let inventory = try blobs.inventory()
+        let promised = Set(inventory.promised).subtracting(inventory.blobs)
+        guard !promised.isEmpty else { return [] }
+        var rows: [ModelSnapshot] = []
+        for entity in schema.entities where entity.attributes.contains(where: { $0.has(.externalStorage) }) {
+            let ids = try fetch(StoreFetchRequest(entity: entity.name, resultType: .identifiers)).identifiers
+            rows += snapshots(for: ids).compactMap { $0 }
+        }
+        return Self.referencedExternalData(rows, schema: schema).values
+            .filter { promised.contains($0.name) }
+            .map { ($0.name, $0.size) }
+            .sorted { $0.name < $1.name }
+    }
+
+    /// Fetches the promised blob `name` now, through the attached source, unless its bytes are here already.
+    ///
+    /// - Throws: as ``BlobStore/fetch(name:size:)``.
+    package func fetchPromisedBlob(name: String, size: Int) throws {
+        guard try blobs.isPromised(name), try fileSystem.kind(of: blobs.path(of: name)) == nil else { return }
+        _ = try blobs.fetch(name: name, size: size)
     }
 
     // MARK: Maintenance

@@ -44,6 +44,11 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// ``FileStoreConfiguration/retiredBlobGracePeriod``. Fetching again reads the object's current value. (When
     /// a fresh fetch still names the blob, the store is damaged; ``StoreVerifier`` reports it as a missing blob.)
     case blobRemoved(name: String, path: String)
+    /// The blob `name` is on the server of the store's mirror and has not been fetched into `path` yet, and this
+    /// process has no mirror to fetch it from: a mirror's import records a blob that arrives from another machine
+    /// without its bytes, and the first read in a process that mirrors the store (NoteKitMirror's `StoreMirror`, or
+    /// `notekit mirror fetch-blobs`) fetches them. Nothing is lost; read again once the mirroring process has.
+    case blobNotFetched(name: String, path: String)
 
     /// A sentence a person can act on: what is wrong, the file and byte offset concerned, and, where one helps,
     /// what to do next.
@@ -83,6 +88,10 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
                 + "object that names it (that object has been changed or deleted since, and a blob no object names "
                 + "is kept only for FileStoreConfiguration.retiredBlobGracePeriod); fetch again to read the current "
                 + "value. If a fresh fetch still names this blob, the store is damaged: run notekit verify"
+        case let .blobNotFetched(name, path):
+            "blob \(name) is on the store's mirror server and not fetched into \(path) yet, and this process does "
+                + "not mirror the store: the process that mirrors it (StoreMirror) fetches it when it first reads it, "
+                + "or notekit mirror fetch-blobs fetches every such blob now"
         }
     }
 }

@@ -36,8 +36,13 @@ struct StoreLayout: Sendable {
     /// `<sha256>.blob`: the file of the blob whose bytes hash to `name` (64 lowercase hexadecimal digits).
     static func blobFileName(_ name: String) -> String { name + ".blob" }
 
-    /// `.<sha256>.partial`: a blob being written, renamed to its ``blobFileName(_:)`` once flushed.
-    static func partialBlobFileName(_ name: String) -> String { "." + name + ".partial" }
+    /// `.<sha256>.partial`: a blob being written under the store's lock, renamed to its ``blobFileName(_:)`` (or,
+    /// for a promise, ``remoteBlobFileName(_:)``) once flushed. A reader that fetches a promised blob holds no lock,
+    /// and another may fetch the same one at once: each writes under a name of its own, `.<sha256>.<writer>.partial`
+    /// (`writer`: 1 to 32 lowercase letters and digits).
+    static func partialBlobFileName(_ name: String, writer: String? = nil) -> String {
+        "." + name + (writer.map { "." + $0 } ?? "") + ".partial"
+    }
 
     /// The blob name a file name of `blobs/` denotes, if it is a blob's name.
     static func blobName(_ fileName: String) -> String? {
@@ -46,11 +51,31 @@ struct StoreLayout: Sendable {
         return isBlobName(name) ? name : nil
     }
 
+    /// `<sha256>.remote`: the promise of a blob whose bytes are on a mirror's server (NoteKitMirror), not on this
+    /// disk yet. A mirror's import writes it, flushed, before the record that names the blob; the first read of the
+    /// blob in a process that mirrors the store fetches the bytes, puts ``blobFileName(_:)`` in place and deletes
+    /// the promise (docs/FORMAT.md, *Blobs on a mirror's server*).
+    static func remoteBlobFileName(_ name: String) -> String { name + ".remote" }
+
+    /// The blob name a file name of `blobs/` denotes, if it is a remote blob's promise.
+    static func remoteBlobName(_ fileName: String) -> String? {
+        guard fileName.hasSuffix(".remote") else { return nil }
+        let name = String(fileName.dropLast(7))
+        return isBlobName(name) ? name : nil
+    }
+
     /// The blob name a file name of `blobs/` denotes, if it is the name of a blob being written.
     static func partialBlobName(_ fileName: String) -> String? {
         guard fileName.hasPrefix("."), fileName.hasSuffix(".partial") else { return nil }
-        let name = String(fileName.dropFirst().dropLast(8))
-        return isBlobName(name) ? name : nil
+        let middle = fileName.dropFirst().dropLast(8)
+        let name = String(middle.prefix(64))
+        guard isBlobName(name) else { return nil }
+        let writer = middle.dropFirst(64)
+        if writer.isEmpty { return name }
+        guard writer.first == ".", (2...33).contains(writer.utf8.count),
+              writer.utf8.dropFirst().allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x7A).contains($0) })
+        else { return nil }
+        return name
     }
 
     /// `retired-<unix seconds>-<sha256>`: a blob no object names any more, taken out of its place by a compaction or

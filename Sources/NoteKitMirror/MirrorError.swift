@@ -28,6 +28,10 @@ public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible {
     case stateOfAnotherZone(zone: String, namespace: String)
     /// The store refused what the mirror asked of it (a save, a read of its history).
     case storeFailed(operation: String, reason: String)
+    /// The zone has no blob `name` (a SHA-256) for a store to fetch: the server lost it (a restored backup, a
+    /// zone dropped by hand). The object that names it keeps the reference; reading it fails until a device that
+    /// has the bytes saves them again.
+    case blobNotOnServer(zone: String, name: String)
 
     /// What went wrong and where, in one line, for a log or a command-line tool.
     public var description: String {
@@ -56,6 +60,9 @@ public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible {
             "mirror: this store mirrors to zone \"\(zone)\" in namespace \(namespace), not to the one configured"
         case let .storeFailed(operation, reason):
             "mirror: the store refused to \(operation): \(reason)"
+        case let .blobNotOnServer(zone, name):
+            "mirror: zone \"\(zone)\" has no blob \(name) to fetch: the server lost it; a device that has its bytes "
+                + "can save them again"
         }
     }
 }

@@ -63,8 +63,10 @@ public final class StoreMirror: Sendable {
 
     /// The server, zone and namespace.
     public let configuration: MirrorConfiguration
-    private let container: ModelContainer
+    let container: ModelContainer
     private let plan: MirrorPlan
+    /// Where the store fetches the blobs an import brought without their bytes.
+    private let blobFetcher: MirrorBlobFetcher
     /// The columns this version's statements use, checked on the server at each sync.
     private let columns: [ServerTables.Column]
     private let engine: Mutex<MirrorStateFile>
@@ -88,6 +90,9 @@ public final class StoreMirror: Sendable {
         plan = try MirrorPlan(schema: container.schema, namespace: configuration.namespace)
         self.container = container
         self.configuration = configuration
+        blobFetcher = MirrorBlobFetcher(configuration: configuration, namespace: plan.namespace)
+        // A file store fetches through it what its rows name and its disk lacks, for as long as it is open.
+        (container.store as? FileStore)?.attachRemoteBlobSource(blobFetcher)
         let file = MirrorStateFile(directory: (container.store as? FileStore)?.configuration.url)
         // From now on the history, the export queue, keeps everything this device has not sent.
         do {
@@ -123,6 +128,7 @@ public final class StoreMirror: Sendable {
                 result = .success(try file.withLock { () throws -> MirrorSyncReport in
                     var session = try SyncSession(container: container, configuration: configuration, plan: plan,
                                                   file: file)
+                    session.blobFetcher = blobFetcher
                     session.resolvers = resolvers.withLock { $0 }
                     session.expectedColumns = columns
                     session.afterExport = afterExport.withLock { $0 }
@@ -345,6 +351,8 @@ struct SyncSession {
     /// Conflict resolvers by entity name, and the test hook run after the export.
     var resolvers: [String: MirrorConflictResolver] = [:]
     var afterExport: (@Sendable () -> Void)?
+    /// What the blobs an import records are fetched by, when first read.
+    var blobFetcher: MirrorBlobFetcher?
     /// Attributes this push resolved, by entity, attribute and object key: named by a resolution change row.
     var resolvedFields: [String: [String: Set<String>]] = [:]
     /// The value and clock columns of entity tables, as the server has them (newer schemas' included), by entity.
@@ -776,7 +784,16 @@ struct SyncSession {
         do {
             var bytes: Data?
             switch value {
-            case .external(let external): bytes = try external.load()
+            case .external(let external):
+                // Named by its SHA-256 already: a blob the server has (one an import brought and nothing here
+                // read) is not read, nor fetched, to be sent.
+                let reference = #"{"blob":"\#(external.name)"}"#
+                if !external.isLoaded, try serverHasBlob(external.name) { return reference }
+                do { bytes = try external.load() } catch MirrorError.blobNotOnServer {
+                    // Promised here and lost on the server (a zone restored without its blobs): no copy is left to
+                    // send. The row names it as before, and the device's other changes still go out.
+                    return reference
+                }
             case .data(let data) where attribute.isExternal: bytes = data
             default: bytes = nil
             }
@@ -794,6 +811,12 @@ struct SyncSession {
         } catch {
             throw .storeFailed(operation: "read \(attribute.name)", reason: "\(error)")
         }
+    }
+
+    /// Whether the zone has blob `name` (a SHA-256) already; false for a name that is not one.
+    private func serverHasBlob(_ name: String) throws -> Bool {
+        guard name.utf8.count == 64 else { return false }
+        return try MirrorBlobFetcher.size(of: name, zone: zone, namespace: ns, on: connection) != nil
     }
 
     // MARK: Import
@@ -979,7 +1002,7 @@ struct SyncSession {
             state.clock.receive(clock)
             let value: StoredValue
             if attribute.isExternal, let name = MirrorValueCoding.blobName(text) {
-                value = .data(try blob(name))
+                value = try remoteBlob(name)
             } else {
                 value = try coding.decode(text, as: attribute.type)
             }
@@ -1001,17 +1024,21 @@ struct SyncSession {
         return result
     }
 
-    private func blob(_ name: String) throws -> Data {
-        let rows = try connection.execute("""
-            SELECT encode(bytes, 'hex') FROM \(ns)."blobs" WHERE zone = $1 AND hash = $2
-            """, [zone, name], purpose: "read a blob").values
-        guard let hex = rows.first?[0], let bytes = Self.bytes(hex: hex) else {
+    /// A reference to blob `name` on the server, whose bytes are read the first time the store reads the value
+    /// (the store checks them against the size and the name then): the import reads only its length.
+    private func remoteBlob(_ name: String) throws -> StoredValue {
+        guard let size = try MirrorBlobFetcher.size(of: name, zone: zone, namespace: ns, on: connection) else {
             throw MirrorRowProblem("its blob \(name) is not on the server")
         }
-        guard SHA256Digest.hexString(bytes) == name else {
-            throw MirrorRowProblem("its blob \(name) does not hash to its name")
-        }
-        return bytes
+        let fetcher = blobFetcher ?? MirrorBlobFetcher(configuration: configuration, namespace: ns)
+        return .external(ExternalData(remoteName: name, size: size) {
+            let bytes = try fetcher.fetchBlob(named: name, size: size)
+            guard bytes.count == size, SHA256Digest.hexString(bytes) == name else {
+                throw StoredValueError.externalDataUnreadable(
+                    name: name, reason: "the mirror's server gave bytes that are not the blob's")
+            }
+            return bytes
+        })
     }
 
     /// The local clocks of what local transactions not exported yet changed, by object.

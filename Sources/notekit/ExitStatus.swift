@@ -55,7 +55,7 @@ enum ExitStatus: Int32 {
             case .damagedRecord, .undecodableRecord, .inconsistentSegments, .danglingReference, .nothingToSalvage,
                  .blobRemoved:
                 self = .damage
-            case .writesStopped, .storeKeptChanging:
+            case .writesStopped, .storeKeptChanging, .blobNotFetched:
                 self = .failed
             }
         case let error as MirrorError:
@@ -65,7 +65,7 @@ enum ExitStatus: Int32 {
             case .schemaBehindZone, .unexpectedServerSchema, .schemaNotInitialized,
                  .stateOfAnotherZone:
                 self = .refused
-            case .connectionFailed, .serverError, .stateUnreadable, .stateUnwritable, .storeFailed:
+            case .connectionFailed, .serverError, .stateUnreadable, .stateUnwritable, .storeFailed, .blobNotOnServer:
                 self = .failed
             }
         default:

@@ -3,7 +3,7 @@ import NoteKit
 import NoteKitFileStore
 import NoteKitMirror
 
-/// `notekit mirror init|status|sync`: a store's mirroring, for any NoteKit store (by the schema stored in it).
+/// `notekit mirror init|status|sync|fetch-blobs`: a store's mirroring, for any NoteKit store (by the schema stored in it).
 enum MirrorCommands {
     /// The mirror configuration of `--server` (a libpq connection string or URI; empty: libpq's `PG…` environment
     /// variables and defaults), `--zone` and `--namespace`.
@@ -63,14 +63,8 @@ enum MirrorCommands {
     /// become dynamic models, so the import applies the same delete rules, inverses and unique upserts as the app's
     /// types would. Per-entity resolvers are the app's code: this sync merges every field last-writer-wins.
     static func sync(path: String, configuration: MirrorConfiguration, json: Bool) throws -> Int32 {
-        let url = try Commands.storeURL(path)
-        guard let schema = try StoreInspector.schemaHistory(at: url).last else {
-            throw FileStoreError.storeNotFound(path: url.path)
-        }
-        let container = try ModelContainer(for: try schema.withDynamicModels(),
-                                           configurations: [FileStoreConfiguration(url: url)])
+        let (container, mirror) = try open(path: path, configuration: configuration)
         defer { try? container.close() }
-        let mirror = try StoreMirror(container: container, configuration: configuration)
         let report = try mirror.sync()
         if json {
             printJSON([
@@ -88,5 +82,36 @@ enum MirrorCommands {
             for row in report.skippedRows { print("skipped \(row)") }
         }
         return report.skippedRows.isEmpty ? 0 : ExitStatus.damage.rawValue
+    }
+
+    /// Fetches every blob the store names whose bytes an import left on the server (`StoreMirror.fetchRemoteBlobs()`),
+    /// so that processes that do not mirror the store can read them.
+    static func fetchBlobs(path: String, configuration: MirrorConfiguration, json: Bool) throws -> Int32 {
+        let (container, mirror) = try open(path: path, configuration: configuration)
+        defer { try? container.close() }
+        let fetched = try mirror.fetchRemoteBlobs()
+        if json {
+            printJSON(["blobsFetched": fetched, "zone": configuration.zone])
+        } else {
+            print("\(configuration.description): fetched \(fetched) blob(s)")
+        }
+        return 0
+    }
+
+    /// The store at `path`, opened by the schema it records (dynamic models: no app types needed), and its mirror.
+    private static func open(path: String, configuration: MirrorConfiguration) throws
+        -> (container: ModelContainer, mirror: StoreMirror) {
+        let url = try Commands.storeURL(path)
+        guard let schema = try StoreInspector.schemaHistory(at: url).last else {
+            throw FileStoreError.storeNotFound(path: url.path)
+        }
+        let container = try ModelContainer(for: try schema.withDynamicModels(),
+                                           configurations: [FileStoreConfiguration(url: url)])
+        do {
+            return (container, try StoreMirror(container: container, configuration: configuration))
+        } catch {
+            try? container.close()
+            throw error
+        }
     }
 }

@@ -25,6 +25,8 @@ let usage = """
                                    the store's mirroring: device, pending transactions, cursors, last error
       mirror sync PATH --zone ZONE [--server CONNECTION] [--namespace NS] [--json]
                                    send the store's new transactions, then apply the server's changes
+      mirror fetch-blobs PATH --zone ZONE [--server CONNECTION] [--namespace NS] [--json]
+                                   fetch the blobs an import left on the server, for readers that do not mirror
       help [COMMAND]               this text, or what COMMAND does (as notekit COMMAND --help)
       --version [--json]           notekit's version, the store format versions it reads, the notes schema
 
@@ -98,6 +100,7 @@ let help: [String: String] = [
         usage: notekit mirror init PATH --zone ZONE [--server CONNECTION] [--namespace NS] [--json]
                notekit mirror status PATH [--zone ZONE --server CONNECTION] [--json]
                notekit mirror sync PATH --zone ZONE [--server CONNECTION] [--namespace NS] [--json]
+               notekit mirror fetch-blobs PATH --zone ZONE [--server CONNECTION] [--namespace NS] [--json]
         init creates or updates the tables of a PostgreSQL server for the store's current schema, as the app's
         initializeMirrorSchema does (docs/MIRROR.md); running it again changes nothing. It refuses a schema of an
         older major version than the zone's (exit 5). status prints the store's mirroring as its mirroring process
@@ -116,6 +119,9 @@ let help: [String: String] = [
         last-writer-wins. A server row that does not decode is reported and skipped (exit 1); a store whose schema
         is behind the zone's is refused before anything is sent (exit 5). --json prints {"exportedTransactions",
         "exportedBaseline", "importedChanges", "importTransactions", "skippedRows", "deniedDeletions", "zone"}.
+        An import records external-storage bytes by their hash and leaves them on the server: a process that mirrors
+        the store fetches each when it first reads it. fetch-blobs fetches all of them now, so that extensions and
+        tools that do not mirror can read them; --json prints {"blobsFetched", "zone"}.
         """,
 ]
 
@@ -213,8 +219,8 @@ func run(_ words: [String]) -> Int32 {
                                         mode: consistentPrefix ? .consistentPrefix : .bestEffort,
                                         json: arguments.flags.contains("json"))
         case "mirror":
-            guard let subcommand = rest.first, ["init", "status", "sync"].contains(subcommand) else {
-                throw Arguments.UsageError(description: "mirror takes init, status or sync")
+            guard let subcommand = rest.first, ["init", "status", "sync", "fetch-blobs"].contains(subcommand) else {
+                throw Arguments.UsageError(description: "mirror takes init, status, sync or fetch-blobs")
             }
             let arguments = try Arguments(Array(rest.dropFirst()), flags: ["json"],
                                           options: ["zone", "server", "namespace"])
@@ -227,6 +233,10 @@ func run(_ words: [String]) -> Int32 {
             if subcommand == "sync" {
                 return try MirrorCommands.sync(path: arguments.path(),
                                                configuration: MirrorCommands.configuration(arguments), json: json)
+            }
+            if subcommand == "fetch-blobs" {
+                return try MirrorCommands.fetchBlobs(path: arguments.path(),
+                                                     configuration: MirrorCommands.configuration(arguments), json: json)
             }
             if subcommand == "init" {
                 return try MirrorCommands.initialize(path: arguments.path(),

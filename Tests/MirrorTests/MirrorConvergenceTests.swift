@@ -171,6 +171,22 @@ struct MirrorConvergenceTests {
                     "\(index == 3 ? "the store synced by notekit" : "device \(index)") differs from device 0 (seed \(seed)): \(difference)")
         }
 
+        // The blobs arrived by their hashes, promised: every store fetches what it still lacks and then holds every
+        // blob its objects name, whole (verify reads each and checks its size and hash).
+        var fetched = 0
+        for store in stores + [tool] {
+            let fetch = try Self.run(Self.notekit, ["mirror", "fetch-blobs", store.path, "--zone", Self.zone,
+                                                    "--server", connection, "--json"])
+            #expect(fetch.status == 0, "fetch-blobs, seed \(seed): \(fetch.lines.suffix(3))")
+            fetched += MirrorOperationTests.json(fetch.lines.last ?? "")["blobsFetched"] as? Int ?? 0
+            let remaining = try FileManager.default.contentsOfDirectory(atPath: store.path + "/blobs")
+                .filter { $0.hasSuffix(".remote") }
+            let verify = try Self.run(Self.notekit, ["verify", store.path])
+            #expect(verify.status == 0 && remaining.isEmpty,
+                    "\(store.lastPathComponent) after fetch-blobs, seed \(seed): \(remaining) \(verify.lines.suffix(3))")
+        }
+        #expect(fetched > 0, "some blobs arrived without their bytes (seed \(seed))")
+
         // Every acknowledged save is on the server, once.
         let query = try PostgresConnection(connection)
         for (index, store) in stores.enumerated() {
@@ -207,6 +223,6 @@ struct MirrorConvergenceTests {
         print("mirror convergence: \(acknowledged.map(\.count).reduce(0, +)) acknowledged saves, \(kills) kills, "
             + "pin links present/written \(links.map { $0 ?? "-" }.joined(separator: "/")), "
             + "labels made/merged/live \(labels.map { $0 ?? "-" }.joined(separator: "/")), "
-            + "\(dumps[0].count) objects at the end (seed \(seed))")
+            + "\(dumps[0].count) objects at the end, \(fetched) blobs fetched after it (seed \(seed))")
     }
 }

@@ -19,6 +19,9 @@ public final class ExternalData: Sendable, Hashable {
     public let size: Int
     private let loader: @Sendable () throws -> Data
     private let cache = Mutex<Data?>(nil)
+    /// Whether the bytes are on a mirror's server rather than in any store (an import's value, fetched on first
+    /// read): a file store that saves such a reference records a promise of the blob instead of its bytes.
+    package let isRemote: Bool
 
     /// Creates a reference to bytes that `loader` reads on first use.
     ///
@@ -30,6 +33,15 @@ public final class ExternalData: Sendable, Hashable {
         self.name = name
         self.size = size
         self.loader = loader
+        isRemote = false
+    }
+
+    /// A reference to bytes on a mirror's server, named by their SHA-256, that `loader` fetches on first use.
+    package init(remoteName name: String, size: Int, loader: @escaping @Sendable () throws -> Data) {
+        self.name = name
+        self.size = size
+        self.loader = loader
+        isRemote = true
     }
 
     /// Creates a reference whose bytes are already in memory (a blob written by this process).
@@ -37,6 +49,7 @@ public final class ExternalData: Sendable, Hashable {
         self.name = name
         self.size = data.count
         self.loader = { data }
+        isRemote = false
         cache.withLock { $0 = data }
     }
 

@@ -15,6 +15,9 @@ import Darwin
 struct BlobStore: Sendable {
     let directory: String
     let fileSystem: any StoreFileSystem
+    /// Where a promised blob's bytes come from (a mirror's server), for an open store; nil for the tools that
+    /// read a store's files without opening it (verify, salvage, stats), which never fetch.
+    var remote: RemoteBlobSlot? = nil
 
     /// The file name of the blob named `name`.
     func path(of name: String) -> String { directory + "/" + StoreLayout.blobFileName(name) }
@@ -39,6 +42,7 @@ struct BlobStore: Sendable {
     func load(name: String, size: Int) throws -> Data {
         let path = path(of: name)
         if let data = try read(path, name: name, size: size) { return data }
+        if try isPromised(name) { return try fetch(name: name, size: size) }
         // A copy can be deleted (its grace passed) or re-dated (its time was ahead of the clock) between the
         // listing and the read, and the blob written again meanwhile: one more look settles it.
         var failure: (any Error)?
@@ -59,6 +63,78 @@ struct BlobStore: Sendable {
         }
         if let failure { throw failure }
         throw FileStoreError.blobRemoved(name: name, path: path)
+    }
+
+    /// Whether `blobs/` holds the promise of blob `name` (a regular file: a link or a special file of that name is
+    /// not the store's, and promises nothing).
+    func isPromised(_ name: String) throws -> Bool {
+        try fileSystem.kind(of: directory + "/" + StoreLayout.remoteBlobFileName(name)) == .regularFile
+    }
+
+    /// Fetches the promised blob `name` from the store's mirror, checks it against its size and name, puts it in
+    /// place as ``write(_:)`` does and deletes the promise.
+    ///
+    /// - Throws: ``FileStoreError/blobNotFetched(name:path:)`` without a mirror in this process, the mirror's error
+    ///   when the server cannot give it, ``NoteKit/StoredValueError/externalDataUnreadable(name:reason:)`` when
+    ///   the bytes it gave are not the blob's; the promise stays, so a later read tries again.
+    func fetch(name: String, size: Int) throws -> Data {
+        guard let source = remote?.source else {
+            throw FileStoreError.blobNotFetched(name: name, path: path(of: name))
+        }
+        let data = try source.fetchBlob(named: name, size: size)
+        guard data.count == size, SHA256Digest.hexString(data) == name else {
+            throw StoredValueError.externalDataUnreadable(
+                name: name, reason: "the mirror's server gave \(data.count) bytes that "
+                    + (data.count == size ? "do not hash to its name" : "are not the \(size) its record says"))
+        }
+        _ = try write(data, unlocked: true)
+        // Another process may have fetched it at the same time and deleted the promise already.
+        _ = try? FileStore.removeStoreFile(directory + "/" + StoreLayout.remoteBlobFileName(name),
+                                           fileSystem: fileSystem)
+        return data
+    }
+
+    /// Writes the promise of blob `name`, whose `size` bytes are on the mirror's server, durably (temporary name,
+    /// flush, rename, flush of the directory), unless the blob or its promise is already here.
+    ///
+    /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` when something else than a regular
+    ///   file has the promise's name, an I/O error, or ``FileStoreError/writesStopped(reason:)`` as ``write(_:)``.
+    func promise(name: String, size: Int) throws {
+        guard try fileSystem.kind(of: path(of: name)) != .regularFile else { return }
+        let promise = directory + "/" + StoreLayout.remoteBlobFileName(name)
+        let existing = try fileSystem.kind(of: promise)
+        if let existing, existing != .regularFile {
+            throw FileStoreError.unexpectedFileType(path: promise, found: existing, expected: .regularFile)
+        }
+        guard existing == nil else { return }
+        // What a person reading the directory needs: which bytes are awaited, and how many.
+        // Not the blob's own temporary name: a reader in another process may be fetching the blob itself.
+        try putInPlace(Data(#"{"blob":"\#(name)","size":\#(size)}"#.utf8 + [0x0A]), at: promise,
+                       temporary: StoreLayout.partialBlobFileName(name, writer: "remote"),
+                       what: "the promise of blob \(name)")
+    }
+
+    /// Writes `bytes` durably at `path`: under the name `temporary` in `blobs/`, flushed, renamed into place, and the
+    /// directory flushed, so a file of the final name is always whole.
+    ///
+    /// - Throws: an I/O error of the temporary file (nothing is in place), or
+    ///   ``FileStoreError/writesStopped(reason:)`` when renaming or flushing the directory failed: the file may
+    ///   then be in place with its directory entry not on disk, and the next save would find it and trust it. As
+    ///   after a failed flush of the log, writes stop; reopening deletes what no record names.
+    private func putInPlace(_ bytes: Data, at path: String, temporary: String, what: String) throws {
+        let temporary = directory + "/" + temporary
+        try fileSystem.writeFlushedFile(temporary, bytes)
+        do {
+            try fileSystem.rename(temporary, to: path)
+            try fileSystem.syncDirectory(directory)
+        } catch {
+            throw FileStoreError.writesStopped(reason: "putting \(what) in place failed: \(error)")
+        }
+    }
+
+    /// A name for one unlocked write's temporary file: up to 16 random lowercase hexadecimal digits.
+    private static func writerTag() -> String {
+        String(UInt64.random(in: 0...UInt64.max), radix: 16)
     }
 
     /// The checked bytes of the blob file at `path`, or nil when there is no file there.
@@ -92,7 +168,10 @@ struct BlobStore: Sendable {
     /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` when something else than a regular
     ///   file has the blob's name, an I/O error (nothing is in place), or ``FileStoreError/writesStopped(reason:)``
     ///   when renaming or flushing the directory failed: the blob may be in place without being durable.
-    func write(_ data: Data) throws -> ExternalData {
+    ///
+    /// - Parameter unlocked: whether the caller does not hold the store's lock (a reader fetching a promised blob),
+    ///   so that another process may write the same blob at once: the temporary file then has a name of its own.
+    func write(_ data: Data, unlocked: Bool = false) throws -> ExternalData {
         let name = SHA256Digest.hexString(data)
         let path = path(of: name)
         let existing = try fileSystem.kind(of: path)
@@ -100,33 +179,36 @@ struct BlobStore: Sendable {
             throw FileStoreError.unexpectedFileType(path: path, found: existing, expected: .regularFile)
         }
         if existing == nil {
-            let temporary = directory + "/" + StoreLayout.partialBlobFileName(name)
-            try fileSystem.writeFlushedFile(temporary, data)
-            do {
-                try fileSystem.rename(temporary, to: path)
-                try fileSystem.syncDirectory(directory)
-            } catch {
-                // The blob may now be in place with its directory entry not on disk, and the next save of the same
-                // bytes would find it and trust it. As after a failed flush of the log, writes stop; reopening
-                // deletes a blob no record names.
-                throw FileStoreError.writesStopped(reason: "putting blob \(name) in place failed: \(error)")
-            }
+            try putInPlace(data, at: path,
+                           temporary: StoreLayout.partialBlobFileName(name, writer: unlocked ? Self.writerTag() : nil),
+                           what: "blob \(name)")
         }
         return ExternalData(name: name, data: data)
     }
 
-    /// The names of the blobs in `blobs/`, the file names of blobs whose writing was interrupted, and the retired
-    /// blobs (file name, blob name, time of retirement): by name only (what each entry is, the caller checks
-    /// before it deletes one). Entries of other names are not the store's, and are in no list.
-    func inventory() throws
-        -> (blobs: [String], leftovers: [String], retired: [(file: String, name: String, retiredAt: Int)]) {
-        var blobs: [String] = [], leftovers: [String] = [], retired: [(file: String, name: String, retiredAt: Int)] = []
+    /// What `blobs/` holds, by name only (what each entry is, the caller checks before it deletes one). Entries
+    /// of other names are not the store's, and are in no list.
+    struct Inventory {
+        /// The names of the blobs whose bytes are here.
+        var blobs: [String] = []
+        /// The file names of blobs (or promises) whose writing was interrupted.
+        var leftovers: [String] = []
+        /// The retired blobs: file name, blob name, time of retirement.
+        var retired: [(file: String, name: String, retiredAt: Int)] = []
+        /// The names of the blobs promised, whose bytes are on the mirror's server.
+        var promised: [String] = []
+    }
+
+    /// Lists `blobs/` (``Inventory``).
+    func inventory() throws -> Inventory {
+        var inventory = Inventory()
         for file in try fileSystem.contentsOfDirectory(directory) {
-            if let name = StoreLayout.blobName(file) { blobs.append(name) }
-            else if StoreLayout.partialBlobName(file) != nil { leftovers.append(file) }
-            else if let copy = StoreLayout.retiredBlob(file) { retired.append((file, copy.name, copy.retiredAt)) }
+            if let name = StoreLayout.blobName(file) { inventory.blobs.append(name) }
+            else if StoreLayout.partialBlobName(file) != nil { inventory.leftovers.append(file) }
+            else if let copy = StoreLayout.retiredBlob(file) { inventory.retired.append((file, copy.name, copy.retiredAt)) }
+            else if let name = StoreLayout.remoteBlobName(file) { inventory.promised.append(name) }
         }
-        return (blobs, leftovers, retired)
+        return inventory
     }
 
     /// What ``reclaim(keeping:now:gracePeriod:tolerant:)`` did.
@@ -140,8 +222,9 @@ struct BlobStore: Sendable {
         var removed: [String] = []
     }
 
-    /// Retires every blob not in `referenced` (renames it to its retired name, stamped `now`) and deletes the
-    /// retired blobs retired more than `gracePeriod` seconds before `now` (docs/FORMAT.md, *External storage*). A
+    /// Retires every blob not in `referenced` (renames it to its retired name, stamped `now`), deletes the
+    /// retired blobs retired more than `gracePeriod` seconds before `now` (docs/FORMAT.md, *External storage*), and
+    /// deletes the promises of blobs not in `referenced` or already here. A
     /// retirement time ahead of `now` counts as now: such a copy is stamped `now` again, so that a wall clock
     /// stepped back neither deletes it early nor keeps it for as long as the step. With a grace period of 0 (or
     /// less) an unreferenced blob is deleted at once.
@@ -153,7 +236,7 @@ struct BlobStore: Sendable {
     ///   new state is committed already) rather than thrown (a writable open's cleanup).
     /// - Throws: the I/O error of the listing, or (unless `tolerant`) of a rename, a deletion or the flush of the
     ///   directory.
-    /// - Complexity: one listing of `blobs/`, one `lstat` and one rename or deletion per blob changed.
+    /// - Complexity: one listing of `blobs/`, one `lstat` and one rename or deletion per blob or promise changed.
     func reclaim(keeping referenced: Set<String>, now: Date, gracePeriod: Double, tolerant: Bool) throws -> Reclaimed {
         var done = Reclaimed()
         let inventory = try inventory()
@@ -178,6 +261,15 @@ struct BlobStore: Sendable {
                 done.unreferenced.append(name)
             }
         }
+        // A promise holds no bytes for a reader to need: one no object names, or whose blob arrived (a local save
+        // of the same bytes, a fetch that stopped before deleting it), goes at once.
+        let present = Set(inventory.blobs)
+        for name in inventory.promised where !referenced.contains(name) || present.contains(name) {
+            try attempt {
+                let promise = directory + "/" + StoreLayout.remoteBlobFileName(name)
+                if try FileStore.removeStoreFile(promise, fileSystem: fileSystem) { done.removed.append(promise) }
+            }
+        }
         var restamped = false
         for copy in inventory.retired {
             try attempt {
@@ -200,4 +292,23 @@ struct BlobStore: Sendable {
         }
         return done
     }
+}
+
+/// Where an open store's promised blobs are fetched from: empty until a mirror attaches itself
+/// (``FileStore/attachRemoteBlobSource(_:)``), shared by the store and every lazy reference it handed out.
+final class RemoteBlobSlot: Sendable {
+    private let slot = Locked<(any RemoteBlobSource)?>(nil)
+
+    var source: (any RemoteBlobSource)? {
+        get { slot.withLock { $0 } }
+        set { slot.withLock { $0 = newValue } }
+    }
+}
+
+/// Gives the bytes of a blob by its name (SHA-256) from elsewhere than the store's disk: NoteKitMirror's server.
+package protocol RemoteBlobSource: Sendable {
+    /// The bytes of blob `name`, `size` bytes long; the store checks them against both.
+    ///
+    /// - Throws: the source's error when it cannot give them (the server is away, the blob is not there).
+    func fetchBlob(named name: String, size: Int) throws -> Data
 }

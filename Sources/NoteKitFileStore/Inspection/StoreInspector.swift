@@ -110,7 +110,7 @@ public enum StoreInspector {
             if firstTransaction == nil { firstTransaction = try scan.firstTransactionNumber() }
         }
         let blobStore = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
-        let inventory = fileSystem.exists(layout.blobs) ? try blobStore.inventory() : (blobs: [], leftovers: [], retired: [])
+        let inventory = fileSystem.exists(layout.blobs) ? try blobStore.inventory() : BlobStore.Inventory()
         let blobNames = inventory.blobs
         // From the file system's metadata: a blob is not read to learn its size.
         let blobBytes = try blobNames.reduce(0) { $0 + (try fileSystem.status(blobStore.path(of: $1))?.size ?? 0) }

@@ -269,6 +269,8 @@ public enum StoreVerifier {
                     let bytes: [UInt8]
                     do { bytes = try fileSystem.read(path, from: 0, count: blob.size + 1) } catch {
                         let missing = isMissing(error)
+                        // A blob on the mirror's server, promised and not fetched yet, is not missing.
+                        if missing, (try? blobStore.isPromised(blob.name)) == true { continue }
                         // A blob retired while this read ran is no longer named by the state read again (the
                         // pinned read retries before it reports damage); one the stable state names is damage,
                         // which a writable open past the grace period makes final.
@@ -298,7 +300,7 @@ public enum StoreVerifier {
     /// Reports each entry of `segments/` and `blobs/` that is not the store's: a name the format does not
     /// produce, or one it does on something else than a regular file (unless the store names it, when reading it
     /// already reported it). Leftovers the next writable open deletes (unlisted segments, partial or unreferenced
-    /// blobs) are not problems, nor are retired blobs (kept for readers, then deleted; their bytes are checked
+    /// blobs, promises of blobs no object names) are not problems, nor are retired blobs (kept for readers, then deleted; their bytes are checked
     /// only when a reader loads one).
     private static func strayEntries(_ layout: StoreLayout, manifest: Manifest, referencedBlobs: Set<String>,
                                      fileSystem: any StoreFileSystem,
@@ -316,6 +318,7 @@ public enum StoreVerifier {
                 } else {
                     let blob = StoreLayout.blobName(name)
                     named = blob != nil || StoreLayout.partialBlobName(name) != nil || StoreLayout.retiredBlob(name) != nil
+                        || StoreLayout.remoteBlobName(name) != nil
                     used = blob.map(referencedBlobs.contains) ?? false
                 }
                 guard let found = try? fileSystem.kind(of: path), !used,

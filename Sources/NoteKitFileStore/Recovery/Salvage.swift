@@ -132,7 +132,12 @@ extension FileStore {
         for blob in referencedExternalData(rows, schema: schema).values.sorted(by: { $0.name < $1.name }) {
             // Read as a fetch reads it: at most its recorded size (and one byte to tell a longer file), checked.
             do {
-                _ = try targetBlobs.write(try sourceBlobs.reference(name: blob.name, size: blob.size).load())
+                if try !fileSystem.exists(sourceBlobs.path(of: blob.name)) && sourceBlobs.isPromised(blob.name) {
+                    // Still on the mirror's server: the new store promises it too, and fetches it as this one would.
+                    try targetBlobs.promise(name: blob.name, size: blob.size)
+                } else {
+                    _ = try targetBlobs.write(try sourceBlobs.reference(name: blob.name, size: blob.size).load())
+                }
             } catch {
                 report.skippedRecords.append(.init(file: sourceBlobs.path(of: blob.name), offset: 0, length: 0,
                                                    reason: "the blob is missing or damaged (\(error)); objects "
