@@ -68,7 +68,8 @@ extension StoreMirror {
     /// blobs), so that processes that do not mirror the store (extensions, tools) can read them too. Each is
     /// checked against its size and name before it is put in place.
     ///
-    /// Without this call a blob is fetched the first time a process that mirrors the store reads it.
+    /// Without this call a blob is fetched the first time a process that mirrors the store reads it. An in-memory
+    /// store has no other process to serve: its references fetch on first read, and this returns 0.
     ///
     /// - Returns: the number of blobs fetched.
     /// - Throws: ``MirrorError/blobNotOnServer(zone:name:)``, connection and server errors, or

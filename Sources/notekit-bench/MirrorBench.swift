@@ -16,6 +16,9 @@ import NoteKitMirror
 /// 5. Keyed objects: N/10 objects with a unique key and two links each (many-to-many) pushed, then pulled, beside the
 ///    same count of notes: what unique-key checks and link tables cost a push and a pull.
 ///
+/// 6. Blobs: N/100 photos (at least 10) of 64 KiB each pushed, then pulled by a second device, then every photo's
+///    bytes read there once: the pull records each blob by its hash, and the first read fetches it.
+///
 /// Prints one JSON object. Every run uses a namespace of its own (`notekit_bench_<pid>`), dropped at the end.
 enum MirrorBench {
     static let usage = "notekit-bench mirror --server CONNECTION [--notes N] [--dir DIR]"
@@ -152,6 +155,7 @@ enum MirrorBench {
         let check = try ModelContext(second).fetchCount(FetchDescriptor<NoteRecord>())
         guard check == count else { throw MirrorBenchError(description: "the second device has \(check) notes, not \(count)") }
         let keyed = try runKeyed(server: server, count: max(10, count / 10), directory: directory, namespace: namespace)
+        let blobs = try runBlobs(server: server, count: max(10, count / 100), directory: directory, namespace: namespace)
 
         return [
             "notes": count,
@@ -162,7 +166,7 @@ enum MirrorBench {
             "steadyExportPerSecond": Double(steady.exportedTransactions) / (exportMilliseconds / 1000),
             "steadyImportPerSecond": Double(steadyPull.importedChanges) / (importMilliseconds / 1000),
             "latencyMedianMs": latencies[latencies.count / 2], "latencyP90Ms": latencies[latencies.count * 9 / 10],
-        ].merging(keyed) { first, _ in first }
+        ].merging(keyed) { first, _ in first }.merging(blobs) { first, _ in first }
     }
 
     /// Phase 5: `count` keyed objects (unique key, two many-to-many links each) and `count` plain notes, each pushed
@@ -215,6 +219,53 @@ enum MirrorBench {
             }
         }
         return result
+    }
+}
+
+extension MirrorBench {
+    /// Phase 6: `count` photos of 64 KiB (distinct bytes each) pushed by one device and pulled by another, whose
+    /// reads of the bytes then come after the pull; the bytes in the second store's `blobs/` after each.
+    static func runBlobs(server: String, count: Int, directory: URL, namespace: String) throws -> [String: Any] {
+        let configuration = MirrorConfiguration(connectionString: server, zone: "bench-blobs", namespace: namespace)
+        func open(_ name: String) throws -> ModelContainer {
+            try openStore(name, in: directory, types: [NoteRecord.self, NotebookRecord.self, PhotoRecord.self])
+        }
+        let first = try open("blobs-a.notekit")
+        try first.initializeMirrorSchema(configuration)
+        let context = ModelContext(first)
+        var generator = SystemRandomNumberGenerator()
+        for index in 0..<count {
+            let note = NoteRecord()
+            note.title = "Photo note \(index)"
+            context.insert(note)
+            let photo = PhotoRecord()
+            photo.fileName = "\(index).jpg"
+            photo.data = Data((0..<65_536 / 8).flatMap { _ in withUnsafeBytes(of: generator.next()) { Array($0) } })
+            note.photos.append(photo)
+        }
+        try context.save()
+        try StoreMirror(container: first, configuration: configuration).sync()
+
+        let second = try open("blobs-b.notekit")
+        let secondMirror = try StoreMirror(container: second, configuration: configuration)
+        var start = ContinuousClock.now
+        try secondMirror.sync()
+        let pullMilliseconds = milliseconds(start)
+        let blobs = directory.appendingPathComponent("blobs-b.notekit/blobs")
+        func diskBytes() throws -> Int {
+            try FileManager.default.contentsOfDirectory(at: blobs, includingPropertiesForKeys: [.fileSizeKey])
+                .reduce(0) { $0 + (try $1.resourceValues(forKeys: [.fileSizeKey]).fileSize ?? 0) }
+        }
+        let afterPull = try diskBytes()
+        start = ContinuousClock.now
+        let photos = try ModelContext(second).fetch(FetchDescriptor<PhotoRecord>())
+        let read = photos.reduce(0) { $0 + $1.data.count }
+        let readMilliseconds = milliseconds(start)
+        guard photos.count == count, read == count * 65_536 else {
+            throw MirrorBenchError(description: "the blob pass read \(read) bytes of \(photos.count) photos")
+        }
+        return ["blobPhotos": count, "blobPullMs": pullMilliseconds, "blobDiskBytesAfterPull": afterPull,
+                "blobFirstReadMs": readMilliseconds, "blobDiskBytesAfterRead": try diskBytes()]
     }
 }
 
