@@ -551,7 +551,10 @@ public final class FileStore: DataStore {
         }
         if fileSystem.exists(layout.blobs) {
             let store = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
-            for file in try store.inventory().leftovers { try remove(layout.blobs + "/" + file) }
+            // A reader in another process may be writing a fetched blob under its own temporary name right now.
+            for file in try store.inventory().leftovers where !StoreLayout.isPartialBlobInFlight(file, now: now) {
+                try remove(layout.blobs + "/" + file)
+            }
             // Not deleted at once: a reader in another process may hold an object naming one (see `compact`).
             removed += try store.reclaim(keeping: referenced, now: now, gracePeriod: gracePeriod, tolerant: false).removed
         }
@@ -568,7 +571,11 @@ public final class FileStore: DataStore {
     /// - Returns: whether a file was deleted.
     static func removeStoreFile(_ path: String, fileSystem: any StoreFileSystem) throws -> Bool {
         guard try fileSystem.kind(of: path) == .regularFile else { return false }
-        try fileSystem.remove(path)
+        do { try fileSystem.remove(path) } catch let error as StoreIOError where error.code == ENOENT {
+            // Gone between the look and the deletion: a reader in another process that fetched a promised blob
+            // deletes its promise without the store's lock.
+            return false
+        }
         return true
     }
 
@@ -876,10 +883,13 @@ public final class FileStore: DataStore {
 
     /// Fetches the promised blob `name` now, through the attached source, unless its bytes are here already.
     ///
+    /// - Returns: whether its bytes are on disk now and were not before.
     /// - Throws: as ``BlobStore/fetch(name:size:)``.
-    package func fetchPromisedBlob(name: String, size: Int) throws {
-        guard try blobs.isPromised(name), try fileSystem.kind(of: blobs.path(of: name)) == nil else { return }
+    @discardableResult
+    package func fetchPromisedBlob(name: String, size: Int) throws -> Bool {
+        guard try blobs.isPromised(name), try fileSystem.kind(of: blobs.path(of: name)) == nil else { return false }
         _ = try blobs.fetch(name: name, size: size)
+        return try fileSystem.kind(of: blobs.path(of: name)) == .regularFile
     }
 
     // MARK: Maintenance

@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// Where the files of a store live (docs/FORMAT.md, *Directory layout*).
 struct StoreLayout: Sendable {
     let root: String
@@ -39,7 +45,7 @@ struct StoreLayout: Sendable {
     /// `.<sha256>.partial`: a blob being written under the store's lock, renamed to its ``blobFileName(_:)`` (or,
     /// for a promise, ``remoteBlobFileName(_:)``) once flushed. A reader that fetches a promised blob holds no lock,
     /// and another may fetch the same one at once: each writes under a name of its own, `.<sha256>.<writer>.partial`
-    /// (`writer`: 1 to 32 lowercase letters and digits).
+    /// (`writer`: 1 to 32 lowercase letters and digits; a reader's is ``fetchWriterTag(now:)``).
     static func partialBlobFileName(_ name: String, writer: String? = nil) -> String {
         "." + name + (writer.map { "." + $0 } ?? "") + ".partial"
     }
@@ -62,6 +68,27 @@ struct StoreLayout: Sendable {
         guard fileName.hasSuffix(".remote") else { return nil }
         let name = String(fileName.dropLast(7))
         return isBlobName(name) ? name : nil
+    }
+
+    /// A fetching reader's writer tag: the wall clock in whole seconds since 1970, `t`, and 16 random hexadecimal
+    /// digits, so that a writable open can tell a file still being written from a leftover.
+    static func fetchWriterTag(now: Date) -> String {
+        let seconds = Int(min(max(0, now.timeIntervalSince1970), 1e15).rounded(.down))
+        let random = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        return "\(seconds)t" + String(repeating: "0", count: 16 - random.count) + random
+    }
+
+    /// How long a fetching reader's temporary file may take to write, flush and rename: 10 minutes, far more than a
+    /// blob's local write takes (the bytes are fetched before the file is made).
+    static let fetchWriteAllowance: Double = 600
+
+    /// Whether `fileName` is a fetching reader's temporary file stamped within ``fetchWriteAllowance`` of `now`
+    /// (either side, for a wall clock stepped back): still being written, so not a leftover to delete.
+    static func isPartialBlobInFlight(_ fileName: String, now: Date) -> Bool {
+        guard partialBlobName(fileName) != nil else { return false }
+        let writer = fileName.dropFirst(1 + 64 + 1).dropLast(8)
+        guard let t = writer.firstIndex(of: "t"), let seconds = Int(writer[..<t]) else { return false }
+        return abs(Double(seconds) - now.timeIntervalSince1970) <= fetchWriteAllowance
     }
 
     /// The blob name a file name of `blobs/` denotes, if it is the name of a blob being written.

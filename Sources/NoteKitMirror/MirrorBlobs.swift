@@ -71,23 +71,39 @@ extension StoreMirror {
     /// Without this call a blob is fetched the first time a process that mirrors the store reads it. An in-memory
     /// store has no other process to serve: its references fetch on first read, and this returns 0.
     ///
-    /// - Returns: the number of blobs fetched.
+    /// A blob that cannot be fetched does not stop the others: every blob is tried, and the first failure is
+    /// thrown once all have been.
+    ///
+    /// Like every first read of a blob, each fetch waits for the server for as long as the connection string allows
+    /// (libpq's `connect_timeout`; none by default).
+    ///
+    /// - Returns: the number of blobs fetched and kept on disk.
     /// - Throws: ``MirrorError/blobNotOnServer(zone:name:)``, connection and server errors, or
-    ///   ``MirrorError/storeFailed(operation:reason:)`` when the store cannot list or keep them; the blobs fetched
-    ///   before the failure stay fetched.
+    ///   ``MirrorError/storeFailed(operation:reason:)`` when the store cannot list or keep them: the first failure,
+    ///   after trying every blob; the blobs fetched stay fetched.
     /// - Complexity: one server round trip a blob not fetched yet; reads the rows of the entities with an
     ///   external-storage attribute.
     @discardableResult
     public func fetchRemoteBlobs() throws(MirrorError) -> Int {
         guard let store = container.store as? FileStore else { return 0 }
-        do {
-            let promised = try store.promisedBlobs()
-            for blob in promised { try store.fetchPromisedBlob(name: blob.name, size: blob.size) }
-            return promised.count
-        } catch let error as MirrorError {
-            throw error
-        } catch {
-            throw .storeFailed(operation: "fetch its blobs", reason: "\(error)")
+        var fetched = 0
+        var failure: MirrorError?
+        func record(_ error: any Error) {
+            guard failure == nil else { return }
+            failure = (error as? MirrorError) ?? .storeFailed(operation: "fetch its blobs", reason: "\(error)")
         }
+        do {
+            for blob in try store.promisedBlobs() {
+                do {
+                    if try store.fetchPromisedBlob(name: blob.name, size: blob.size) { fetched += 1 }
+                } catch {
+                    record(error)
+                }
+            }
+        } catch {
+            record(error)
+        }
+        if let failure { throw failure }
+        return fetched
     }
 }

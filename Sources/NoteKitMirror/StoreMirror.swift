@@ -91,8 +91,6 @@ public final class StoreMirror: Sendable {
         self.container = container
         self.configuration = configuration
         blobFetcher = MirrorBlobFetcher(configuration: configuration, namespace: plan.namespace)
-        // A file store fetches through it what its rows name and its disk lacks, for as long as it is open.
-        (container.store as? FileStore)?.attachRemoteBlobSource(blobFetcher)
         let file = MirrorStateFile(directory: (container.store as? FileStore)?.configuration.url)
         // From now on the history, the export queue, keeps everything this device has not sent.
         do {
@@ -106,6 +104,8 @@ public final class StoreMirror: Sendable {
             throw .storeFailed(operation: "hold its history", reason: "\(error)")
         }
         engine = Mutex(file)
+        // A file store fetches through it what its rows name and its disk lacks, for as long as it is open.
+        (container.store as? FileStore)?.attachRemoteBlobSource(blobFetcher)
     }
 
     /// Sends the local transactions the server does not have yet, then applies the other devices' changes, in

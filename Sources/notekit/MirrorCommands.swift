@@ -87,6 +87,14 @@ enum MirrorCommands {
     /// Fetches every blob the store names whose bytes an import left on the server (`StoreMirror.fetchRemoteBlobs()`),
     /// so that processes that do not mirror the store can read them.
     static func fetchBlobs(path: String, configuration: MirrorConfiguration, json: Bool) throws -> Int32 {
+        // Opening a mirror on a store never mirrored would make it a device of the zone as a side effect: that is
+        // sync's to do. (Only a salvaged copy of a mirrored store holds promises without a mirroring state.)
+        guard try StoreMirror.status(ofStoreAt: try Commands.storeURL(path)) != nil else {
+            if json { printJSON(["blobsFetched": 0, "mirrored": false, "zone": configuration.zone]) } else {
+                print("\(path) is not mirrored: nothing fetched (notekit mirror sync makes it a device of the zone)")
+            }
+            return 0
+        }
         let (container, mirror) = try open(path: path, configuration: configuration)
         defer { try? container.close() }
         let fetched = try mirror.fetchRemoteBlobs()

@@ -121,7 +121,8 @@ let help: [String: String] = [
         "exportedBaseline", "importedChanges", "importTransactions", "skippedRows", "deniedDeletions", "zone"}.
         An import records external-storage bytes by their hash and leaves them on the server: a process that mirrors
         the store fetches each when it first reads it. fetch-blobs fetches all of them now, so that extensions and
-        tools that do not mirror can read them; --json prints {"blobsFetched", "zone"}.
+        tools that do not mirror can read them (a store never mirrored is left alone); --json prints
+        {"blobsFetched", "zone"}.
         """,
 ]
 

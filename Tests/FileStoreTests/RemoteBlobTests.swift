@@ -114,11 +114,54 @@ struct RemoteBlobTests {
         #expect(read == bytes && none.isEmpty, "\(none)")
         #expect(source.fetched.withLock { $0 } == 1)
         #expect(exists(blobPath) && !exists(promisePath))
-        // From disk from now on, in this open and any other.
-        #expect(try drawing(container, id).0 == bytes)
-        #expect(source.fetched.withLock { $0 } == 1)
         let report = try StoreVerifier.verify(at: url)
         #expect(report.problems.isEmpty, "\(report.problems)")
+        // From disk from now on: another open, with no source at all, reads it.
+        try container.close()
+        let again = try open()
+        defer { try? again.close() }
+        #expect(try drawing(again, id).0 == bytes)
+        #expect(source.fetched.withLock { $0 } == 1)
+    }
+
+    @Test("An object read before another open stopped naming its promised blob still reads it through the source")
+    func staleReaderFetchesAnUnnamedBlob() throws {
+        let container = try open()
+        defer { try? container.close() }
+        let id = try importSketch(into: container)
+        let store = try #require(container.store as? FileStore)
+        // A reader holds the sketch; then it is deleted and compacted away, and its promise with it.
+        let reader = ModelContext(container)
+        let stale = try #require(reader.model(for: id) as? Sketch)
+        let other = ModelContext(container)
+        try other.delete(try #require(other.model(for: id) as? Sketch))
+        try other.save()
+        _ = try store.compact()
+        #expect(!exists(promisePath) && !exists(blobPath))
+        let source = CountingSource(bytes)
+        store.attachRemoteBlobSource(source)
+        #expect(stale.drawing == bytes && reader.readFailures.isEmpty, "\(reader.readFailures)")
+        #expect(source.fetched.withLock { $0 } == 1 && !exists(blobPath), "nothing names it: not kept")
+    }
+
+    @Test("A writable open keeps a fetching reader's temporary file while it can still be written, and deletes an old one")
+    func fetchInFlightIsNotALeftover() throws {
+        try open().close()
+        let blobs = url.path + "/blobs/"
+        try FileManager.default.createDirectory(atPath: blobs, withIntermediateDirectories: true)
+        let now = Date()
+        let fresh = StoreLayout.partialBlobFileName(name, writer: StoreLayout.fetchWriterTag(now: now))
+        let old = StoreLayout.partialBlobFileName(name, writer: StoreLayout.fetchWriterTag(now: now - 3_600))
+        let locked = StoreLayout.partialBlobFileName(name)
+        for file in [fresh, old, locked] {
+            #expect(StoreLayout.partialBlobName(file) == name, "\(file)")
+            #expect(FileManager.default.createFile(atPath: blobs + file, contents: Data([1])))
+        }
+        let reopened = try open()
+        try reopened.close()
+        #expect(exists(blobs + fresh))
+        #expect(!exists(blobs + old) && !exists(blobs + locked))
+        #expect(try StoreVerifier.verify(at: url).problems.isEmpty)
     }
 
     @Test("Bytes from the server that are not the blob's are refused, and the promise stays for a later read")

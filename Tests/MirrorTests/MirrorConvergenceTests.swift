@@ -126,8 +126,10 @@ struct MirrorConvergenceTests {
                     killed.withLock { $0 = true }
                 })
             }
-            try extensionWrite("written by an extension in round \(round)")
+            // The extension writes while the tool syncs: its save lands before, during or after the sync's export.
             let cli = try Child(Self.notekit, toolSync) { _, _ in }
+            usleep(UInt32.random(in: 0...30_000, using: &random))
+            try extensionWrite("written by an extension in round \(round)")
             if round == rounds / 2 {
                 // The server goes away while the devices sync, and comes back.
                 usleep(UInt32.random(in: 50_000...300_000, using: &random))

@@ -181,11 +181,23 @@ struct MirrorOperationTests {
         try otherContext.save()
         try otherMirror.sync()
 
-        // The tool applies the deletion with the cascade the app's types declare, as one transaction by "mirror".
+        // Meanwhile the extension adds a photo to the note here, which the other machine never saw: only this
+        // store's own delete rule can remove it when the deletion arrives.
+        do {
+            let context = ModelContext(app)
+            let note = try #require(try context.fetch(FetchDescriptor<NoteRecord>()).first)
+            let late = PhotoRecord()
+            late.fileName = "late.jpg"
+            note.photos.append(late)
+            try context.save()
+        }
+
+        // The tool sends the photo, then applies the deletion with the cascade the app's types declare, as one
+        // transaction by "mirror".
         let second = try Self.notekit(sync)
         #expect(second.status == 0, "\(second)")
         let report = Self.json(second.output)
-        #expect(report["exportedTransactions"] as? Int == 0 && (report["importTransactions"] as? [Int])?.count == 1,
+        #expect(report["exportedTransactions"] as? Int == 1 && (report["importTransactions"] as? [Int])?.count == 1,
                 "\(second.output)")
         let check = ModelContext(app)
         #expect(try check.fetch(FetchDescriptor<NoteRecord>()).isEmpty)

@@ -43,14 +43,16 @@ extension Schema {
 extension Schema.AttributeType {
     /// What a dynamic entity's attribute of this type holds when nothing gave it a value (no declared default, and
     /// the replica that made the object did not know the attribute): nil for an optional, zero or empty for a
-    /// scalar, string, data or collection, and null for a type whose valid values NoteKit cannot know (a URL, a raw
-    /// value, a `Codable` value), which a typed reader then reads as its declared default.
+    /// scalar, string, URL, data or collection, a raw value's zero for a `RawRepresentable`, and null for a
+    /// `Codable` value (whose stored form takes null). Each is a value the store reads back for the type; one the
+    /// app's type cannot take (a URL of no text, a raw value no case has) reads there as its declared default.
     var zeroValue: StoredValue {
         switch self {
         case .optional: .null
         case .bool: .bool(false)
-        case .int, .int8, .int16, .int32, .int64: .int(0)
-        case .uint, .uint8, .uint16, .uint32, .uint64: .uint(0)
+        // As the typed codecs store them: an unsigned integer narrower than 64 bits fits, and is kept, as `.int`.
+        case .int, .int8, .int16, .int32, .int64, .uint8, .uint16, .uint32: .int(0)
+        case .uint, .uint64: .uint(0)
         case .double, .float: .double(0)
         case .string: .string("")
         case .date: .date(Date(timeIntervalSinceReferenceDate: 0))
@@ -59,7 +61,9 @@ extension Schema.AttributeType {
         case .decimal: .decimal(0)
         case .array: .array([])
         case .dictionary: .dictionary([:])
-        case .url, .rawRepresentable, .codable: .null
+        case .url: .string("")
+        case .rawRepresentable(_, let raw): raw.zeroValue
+        case .codable: .null
         }
     }
 }

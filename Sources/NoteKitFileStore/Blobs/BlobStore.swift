@@ -62,6 +62,7 @@ struct BlobStore: Sendable {
             if let data = try read(path, name: name, size: size) { return data }
         }
         if let failure { throw failure }
+        if let data = fetchUnnamed(name: name, size: size) { return data }
         throw FileStoreError.blobRemoved(name: name, path: path)
     }
 
@@ -76,7 +77,8 @@ struct BlobStore: Sendable {
     ///
     /// - Throws: ``FileStoreError/blobNotFetched(name:path:)`` without a mirror in this process, the mirror's error
     ///   when the server cannot give it, ``NoteKit/StoredValueError/externalDataUnreadable(name:reason:)`` when
-    ///   the bytes it gave are not the blob's; the promise stays, so a later read tries again.
+    ///   the bytes it gave are not the blob's; the promise stays, so a later read tries again. A failure to keep
+    ///   checked bytes on disk is not thrown: the bytes are returned and the promise stays.
     func fetch(name: String, size: Int) throws -> Data {
         guard let source = remote?.source else {
             throw FileStoreError.blobNotFetched(name: name, path: path(of: name))
@@ -87,10 +89,24 @@ struct BlobStore: Sendable {
                 name: name, reason: "the mirror's server gave \(data.count) bytes that "
                     + (data.count == size ? "do not hash to its name" : "are not the \(size) its record says"))
         }
-        _ = try write(data, unlocked: true)
+        do { _ = try write(data, unlocked: true) } catch {
+            // The bytes are checked and this read has them; only keeping them failed (a full disk, a writable open
+            // that took the temporary file for a leftover). The promise stays, and a later read fetches again.
+            return data
+        }
         // Another process may have fetched it at the same time and deleted the promise already.
         _ = try? FileStore.removeStoreFile(directory + "/" + StoreLayout.remoteBlobFileName(name),
                                            fileSystem: fileSystem)
+        return data
+    }
+
+    /// Blob `name`'s bytes from the attached source when the store no longer names it (no blob, promise or retired
+    /// copy is left): an object read before another process changed it can still read what it named, as a retired
+    /// blob's reader can within the grace period. Nothing is written. Nil without a source, or when it cannot give
+    /// the bytes.
+    private func fetchUnnamed(name: String, size: Int) -> Data? {
+        guard let source = remote?.source, let data = try? source.fetchBlob(named: name, size: size),
+              data.count == size, SHA256Digest.hexString(data) == name else { return nil }
         return data
     }
 
@@ -130,11 +146,6 @@ struct BlobStore: Sendable {
         } catch {
             throw FileStoreError.writesStopped(reason: "putting \(what) in place failed: \(error)")
         }
-    }
-
-    /// A name for one unlocked write's temporary file: up to 16 random lowercase hexadecimal digits.
-    private static func writerTag() -> String {
-        String(UInt64.random(in: 0...UInt64.max), radix: 16)
     }
 
     /// The checked bytes of the blob file at `path`, or nil when there is no file there.
@@ -180,7 +191,7 @@ struct BlobStore: Sendable {
         }
         if existing == nil {
             try putInPlace(data, at: path,
-                           temporary: StoreLayout.partialBlobFileName(name, writer: unlocked ? Self.writerTag() : nil),
+                           temporary: StoreLayout.partialBlobFileName(name, writer: unlocked ? StoreLayout.fetchWriterTag(now: Date()) : nil),
                            what: "blob \(name)")
         }
         return ExternalData(name: name, data: data)
