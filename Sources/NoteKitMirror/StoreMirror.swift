@@ -278,16 +278,21 @@ private final class SyncLoop: @unchecked Sendable {
             var wait = 0.0, retry = 1.0
             var synced: UInt64?
             while let mirror, self.waitForTurn(seconds: wait, mirror: mirror, synced: synced) {
+                // Read before the sync, not after: a commit that lands while the sync runs, or between its end and
+                // the next look, must bring the next sync forward. (The sync's own import moves the generation too,
+                // which costs one more sync that finds nothing.)
+                let before = mirror.currentGeneration()
                 if (try? mirror.sync()) != nil {
                     wait = self.interval
                     retry = 1
+                    synced = before
                 } else {
                     wait = min(self.interval, retry)
                     retry = min(retry * 2, self.interval)
+                    // What is committed from now on brings the next sync forward, but not what the failed sync left
+                    // pending: that waits for the retry.
+                    synced = mirror.currentGeneration()
                 }
-                // What is committed from now on brings the next sync forward (after a failure too, but not what
-                // the failed sync left pending: that waits for the retry).
-                synced = mirror.currentGeneration()
             }
             self.condition.lock()
             self.finished = true

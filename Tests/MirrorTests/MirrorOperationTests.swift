@@ -2,6 +2,7 @@ import Foundation
 import NoteKit
 import NoteKitFileStore
 import NoteKitTestSupport
+import Synchronization
 import Testing
 @testable import NoteKitMirror
 
@@ -67,6 +68,35 @@ struct MirrorOperationTests {
         #expect(try Self.eventually { try otherMirror.sync(); return try Self.titles(other).contains(second.title) })
         mirror.stopSyncing()
         #expect(try !mirror.status().isSyncingInBackground)
+    }
+
+    @Test("A commit that lands while a background sync runs is sent by the next sync, not an interval later")
+    func commitDuringBackgroundSync() throws {
+        let server = try TemporaryPostgres()
+        defer { server.stop() }
+        let configuration = MirrorConfiguration(connectionString: server.connectionString, zone: Self.zone)
+        let app = try ModelContainer.fieldNotes(on: .file)
+        try app.initializeMirrorSchema(configuration)
+        let mirror = try StoreMirror(container: app, configuration: configuration)
+        let other = try ModelContainer.fieldNotes()
+        let otherMirror = try StoreMirror(container: other, configuration: configuration)
+        // The first background sync has exported (nothing) when a save lands: only the loop's next sync can send it.
+        let saved = Mutex(false)
+        mirror.afterExport.withLock {
+            $0 = {
+                guard !saved.withLock({ $0 }) else { return }
+                let context = ModelContext(app)
+                let note = NoteRecord()
+                note.title = "saved during a sync"
+                context.insert(note)
+                try? context.save()
+                saved.withLock { $0 = true }
+            }
+        }
+        mirror.startSyncing(every: .seconds(3600))
+        defer { mirror.stopSyncing() }
+        #expect(try Self.eventually { try otherMirror.sync(); return try Self.titles(other).contains("saved during a sync") })
+        #expect(saved.withLock { $0 })
     }
 
     static let executable: URL = {
