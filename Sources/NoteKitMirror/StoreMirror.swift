@@ -73,8 +73,9 @@ public final class StoreMirror: Sendable {
     private let loop = Mutex<SyncLoop?>(nil)
     /// Per-entity conflict resolvers (``resolveConflicts(of:with:)``), by entity name.
     let resolvers = Mutex<[String: MirrorConflictResolver]>([:])
-    /// For tests: runs between a sync's export and its import (where a save makes a local edit not yet sent).
-    let afterExport = Mutex<(@Sendable () -> Void)?>(nil)
+    /// For tests and the stress tool: runs between a sync's export (committed on the server) and its import (where a
+    /// save makes a local edit not yet sent, and where a kill interrupts a pull).
+    package let afterExport = Mutex<(@Sendable () -> Void)?>(nil)
 
     /// A mirror of `container`'s store to the server `configuration` names. Nothing is sent or read until
     /// ``sync()``; the server's tables must have been made by `ModelContainer.initializeMirrorSchema(_:)`.

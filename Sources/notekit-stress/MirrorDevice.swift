@@ -13,7 +13,8 @@ import NoteKitTestSupport
 /// writes:
 ///
 ///     ack N                 a save committed as transaction N (acknowledged: it must reach the server)
-///     sync begin            a sync starts (the test kills some devices right after this)
+///     sync begin            a sync starts (the test kills some devices a moment after this: mid-push)
+///     sync exported         its export is committed on the server and its import begins (or after this: mid-pull)
 ///     sync end REPORT       it ended
 ///     sync failed ERROR     it failed (the server is away); the device goes on
 ///     done GENERATION       all ops made (and, with --final, a last sync that succeeded)
@@ -34,6 +35,8 @@ struct MirrorDevice {
             let container = try ModelContainer(for: Schema(ModelContainer.labelledFieldNotesModels),
                                                configurations: [FileStoreConfiguration(url: url)])
             let mirror = try StoreMirror(container: container, configuration: configuration)
+            // The test tells a kill during the push from one during the pull by this line.
+            mirror.afterExport.withLock { $0 = { FileHandle.standardOutput.write(Data("sync exported\n".utf8)) } }
             var random = SeededGenerator(seed: seed)
             let context = ModelContext(container)
             for operation in 0..<operations {

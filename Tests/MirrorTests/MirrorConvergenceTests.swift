@@ -9,8 +9,9 @@ import Testing
 /// Issue 18's convergence acceptance: three stores in three processes (`notekit-stress mirror-device`) and one
 /// server; random inserts, conflicting edits of the same fields, deletes racing edits, relationship moves, blobs and
 /// unique-key collisions (each round's labels named from a pool of three, with stickers a merge must keep);
-/// syncs in random order; devices killed with SIGKILL mid-sync (while pushing or pulling); the server stopped and
-/// restarted mid-run. At the end every store's `notekit dump --sorted` is the same, every acknowledged save is on
+/// syncs in random order; 2,400 changes in all; a device killed with SIGKILL in every round, mid-push in even rounds
+/// and mid-pull in odd ones (each kill placed by the device's own output, and both kinds required); the server
+/// stopped and restarted mid-run; then every store fetches its promised blobs and passes `notekit verify`. At the end every store's `notekit dump --sorted` is the same, every acknowledged save is on
 /// the server, and the server holds each change once. A fourth store, written by this process as an extension and
 /// synced only by `notekit mirror sync` (no model types), ends the same too. The seed is printed;
 /// `NOTEKIT_CONVERGENCE_SEED=N` replays it.
@@ -105,20 +106,22 @@ struct MirrorConvergenceTests {
         }
 
         var acknowledged: [[UInt64]] = [[], [], []]
-        var kills = 0
+        var kills = 0, killsMidPush = 0, killsMidPull = 0
         let rounds = 8
         for round in 0..<rounds {
-            // One device of each round (most rounds) is killed at one of its syncs, a moment into it.
-            let victim = random.chance(0.75) ? Int.random(in: 0..<3, using: &random) : -1
+            // One device of each round is killed at one of its syncs: in even rounds a moment after the sync began
+            // (while it connects and pushes), in odd ones a moment after its export committed (while it pulls).
+            let pullRound = round % 2 == 1
+            let victim = Int.random(in: 0..<3, using: &random)
             let killAtSync = Int.random(in: 1...3, using: &random)
-            let killDelay = UInt32.random(in: 0...40_000, using: &random)
+            let killDelay = UInt32.random(in: 0...(pullRound ? 15_000 : 10_000), using: &random)
             let killed = Mutex(false)
             var children: [Child] = []
             for index in 0..<3 {
                 let syncs = Mutex(0)
                 let childSeed = random.next()
-                children.append(try Child(Self.device, arguments(index, seed: childSeed, ops: 60, round: round)) { line, pid in
-                    guard index == victim, line == "sync begin" else { return }
+                children.append(try Child(Self.device, arguments(index, seed: childSeed, ops: 100, round: round)) { line, pid in
+                    guard index == victim, line == (pullRound ? "sync exported" : "sync begin") else { return }
                     let count = syncs.withLock { $0 += 1; return $0 }
                     guard count == killAtSync else { return }
                     usleep(killDelay)
@@ -141,6 +144,9 @@ struct MirrorConvergenceTests {
                 let result = child.wait()
                 if result.reason == .uncaughtSignal {
                     #expect(index == victim, "device \(index) died of a signal it was not sent (seed \(seed))")
+                    // Where the kill landed: the last sync it began had not committed its export, or had.
+                    let lastSync = result.lines.lastIndex(of: "sync begin") ?? result.lines.endIndex
+                    if result.lines[lastSync...].contains("sync exported") { killsMidPull += 1 } else { killsMidPush += 1 }
                 } else {
                     #expect(result.status == 0, "device \(index), round \(round), seed \(seed): \(result.lines.suffix(5))")
                 }
@@ -222,7 +228,10 @@ struct MirrorConvergenceTests {
         let links = try query.execute("""
             SELECT count(*) FILTER (WHERE present), count(*) FROM notekit."l_BoardRecord_pins"
             """, purpose: "test").values.first ?? []
-        print("mirror convergence: \(acknowledged.map(\.count).reduce(0, +)) acknowledged saves, \(kills) kills, "
+        #expect(killsMidPush >= 1 && killsMidPull >= 1,
+                "kills mid-push \(killsMidPush), mid-pull \(killsMidPull): the run must interrupt both (seed \(seed))")
+        print("mirror convergence: \(acknowledged.map(\.count).reduce(0, +)) acknowledged saves, \(kills) kills "
+            + "(\(killsMidPush) mid-push, \(killsMidPull) mid-pull), "
             + "pin links present/written \(links.map { $0 ?? "-" }.joined(separator: "/")), "
             + "labels made/merged/live \(labels.map { $0 ?? "-" }.joined(separator: "/")), "
             + "\(dumps[0].count) objects at the end, \(fetched) blobs fetched after it (seed \(seed))")
