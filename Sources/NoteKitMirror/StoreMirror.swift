@@ -128,8 +128,7 @@ public final class StoreMirror: Sendable {
             do {
                 result = .success(try file.withLock { () throws -> MirrorSyncReport in
                     var session = try SyncSession(container: container, configuration: configuration, plan: plan,
-                                                  file: file)
-                    session.blobFetcher = blobFetcher
+                                                  file: file, blobFetcher: blobFetcher)
                     session.resolvers = resolvers.withLock { $0 }
                     session.expectedColumns = columns
                     session.afterExport = afterExport.withLock { $0 }
@@ -358,7 +357,7 @@ struct SyncSession {
     var resolvers: [String: MirrorConflictResolver] = [:]
     var afterExport: (@Sendable () -> Void)?
     /// What the blobs an import records are fetched by, when first read.
-    var blobFetcher: MirrorBlobFetcher?
+    let blobFetcher: MirrorBlobFetcher
     /// Attributes this push resolved, by entity, attribute and object key: named by a resolution change row.
     var resolvedFields: [String: [String: Set<String>]] = [:]
     /// The value and clock columns of entity tables, as the server has them (newer schemas' included), by entity.
@@ -370,11 +369,12 @@ struct SyncSession {
     static let importBatch = 500
 
     init(container: ModelContainer, configuration: MirrorConfiguration, plan: MirrorPlan,
-         file: MirrorStateFile) throws(MirrorError) {
+         file: MirrorStateFile, blobFetcher: MirrorBlobFetcher) throws(MirrorError) {
         self.container = container
         self.configuration = configuration
         self.plan = plan
         self.file = file
+        self.blobFetcher = blobFetcher
         state = try Self.loadState(file, configuration)
         connection = try PostgresConnection(configuration.connectionString)
     }
@@ -1036,7 +1036,7 @@ struct SyncSession {
         guard let size = try MirrorBlobFetcher.size(of: name, zone: zone, namespace: ns, on: connection) else {
             throw MirrorRowProblem("its blob \(name) is not on the server")
         }
-        let fetcher = blobFetcher ?? MirrorBlobFetcher(configuration: configuration, namespace: ns)
+        let fetcher = blobFetcher
         return .external(ExternalData(remoteName: name, size: size) {
             let bytes = try fetcher.fetchBlob(named: name, size: size)
             guard bytes.count == size, SHA256Digest.hexString(bytes) == name else {

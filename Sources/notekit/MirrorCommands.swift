@@ -3,7 +3,8 @@ import NoteKit
 import NoteKitFileStore
 import NoteKitMirror
 
-/// `notekit mirror init|status|sync|fetch-blobs`: a store's mirroring, for any NoteKit store (by the schema stored in it).
+/// `notekit mirror init|status|sync|fetch-blobs`: a store's mirroring, for any NoteKit store (by the schema stored
+/// in it).
 enum MirrorCommands {
     /// The mirror configuration of `--server` (a libpq connection string or URI; empty: libpq's `PG…` environment
     /// variables and defaults), `--zone` and `--namespace`.

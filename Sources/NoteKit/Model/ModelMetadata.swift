@@ -188,7 +188,9 @@ final class ModelMetadata: @unchecked Sendable {
         let references = entity.relationships.enumerated().map { slot, relationship -> InverseReference? in
             guard let inverse = relationship.inverse else { return nil }
             let destination = relationships[slot].destinationMetadata
-            return destination.relationshipIndexByName[inverse].map { InverseReference(metadata: destination, slot: $0) }
+            return destination.relationshipIndexByName[inverse].map {
+                InverseReference(metadata: destination, slot: $0)
+            }
         }
         _ = inverseTable.storeIfNil(InverseTable(references: references))
     }

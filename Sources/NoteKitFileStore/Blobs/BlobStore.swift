@@ -83,12 +83,7 @@ struct BlobStore: Sendable {
         guard let source = remote?.source else {
             throw FileStoreError.blobNotFetched(name: name, path: path(of: name))
         }
-        let data = try source.fetchBlob(named: name, size: size)
-        guard data.count == size, SHA256Digest.hexString(data) == name else {
-            throw StoredValueError.externalDataUnreadable(
-                name: name, reason: "the mirror's server gave \(data.count) bytes that "
-                    + (data.count == size ? "do not hash to its name" : "are not the \(size) its record says"))
-        }
+        let data = try Self.fetchChecked(name: name, size: size, from: source)
         do { _ = try write(data, unlocked: true) } catch {
             // The bytes are checked and this read has them; only keeping them failed (a full disk, a writable open
             // that took the temporary file for a leftover). The promise stays, and a later read fetches again.
@@ -105,8 +100,20 @@ struct BlobStore: Sendable {
     /// blob's reader can within the grace period. Nothing is written. Nil without a source, or when it cannot give
     /// the bytes.
     private func fetchUnnamed(name: String, size: Int) -> Data? {
-        guard let source = remote?.source, let data = try? source.fetchBlob(named: name, size: size),
-              data.count == size, SHA256Digest.hexString(data) == name else { return nil }
+        guard let source = remote?.source else { return nil }
+        return try? Self.fetchChecked(name: name, size: size, from: source)
+    }
+
+    /// Blob `name`'s bytes from `source`, checked against `size` and the name: a source is never trusted.
+    ///
+    /// - Throws: the source's error, or ``NoteKit/StoredValueError/externalDataUnreadable(name:reason:)``.
+    private static func fetchChecked(name: String, size: Int, from source: any RemoteBlobSource) throws -> Data {
+        let data = try source.fetchBlob(named: name, size: size)
+        guard data.count == size, SHA256Digest.hexString(data) == name else {
+            throw StoredValueError.externalDataUnreadable(
+                name: name, reason: "the mirror's server gave \(data.count) bytes that "
+                    + (data.count == size ? "do not hash to its name" : "are not the \(size) its record says"))
+        }
         return data
     }
 
@@ -190,8 +197,8 @@ struct BlobStore: Sendable {
             throw FileStoreError.unexpectedFileType(path: path, found: existing, expected: .regularFile)
         }
         if existing == nil {
-            try putInPlace(data, at: path,
-                           temporary: StoreLayout.partialBlobFileName(name, writer: unlocked ? StoreLayout.fetchWriterTag(now: Date()) : nil),
+            let writer = unlocked ? StoreLayout.fetchWriterTag(now: Date()) : nil
+            try putInPlace(data, at: path, temporary: StoreLayout.partialBlobFileName(name, writer: writer),
                            what: "blob \(name)")
         }
         return ExternalData(name: name, data: data)
