@@ -29,14 +29,12 @@ struct MirrorOperationTests {
 
     @Test("Background syncing sends a local save soon after it, and resumes by itself after the server restarts")
     func backgroundSyncSurvivesRestart() throws {
-        let server = try TemporaryPostgres()
-        defer { server.stop() }
-        let configuration = MirrorConfiguration(connectionString: server.connectionString, zone: Self.zone)
-        let app = try ModelContainer.fieldNotes(on: .file)
-        try app.initializeMirrorSchema(configuration)
-        let mirror = try StoreMirror(container: app, configuration: configuration)
+        let zone = try MirrorZone(.file)
+        defer { withExtendedLifetime(zone) {} }
+        let server = zone.server
+        let (app, mirror) = try zone.device()
         let other = try ModelContainer.fieldNotes()
-        let otherMirror = try StoreMirror(container: other, configuration: configuration)
+        let otherMirror = try StoreMirror(container: other, configuration: zone.configuration)
         // A long interval: only the save itself can make the first change go out quickly.
         mirror.startSyncing(every: .seconds(3600))
         defer { mirror.stopSyncing() }
@@ -72,14 +70,11 @@ struct MirrorOperationTests {
 
     @Test("A commit that lands while a background sync runs is sent by the next sync, not an interval later")
     func commitDuringBackgroundSync() throws {
-        let server = try TemporaryPostgres()
-        defer { server.stop() }
-        let configuration = MirrorConfiguration(connectionString: server.connectionString, zone: Self.zone)
-        let app = try ModelContainer.fieldNotes(on: .file)
-        try app.initializeMirrorSchema(configuration)
-        let mirror = try StoreMirror(container: app, configuration: configuration)
+        let zone = try MirrorZone(.file)
+        defer { withExtendedLifetime(zone) {} }
+        let (app, mirror) = try zone.device()
         let other = try ModelContainer.fieldNotes()
-        let otherMirror = try StoreMirror(container: other, configuration: configuration)
+        let otherMirror = try StoreMirror(container: other, configuration: zone.configuration)
         // The first background sync has exported (nothing) when a save lands: only the loop's next sync can send it.
         let saved = Mutex(false)
         mirror.afterExport.withLock {
