@@ -29,6 +29,9 @@ public enum KillDriver {
         public var kills: Int
         /// Stops after this many seconds even if fewer kills were made.
         public var timeLimit: Double?
+        /// The time limit ends the run only once this many kills are made: a loaded machine takes longer for them,
+        /// and never checks less.
+        public var minimumKills = 0
         /// How many of the kills land while a child creates a new store (each on a store of its own).
         public var creationKills: Int
         /// Receives a line now and then (every `progressEvery` kills).
@@ -209,7 +212,7 @@ private struct Run {
         var creationsLeft = options.creationKills
         if creationsLeft > 0 { aim.creationTime = try timeCreation() }
         while summary.kills < options.kills {
-            if let limit = options.timeLimit, elapsed > limit { break }
+            if let limit = options.timeLimit, elapsed > limit, summary.kills >= options.minimumKills { break }
             // Creation kills are spread over the run.
             if creationsLeft > 0, rng.chance(Double(creationsLeft) / Double(max(1, options.kills - summary.kills))) {
                 creationsLeft -= 1

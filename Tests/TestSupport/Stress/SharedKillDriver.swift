@@ -30,6 +30,9 @@ public enum SharedKillDriver {
         public var kills: Int
         /// Stops after this many seconds even if fewer kills were made.
         public var timeLimit: Double?
+        /// The time limit ends the run only once this many kills are made: a loaded machine takes longer for them,
+        /// and never checks less.
+        public var minimumKills = 0
         /// How long a save waits for another writer's lock.
         public var lockTimeout: Double
         public var progress: (@Sendable (String) -> Void)?
@@ -129,7 +132,7 @@ private struct SharedRun {
         // The writer restarted last: a startup kill aims at it, while it opens the store.
         var restarted: Writer?
         while summary.kills < options.kills {
-            if let limit = options.timeLimit, elapsed > limit { break }
+            if let limit = options.timeLimit, elapsed > limit, summary.kills >= options.minimumKills { break }
             var moment = KillAim.nextMoment(&rng)
             let victim: Writer
             if moment == .startup, let fresh = restarted {
