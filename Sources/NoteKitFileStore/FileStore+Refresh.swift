@@ -226,8 +226,10 @@ extension FileStore {
     ///   - useCheckpoint: false to replay the segments even when a checkpoint describes them (its rows failed to
     ///     read).
     func reload(_ state: inout State, lockHeld: Bool, useCheckpoint: Bool = true) throws -> [HistoryRecord] {
+        // The fresh open's rows fetch promised blobs through this open's source (a mirror attached here).
         let fresh = try FileStore(configuration: configuration, schema: schema,
-                                  lockSource: lockHeld ? .heldBySession : .acquire, useCheckpoint: useCheckpoint)
+                                  lockSource: lockHeld ? .heldBySession : .acquire, useCheckpoint: useCheckpoint,
+                                  remoteBlobs: blobs.remote)
         let before = state.lastTransaction
         // The fresh open's log (a writable open's) becomes this store's: take it out so that the fresh open's
         // deinit does not close it.

@@ -164,12 +164,15 @@ public final class FileStore: DataStore {
     /// With `useCheckpoint` (the default) an open reads the store through its checkpoint when one describes the
     /// manifest's first segment (docs/FORMAT.md, *Using a checkpoint*), and otherwise replays the segments; false
     /// replays them whatever the checkpoint (its rows failed to read).
+    ///
+    /// `remoteBlobs` is where promised blobs are fetched from: a reload passes the slot of the open it refreshes, so
+    /// that the rows it reads fetch through the source attached there (a new slot otherwise).
     init(configuration: FileStoreConfiguration, schema: Schema, lockSource: LockSource = .acquire,
-         holdingMigration: Bool = false, useCheckpoint: Bool = true) throws {
+         holdingMigration: Bool = false, useCheckpoint: Bool = true, remoteBlobs: RemoteBlobSlot? = nil) throws {
         self.configuration = configuration
         fileSystem = configuration.fileSystem
         layout = StoreLayout(root: configuration.url.path)
-        blobs = BlobStore(directory: layout.blobs, fileSystem: fileSystem, remote: RemoteBlobSlot())
+        blobs = BlobStore(directory: layout.blobs, fileSystem: fileSystem, remote: remoteBlobs ?? RemoteBlobSlot())
         if case .heldBySession = lockSource { lockHeldBySession = true } else { lockHeldBySession = false }
         let readOnly = configuration.mode == .readOnly
 

@@ -30,7 +30,7 @@ let usage = """
            notekit-stress migrate --store PATH [--sharing exclusive|perSave] [--lock-timeout S]
                                   [--pause S [--pause-in willMigrate|didMigrate]] [--fail willMigrate|didMigrate]
            notekit-stress compactor --store PATH --seconds S
-           notekit-stress add --store PATH --title T [--delete T2] [--lock-timeout S]
+           notekit-stress add --store PATH --title T [--delete T2] [--lock-timeout S] [--compact-after-bytes N]
            notekit-stress mirror-device --store PATH --server CONNECTION --zone ZONE --seed N [--ops N]
                                         [--sync-chance P] [--labels PREFIX] [--final]
            notekit-stress mirror-app --store PATH --server CONNECTION --zone ZONE
@@ -69,7 +69,9 @@ let usage = """
     mirror-app  seed 001's main app (MirrorApp): the FieldNotes store at PATH mirrored in the background until
             standard input ends; writes `ready` after its first sync and `stopped PENDING` last.
     add     opens the FieldNotes store at PATH in the default configuration (creating it when missing), inserts
-            a note titled T, deletes the notes titled T2, saves once and exits (AddChild).
+            a note titled T, deletes the notes titled T2, saves once and exits (AddChild). With
+            --compact-after-bytes N the save compacts the store automatically once its log holds N bytes, as an
+            app extension's would.
     """
 
 func value(_ name: String, in arguments: [String]) -> String? {
@@ -164,7 +166,8 @@ case "add":
         fail("add needs --store and --title\n\(usage)", status: 2)
     }
     AddChild(url: URL(fileURLWithPath: store), title: title, deleting: value("--delete", in: arguments),
-             lockTimeout: value("--lock-timeout", in: arguments).flatMap { Double($0) }).run()
+             lockTimeout: value("--lock-timeout", in: arguments).flatMap { Double($0) },
+             compactAfterBytes: value("--compact-after-bytes", in: arguments).flatMap { Int($0) }).run()
 
 case "kill":
     let seed = value("--seed", in: arguments).flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))

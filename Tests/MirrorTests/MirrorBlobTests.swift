@@ -159,4 +159,105 @@ struct MirrorBlobTests {
         let names = try zone.query(#"SELECT "a_fileName" FROM notekit."e_PhotoRecord""#)
         #expect(names == [[#"{"string": "kept.jpg"}"#]], "\(names)")
     }
+
+    /// Who compacts the store beside the mirroring app, in a process of its own.
+    enum Compactor: String, CaseIterable, CustomTestStringConvertible {
+        case commandLine = "notekit compact"
+        case extensionSave = "an extension's automatic compaction"
+        var testDescription: String { rawValue }
+
+        func compact(_ url: URL) throws {
+            let result: (status: Int32, output: String, errors: String)
+            switch self {
+            case .commandLine:
+                result = try MirrorOperationTests.notekit(["compact", url.path])
+            case .extensionSave:
+                result = try MirrorOperationTests.run(MirrorConvergenceTests.device,
+                                                      ["add", "--store", url.path, "--title", "from the extension",
+                                                       "--compact-after-bytes", "1"])
+            }
+            #expect(result.status == 0, "\(result)")
+        }
+    }
+
+    /// The segment files of the store at `url`, which a compaction replaces with one of a new number.
+    static func segmentFiles(_ url: URL) throws -> Set<String> {
+        Set(try FileManager.default.contentsOfDirectory(atPath: url.appendingPathComponent("segments").path))
+    }
+
+    @Test("Issue 34, item 1: after another process compacts the store, the mirroring process still fetches every promised blob on first read",
+          arguments: Compactor.allCases)
+    func fetchedAfterAnotherProcessCompacts(compactor: Compactor) throws {
+        let zone = try MirrorZone(.file)
+        let (a, mirrorA) = try zone.device()
+        var photos: [(id: UUID, bytes: Data)] = []
+        for index in 0..<3 {
+            let context = ModelContext(a)
+            let note = NoteRecord()
+            note.title = "photo \(index)"
+            context.insert(note)
+            let bytes = Data((0..<(5_000 + index)).map { UInt8(truncatingIfNeeded: $0 &* (index + 3)) })
+            let photo = PhotoRecord(fileName: "\(index).jpg", data: bytes)
+            note.photos.append(photo)
+            try context.save()
+            photos.append((photo.id, bytes))
+        }
+        try mirrorA.sync()
+        let (b, mirrorB) = try zone.device()
+        try mirrorB.sync()
+        let store = try #require(b.store as? FileStore)
+        let url = store.configuration.url
+        #expect(try store.promisedBlobs().count == 3)
+
+        let before = try Self.segmentFiles(url)
+        try compactor.compact(url)
+        #expect(try Self.segmentFiles(url).isDisjoint(with: before), "the other process did not compact the store")
+
+        for (id, bytes) in photos {
+            let (context, photo) = try Self.photo(b, id)
+            let read = photo.data
+            #expect(read == bytes ? true : false, "\(photo.fileName) read \(read.count) bytes")
+            #expect(context.readFailures.isEmpty, "\(context.readFailures)")
+        }
+        #expect(try store.promisedBlobs().isEmpty)
+    }
+
+    @Test("Issue 34, item 1: a blob that cannot be fetched reads as the declared default with a read failure, and a later save of its object sends the reference it had, never an empty value")
+    func unfetchedBlobIsNeverSentEmpty() throws {
+        let zone = try MirrorZone(.file)
+        let (a, mirrorA) = try zone.device()
+        let id = try Self.savePhoto(a)
+        try mirrorA.sync()
+        let (b, mirrorB) = try zone.device()
+        try mirrorB.sync()
+        let url = try #require((b.store as? FileStore)?.configuration.url)
+        try Compactor.commandLine.compact(url)
+
+        try zone.server.stopServer()
+        let (context, photo) = try Self.photo(b, id)
+        #expect(photo.data.isEmpty)
+        #expect(context.readFailures.map(\.property) == ["data"], "\(context.readFailures)")
+        // Another property changes and the object is saved: the record keeps naming the blob.
+        photo.fileName = "renamed offline.jpg"
+        try context.save()
+        // Writing back what the failed read returned is refused: it would replace the bytes with nothing.
+        photo.data = photo.data
+        #expect(throws: SaveError.unreadValueOverwritten(model: photo.persistentModelID, property: "data")) {
+            try context.save()
+        }
+        context.rollback()
+
+        try zone.server.start()
+        #expect(try mirrorB.sync().exportedTransactions == 1)
+        let sent = try zone.query(#"SELECT "a_data" FROM notekit."e_PhotoRecord""#)
+        #expect(sent == [[#"{"blob":"\#(Self.name)"}"#]] || sent == [[#"{"blob": "\#(Self.name)"}"#]], "\(sent)")
+        #expect(try mirrorA.sync().importedChanges == 1)
+        let (_, onA) = try Self.photo(a, id)
+        let (readOnA, nameOnA) = (onA.data, onA.fileName)
+        #expect(nameOnA == "renamed offline.jpg")
+        #expect(readOnA == Self.bytes ? true : false, "A read \(readOnA.count) bytes")
+        let (_, onB) = try Self.photo(b, id)
+        let readOnB = onB.data
+        #expect(readOnB == Self.bytes ? true : false, "B read \(readOnB.count) bytes")
+    }
 }

@@ -100,6 +100,11 @@ struct MirrorOperationTests {
     }()
 
     static func notekit(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
+        try run(executable, arguments)
+    }
+
+    /// Runs `executable` to its end: its exit status and what it printed on each stream.
+    static func run(_ executable: URL, _ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments

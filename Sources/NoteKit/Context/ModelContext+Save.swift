@@ -84,8 +84,16 @@ extension ModelContext {
     private func update(for object: ModelObject) throws -> ModelUpdate? {
         guard let committed = object._$committed else { return nil }
         var attributes: [AttributeChange] = []
+        let unread = unreadValues[object._$id]
         for slot in object._$attributes.indices where !object._$attributes.hasSameValue(at: slot, as: committed.attributes) {
-            attributes.append(AttributeChange(index: slot, value: object._$attributes[slot]))
+            let value = object._$attributes[slot]
+            // The default a failed read returned, written back over the value that read could not reach.
+            if let unreadValue = unread?[slot], unreadValue == committed.attributes[slot],
+               value == object._$metadata.attributes[slot].encodedFallback {
+                throw SaveError.unreadValueOverwritten(model: object._$id,
+                                                       property: object._$metadata.attributes[slot].name)
+            }
+            attributes.append(AttributeChange(index: slot, value: value))
         }
         var relationships: [RelationshipChange] = []
         var added: [PersistentIdentifier] = []

@@ -105,9 +105,16 @@ public final class ModelContext {
         didSet { _undoManagerDidChange(from: oldValue) }
     }
 
-    /// Stored values that could not be decoded when read (a missing external blob, a `Codable` type that no
-    /// longer decodes its stored form). Such a property reads as its declared default.
+    /// Stored values that could not be decoded when read (a missing external blob, one not fetched from a mirror's
+    /// server yet, a `Codable` type that no longer decodes its stored form). Such a property reads as its declared
+    /// default (empty `Data`, nil, …), never as a value the store holds: the stored value is kept, a save of the
+    /// object's other changes leaves it as it is, and a save that would write that default back over it throws
+    /// ``SaveError/unreadValueOverwritten(model:property:)``. A later read that succeeds (the blob fetched) returns
+    /// the stored value.
     public private(set) var readFailures: [ReadFailure] = []
+    /// Per object, the attributes whose last read failed, with the stored value that read could not decode: a save
+    /// that would write the attribute's default over that same value is refused.
+    var unreadValues: [PersistentIdentifier: [Int: StoredValue]] = [:]
 
     /// Every object this context knows, by identifier, without keeping it: objects keep their context (so that
     /// results outlive the code that fetched them). Objects with unsaved changes are kept by the change lists below.
@@ -398,6 +405,22 @@ public final class ModelContext {
     func _recordReadFailure(_ failure: ReadFailure) {
         readFailures.append(failure)
     }
+
+    /// Records that reading attribute `slot` of `object` failed: the failure, and the stored value it could not read,
+    /// so that a save does not write the default the read returned back over that value.
+    func _readFailed(_ object: ModelObject, slot: Int, failure: ReadFailure) {
+        _recordReadFailure(failure)
+        unreadValues[object._$id, default: [:]][slot] = object._$attributes[slot]
+    }
+
+    /// Forgets a failed read of attribute `slot` of `object` once a read of it succeeds.
+    func _readSucceeded(_ object: ModelObject, slot: Int) {
+        guard unreadValues[object._$id]?.removeValue(forKey: slot) != nil else { return }
+        if unreadValues[object._$id]?.isEmpty == true { unreadValues[object._$id] = nil }
+    }
+
+    /// Whether a read of some attribute failed and no later read of it succeeded.
+    var hasUnreadValues: Bool { !unreadValues.isEmpty }
 
     // MARK: Rollback and transactions
 

@@ -303,17 +303,21 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
 
     // MARK: Attribute storage
 
-    /// Reads attribute `slot` as `Value`. A value that cannot be decoded (a damaged external blob, a `Codable` type
-    /// that no longer decodes its stored form) reads as the attribute's default, and the failure is recorded in the
-    /// context's ``ModelContext/readFailures``.
+    /// Reads attribute `slot` as `Value`. A value that cannot be decoded (a damaged external blob, one not fetched
+    /// from a mirror's server, a `Codable` type that no longer decodes its stored form) reads as the attribute's
+    /// default, and the failure is recorded in the context's ``ModelContext/readFailures``; the stored value stays as
+    /// it is, and the context refuses to save that default back over it (``SaveError/unreadValueOverwritten(model:property:)``).
     final func _$attributeValue<Value>(at slot: Int, as type: Value.Type) -> Value {
         if _$fault != nil { _$fireFault(reading: slot) }
         let codec = _$metadata.codec(at: slot, as: Value.self)
         do {
-            return try codec.decode(_$attributes[slot])
+            let value = try codec.decode(_$attributes[slot])
+            if let context = _$context, context.hasUnreadValues { context._readSucceeded(self, slot: slot) }
+            return value
         } catch {
             let attribute = _$metadata.attributes[slot]
-            _$context?._recordReadFailure(.init(model: _$id, property: attribute.name, reason: "\(error)"))
+            _$context?._readFailed(self, slot: slot, failure: .init(model: _$id, property: attribute.name,
+                                                                    reason: "\(error)"))
             return attribute.fallbackValue as! Value
         }
     }

@@ -324,6 +324,11 @@ public enum SaveError: Error, Sendable, Hashable, CustomStringConvertible {
     case readOnly(reason: String)
     /// An inserted object's type is not in the container's schema (or another type has its entity name there).
     case modelNotInSchema(model: PersistentIdentifier, type: String)
+    /// `property` of `model` could not be read (a blob not fetched from a mirror's server yet, a damaged value:
+    /// ``ModelContext/readFailures`` says why), so it read as its declared default, and this save would write that
+    /// default over the stored value the read could not reach. Nothing was written. Read the property again once
+    /// its value can be read (the stored value is intact), assign it another value, or roll the change back.
+    case unreadValueOverwritten(model: PersistentIdentifier, property: String)
 
     /// A sentence naming the object, the property and the values concerned and, where there is one, the fix.
     public var description: String {
@@ -338,6 +343,10 @@ public enum SaveError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .relationshipToMissingModel(model, property, target):
             "\(model).\(property) points at \(target), which is not in the store (it was deleted, or never "
                 + "inserted); remove it from the relationship, or insert it, before saving"
+        case let .unreadValueOverwritten(model, property):
+            "\(model).\(property) could not be read (see the context's readFailures), so it read as its declared "
+                + "default, and this save would write that default over the stored value; nothing was written: read it "
+                + "again once it can be read, assign it another value, or roll the change back"
         case let .readOnly(reason): "the store accepts no writes: \(reason)"
         case let .modelNotInSchema(model, type):
             "\(model) is a \(type), which is not in the container's schema (its entity name \(model.entityName) is "
