@@ -331,7 +331,8 @@ extension FileStore {
         var log: SegmentLog?
         if configuration.mode != .readOnly {
             if let torn = found.tornTail {
-                report.tornTail = try quarantine(torn, layout: layout, fileSystem: fileSystem)
+                report.tornTail = try quarantine(torn, limit: configuration.maximumSegmentSize, layout: layout,
+                                                 fileSystem: fileSystem)
             }
             report.removedLeftovers = try removeLeftovers(manifest: found.manifest, referenced: found.referencedBlobs,
                                                           layout: layout, fileSystem: fileSystem,

@@ -54,7 +54,7 @@ extension FileStore {
             } else {
                 _ = try Self.quarantine((position.segment, path, position.offset, size - position.offset,
                                          "a writer stopped in the middle of an append"),
-                                        layout: layout, fileSystem: fileSystem)
+                                        limit: configuration.maximumSegmentSize, layout: layout, fileSystem: fileSystem)
             }
         }
         if let log = state.log, log.manifest != position.manifest || log.activeSize != position.offset {

@@ -20,6 +20,8 @@ import NoteKit
 /// ### Maintenance
 /// - ``compact()``
 /// - ``CompactionReport``
+/// - ``backup(to:)``
+/// - ``BackupReport``
 /// - ``sync()``
 /// - ``close()``
 ///
@@ -140,6 +142,11 @@ public final class FileStore: DataStore {
             public var reason: String
             /// The quarantine file holding the bytes (nil when opened read-only: nothing was moved).
             public var quarantinedAt: String?
+            /// How many of the excluded bytes the quarantine file does not hold: a quarantine copies at most
+            /// ``FileStoreConfiguration/maximumSegmentSize`` bytes of a tail (one past that is no record a save could
+            /// have been writing: a hole or garbage, which would fill the disk), and the rest is cut off with it. 0
+            /// when the whole tail was kept (zeros at its end, space reserved for appends, are not counted).
+            public var omittedLength: Int = 0
         }
     }
 
@@ -222,6 +229,8 @@ public final class FileStore: DataStore {
                 return
             }
 
+            // The entries a writable open uses, checked before anything is taken or written (the rule `verify` reports).
+            if !readOnly { try layout.checkEntries(writing: true, fileSystem: fileSystem) }
             if !readOnly, case .acquire = lockSource, lock == nil {
                 lock = try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.busyTimeout,
                                              clocks: configuration.clocks)
@@ -280,7 +289,8 @@ public final class FileStore: DataStore {
             var lastCheckpointError: String?
             if !readOnly {
                 if let torn = replay.log.tornTail {
-                    report.tornTail = try Self.quarantine(torn, layout: layout, fileSystem: fileSystem)
+                    report.tornTail = try Self.quarantine(torn, limit: configuration.maximumSegmentSize, layout: layout,
+                                                          fileSystem: fileSystem)
                 }
                 report.removedLeftovers = try Self.removeLeftovers(manifest: replay.manifest,
                                                                    referenced: Self.referencedBlobs(replayed,
@@ -406,10 +416,14 @@ public final class FileStore: DataStore {
     /// segment fails, the copy made here is deleted again (unless the cut happened after all), so a refused open
     /// leaves no file behind.
     ///
+    /// At most `limit` bytes of the tail are copied: a tail longer than a segment may be (a hole, garbage) would
+    /// otherwise fill the disk with a copy; the report says how many bytes were left out.
+    ///
     /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` when `quarantine/` is not a directory,
     ///   or an I/O error.
     static func quarantine(_ torn: (segment: Int, path: String, offset: Int, length: Int, reason: String),
-                                   layout: StoreLayout, fileSystem: any StoreFileSystem) throws -> RecoveryReport.TornTail {
+                           limit: Int, layout: StoreLayout,
+                           fileSystem: any StoreFileSystem) throws -> RecoveryReport.TornTail {
         if let found = try fileSystem.kind(of: layout.quarantine), found != .directory {
             throw FileStoreError.unexpectedFileType(path: layout.quarantine, found: found, expected: .directory)
         }
@@ -426,8 +440,15 @@ public final class FileStore: DataStore {
         // The tail is copied in pieces (it may be large, or sparse), then compared with earlier copies of the same
         // offset: one that holds the same bytes is kept instead.
         let file = try fileSystem.create(name)
+        let copied = min(torn.length, max(limit, 1))
+        var omitted = 0
         do {
-            try copyTail(of: torn.path, from: torn.offset, length: torn.length, to: file, fileSystem: fileSystem)
+            try copyTail(of: torn.path, from: torn.offset, length: copied, to: file, fileSystem: fileSystem)
+            // Beyond the copy, only what is not zeros counts as left out (reserved space is not part of a tail).
+            if copied < torn.length {
+                omitted = try nonZeroExtent(of: torn.path, from: torn.offset + copied, to: torn.offset + torn.length,
+                                            fileSystem: fileSystem)
+            }
             try file.sync()
             try file.close()
         } catch {
@@ -455,7 +476,22 @@ public final class FileStore: DataStore {
             throw error
         }
         return .init(segment: torn.path, offset: torn.offset, length: torn.length, reason: torn.reason,
-                     quarantinedAt: kept)
+                     quarantinedAt: kept, omittedLength: omitted)
+    }
+
+    /// How many bytes of `path` from `start` up to `end` are left once the zeros at their end are taken off: what a
+    /// quarantine that stops at `start` leaves out. Read backwards in pieces from the last byte, so that a hole of
+    /// any size before a last byte costs one piece.
+    private static func nonZeroExtent(of path: String, from start: Int, to end: Int,
+                                      fileSystem: any StoreFileSystem) throws -> Int {
+        var position = end
+        while position > start {
+            let count = min(position - start, SegmentScan.piece)
+            let piece = try fileSystem.read(path, from: position - count, count: count)
+            if let last = piece.lastIndex(where: { $0 != 0 }) { return position - count + last + 1 - start }
+            position -= count
+        }
+        return 0
     }
 
     /// Whether two regular files hold the same bytes, compared in pieces.
@@ -753,7 +789,7 @@ public final class FileStore: DataStore {
     /// Runs `body`; a ``FileStoreError/writesStopped(reason:)`` it throws (the files are in doubt) is recorded, so
     /// that the store refuses writes until it is reopened.
     @discardableResult
-    private func recordingStop<Result>(_ state: inout State, _ body: () throws -> Result) throws -> Result {
+    func recordingStop<Result>(_ state: inout State, _ body: () throws -> Result) throws -> Result {
         do {
             return try body()
         } catch FileStoreError.writesStopped(let reason) {
@@ -984,170 +1020,6 @@ public final class FileStore: DataStore {
                 garbageRatio: state.operationsLogged == 0 ? 0 : max(0, 1 - Double(live) / Double(state.operationsLogged)),
                 lastCompactionError: state.lastCompactionError, lastRefreshError: state.lastRefreshError,
                 lastCheckpointError: state.lastCheckpointError)
-        }
-    }
-
-    /// What a compaction did.
-    public struct CompactionReport: Sendable, Hashable {
-        /// The bytes of the segments before the compaction.
-        public var bytesBefore: Int
-        /// The bytes of the one segment written, holding the state and the history kept.
-        public var bytesAfter: Int
-        /// The paths of the segments deleted because the new manifest no longer lists them.
-        public var segmentsRemoved: [String]
-        /// The blobs no object names any more, taken out of the store: retired (kept for readers for
-        /// ``FileStoreConfiguration/retiredBlobGracePeriod``), or deleted at once when that is 0.
-        public var blobsRemoved: [String]
-        /// The files of retired blobs deleted because they had been retired longer than the grace period.
-        public var retiredBlobsDeleted: [String]
-    }
-
-    /// Rewrites the store as one segment holding its current state, then deletes the old segments, retires the
-    /// blobs no object references, and deletes the retired blobs past their grace period (docs/FORMAT.md, *Writing,
-    /// rotation and compaction* and *External storage*). A crash at any step leaves the old or the new state whole.
-    ///
-    /// - Throws: `SaveError.readOnly(reason:)`, ``FileStoreError/writesStopped(reason:)``, or an I/O error (the
-    ///   store is then unchanged).
-    /// - Complexity: O(objects); writes the whole state once.
-    @discardableResult
-    public func compact() throws -> CompactionReport {
-        try state.withLock { state in try withWriteAccess(&state) { _, state in try compact(&state) } }
-    }
-
-    @discardableResult
-    private func compact(_ state: inout State) throws -> CompactionReport {
-        guard let log = state.log else { throw SaveError.readOnly(reason: "\(layout.root) was opened read-only") }
-        if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
-        let bytesBefore = state.closedSegmentBytes + log.activeSize
-        try loadHistoryPrefix(&state)
-        var opening = state.schemas.map(encoder.schema)
-        // The rows are encoded while the segment is written, a `rows` record of at most 4,096 rows at a time, so
-        // that the encoded store (as large as the segment) is never in memory at once.
-        var allRows: [ModelSnapshot] = []
-        var chunks: [(entity: Schema.Entity, rows: ArraySlice<ModelSnapshot>)] = []
-        var entityRows: [[ModelSnapshot]] = []
-        for entity in schema.entities {
-            let whole = try readingRows(&state, lockHeld: true) { try $0.snapshots(of: entity.name) }
-            entityRows.append(whole)
-            let rows = whole[...]
-            allRows += rows
-            var start = rows.startIndex
-            while start < rows.endIndex {
-                let end = min(rows.endIndex, start + 4096)
-                chunks.append((entity, rows[start..<end]))
-                start = end
-            }
-        }
-        if case .latest(let count) = configuration.historyRetention {
-            state.rows.history.keepLatest(count, slack: 0, holding: historyHold)
-        }
-        let schemaCount = opening.count
-        opening += historyRecords(state.rows.history)
-        let historyCount = opening.count - schemaCount
-        opening.append(encoder.snapshot(lastTransaction: state.lastTransaction, rowCount: allRows.count))
-        let encoder = encoder
-        // The checkpoint learns each row's place from the encoder (its span in its record) and the segment's writer
-        // (the record's offset), without reading anything back.
-        let places = CheckpointPlaces(entities: schema.entities)
-        let records = [AnySequence(opening), AnySequence(chunks.lazy.map { chunk in
-            var spans: [Range<Int>]? = []
-            let record = encoder.rows(entity: chunk.entity, chunk.rows, spans: &spans)
-            places.encoded(record, entity: chunk.entity.name, spans: spans ?? [])
-            return record
-        })].joined()
-
-        let schemas = state.schemas
-        let dropped = try recordingStop(&state) {
-            try log.startSegment(with: records, replacingAll: true, schemas: schemas,
-                                 now: configuration.clocks.wall(), recorded: places.written)
-        }
-        // The new state is committed; what follows only reclaims space, and a crash here is cleaned up at open.
-        var removedSegments: [String] = []
-        for number in dropped {
-            let path = layout.segment(number)
-            if (try? Self.removeStoreFile(path, fileSystem: fileSystem)) == true { removedSegments.append(path) }
-        }
-        // Readers in other processes may hold objects naming the blobs no object names now: those are retired,
-        // and deleted by a later compaction or writable open once past their grace period.
-        let referenced = Self.referencedBlobs(allRows, schema: schema)
-        let reclaimed = (try? blobs.reclaim(keeping: referenced,
-                                            now: configuration.clocks.wall(),
-                                            gracePeriod: configuration.retiredBlobGracePeriod, tolerant: true))
-            ?? BlobStore.Reclaimed()
-        try? fileSystem.syncDirectory(layout.segments)
-        // Derived data, written once the manifest names its segment: a failure fails nothing (docs/FORMAT.md,
-        // *The checkpoint file*).
-        do {
-            let opening = try places.opening(store: log.manifest.store, segment: log.activeSegment,
-                                             schemaRecords: schemaCount, historyRecords: historyCount,
-                                             lastTransaction: state.lastTransaction, rowCount: allRows.count)
-            let rows = state.rows
-            let file = try Checkpoint.encode(
-                opening, schema: schema,
-                entities: zip(schema.entities, entityRows).map { entity, entityRows in
-                    Checkpoint.EntityRows(entity: entity, rows: entityRows, places: places.places[entity.name] ?? [])
-                },
-                indexEntries: { try rows.indexEntries(of: $0, index: $1) },
-                blobs: referenced)
-            try Checkpoint.write(file, layout: layout, fileSystem: fileSystem)
-            state.lastCheckpointError = nil
-        } catch {
-            state.lastCheckpointError = "\(error)"
-        }
-        state.closedSegmentBytes = 0
-        state.operationsLogged = allRows.count
-        state.bytesAfterCompaction = log.activeSize
-        state.compactedBytes = log.activeSize
-        state.compactionRetryBytes = nil
-        return CompactionReport(bytesBefore: bytesBefore, bytesAfter: log.activeSize, segmentsRemoved: removedSegments,
-                                blobsRemoved: reclaimed.unreferenced, retiredBlobsDeleted: reclaimed.expired)
-    }
-
-    /// The history as `history` records of at most about 16,384 changes each; the first carries the deleted ranges.
-    private func historyRecords(_ history: HistoryLog) -> [[UInt8]] {
-        guard !history.records.isEmpty || !history.deleted.isEmpty else { return [] }
-        var chunks: [[UInt8]] = []
-        var start = history.records.startIndex, changes = 0
-        for index in history.records.indices {
-            changes += history.records[index].changeCount + 1
-            if changes >= 16_384 {
-                chunks.append(encoder.history(history.records[start...index], deleted: chunks.isEmpty ? history.deleted : []))
-                start = index + 1
-                changes = 0
-            }
-        }
-        if start < history.records.endIndex || chunks.isEmpty {
-            chunks.append(encoder.history(history.records[start...], deleted: chunks.isEmpty ? history.deleted : []))
-        }
-        return chunks
-    }
-
-    /// Compacts after a save when the configuration's thresholds are passed (``FileStoreConfiguration/
-    /// AutomaticCompaction``). A failure does not fail the save that triggered it (that save is committed); it is
-    /// kept in ``statistics``, and the next attempt waits until the log has grown by half again: a compaction that
-    /// failed for lack of space would fail again at once, and rewriting the store on every save would make each save
-    /// cost as much as a compaction.
-    private func compactIfWorthIt(_ state: inout State) {
-        guard let policy = configuration.automaticCompaction, let log = state.log else { return }
-        let logBytes = state.closedSegmentBytes + log.activeSize
-        guard logBytes >= policy.minimumLogSize, logBytes >= state.compactionRetryBytes ?? 0,
-              state.operationsLogged > 0 else { return }
-        let live = schema.entities.reduce(0) { $0 + state.rows.count(of: $1.name) }
-        let garbage = 1 - Double(live) / Double(state.operationsLogged)
-        // Kept history cannot be reclaimed: the log must also have doubled since the last compaction, so that
-        // rewriting what is kept costs at most as much as what was appended since.
-        let superseded = garbage > policy.garbageRatio && logBytes >= 2 * state.bytesAfterCompaction
-        // What every open replays: the log after the compaction its checkpoint describes. Compacting for it only
-        // once that part is as large as the compaction's keeps the bytes rewritten proportional to those appended.
-        let replayed = logBytes - state.compactedBytes
-        let longReplay = policy.replayLimit.map { replayed >= $0 } == true && replayed >= state.compactedBytes
-        guard superseded || longReplay else { return }
-        do {
-            try compact(&state)
-            state.lastCompactionError = nil
-        } catch {
-            state.lastCompactionError = "\(error)"
-            state.compactionRetryBytes = logBytes + max(logBytes / 2, 1)
         }
     }
 }

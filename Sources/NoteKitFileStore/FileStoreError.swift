@@ -49,6 +49,12 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// without its bytes, and the first read in a process that mirrors the store (NoteKitMirror's `StoreMirror`, or
     /// `notekit mirror fetch-blobs`) fetches them. Nothing is lost; read again once the mirroring process has.
     case blobNotFetched(name: String, path: String)
+    /// Something is at `path`, where a backup (``FileStore/backup(to:)``) or a salvage was to create a new store:
+    /// neither ever writes into or over an existing file or directory.
+    case destinationExists(path: String)
+    /// The copy a backup wrote for `path` did not pass ``StoreVerifier``: `problems` lists what it found. The copy
+    /// was deleted and nothing is at `path`; the store itself is unchanged (run `notekit verify` on it).
+    case backupNotVerified(path: String, problems: [VerificationReport.Problem])
 
     /// A sentence a person can act on: what is wrong, the file and byte offset concerned, and, where one helps,
     /// what to do next.
@@ -65,8 +71,8 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case .storeNotFound(let path): "there is no NoteKit store at \(path)"
         case let .notAStoreFile(file, reason): "\(file) is not a NoteKit store file: \(reason)"
         case let .unexpectedFileType(path, found, expected):
-            "\(path) is \(found), where the store keeps \(expected): NoteKit follows no symbolic link to a store "
-                + "file and opens no special file (docs/FORMAT.md, File types); replace it with \(expected)"
+            "\(path) is \(found), where the store keeps \(expected)" + Self.why(found)
+                + " (docs/FORMAT.md, File types); replace it with \(expected)"
         case let .unsupportedFormatVersion(file, found, supported):
             "\(file) is in store format version \(found); this build reads version"
                 + "\(supported.count == 1 ? "" : "s") \(supported.map(String.init).joined(separator: ", "))"
@@ -88,6 +94,13 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
                 + "object that names it (that object has been changed or deleted since, and a blob no object names "
                 + "is kept only for FileStoreConfiguration.retiredBlobGracePeriod); fetch again to read the current "
                 + "value. If a fresh fetch still names this blob, the store is damaged: run notekit verify"
+        case .destinationExists(let path):
+            "\(path) exists: a backup or a salvage creates a new store and writes into or over nothing; choose a path "
+                + "where nothing is"
+        case let .backupNotVerified(path, problems):
+            "the backup for \(path) did not verify, and was deleted (the store is unchanged): "
+                + problems.prefix(3).map(\.description).joined(separator: "; ")
+                + (problems.count > 3 ? "; and \(problems.count - 3) more" : "")
         case let .blobNotFetched(name, path):
             "blob \(name) is on the store's mirror server and not fetched into \(path) yet, and this process does "
                 + "not mirror the store: the process that mirrors it (StoreMirror) fetches it when it first reads it, "
@@ -97,6 +110,16 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 extension FileStoreError {
+    /// Why an entry of kind `found` is refused, for a message: nothing to add for a file or a directory in the wrong
+    /// place.
+    private static func why(_ found: StoreFileKind) -> String {
+        switch found {
+        case .regularFile, .directory: ""
+        case .symbolicLink: ": NoteKit follows no symbolic link there"
+        case .fifo, .socket, .characterDevice, .blockDevice, .unknown: ": NoteKit opens no special file"
+        }
+    }
+
     /// Seconds for a message: `5`, `0.25`.
     private static func seconds(_ value: Double) -> String {
         value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)

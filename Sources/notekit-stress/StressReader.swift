@@ -189,7 +189,9 @@ struct StressReader {
             case .storeNotFound, .notAStoreFile, .unsupportedFormatVersion, .damagedRecord, .undecodableRecord,
                  .inconsistentSegments, .danglingReference:
                 .damage
-            case .unexpectedFileType, .writesStopped, .nothingToSalvage, .blobRemoved, .blobNotFetched: .other
+            case .unexpectedFileType, .writesStopped, .nothingToSalvage, .blobRemoved, .blobNotFetched,
+                 .destinationExists, .backupNotVerified:
+                .other
             }
         // A store file that vanished under the read, reported as such, unwrapped.
         case let error as StoreIOError where error.code == ENOENT: .damage

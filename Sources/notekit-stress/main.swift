@@ -34,6 +34,7 @@ let usage = """
            notekit-stress mirror-device --store PATH --server CONNECTION --zone ZONE --seed N [--ops N]
                                         [--sync-chance P] [--labels PREFIX] [--final]
            notekit-stress mirror-app --store PATH --server CONNECTION --zone ZONE
+           notekit-stress backup-writer --store PATH [--steps N] [--pause-ms MS]
 
     kill    kills N children (default 1000) of a store made under DIR (default the temporary directory), stopping
             early after S seconds if given; N/10 of the kills (or --creation-kills) land while a child creates a new
@@ -68,6 +69,10 @@ let usage = """
             one prefix at once collide on the unique name.
     mirror-app  seed 001's main app (MirrorApp): the FieldNotes store at PATH mirrored in the background until
             standard input ends; writes `ready` after its first sync and `stopped PENDING` last.
+    backup-writer  the writer of the hot-backup test (BackupWorkload): creates the store at PATH and saves one
+            step at a time (a note with a photo; some steps delete a note or replace a photo; small segments rotate;
+            every seventh step compacts) until standard input ends or N steps are saved, pausing MS milliseconds
+            before each, printing `ack STEP` and `compacted STEP` lines.
     add     opens the FieldNotes store at PATH in the default configuration (creating it when missing), inserts
             a note titled T, deletes the notes titled T2, saves once and exits (AddChild). With
             --compact-after-bytes N the save compacts the store automatically once its log holds N bytes, as an
@@ -160,6 +165,11 @@ case "mirror-app":
     }
     MirrorApp(url: URL(fileURLWithPath: store),
               configuration: MirrorConfiguration(connectionString: server, zone: zone)).run()
+
+case "backup-writer":
+    guard let store = value("--store", in: arguments) else { fail("backup-writer needs --store\n\(usage)", status: 2) }
+    BackupWriter.run(store: URL(fileURLWithPath: store), steps: value("--steps", in: arguments).flatMap { Int($0) },
+                     pauseMilliseconds: value("--pause-ms", in: arguments).flatMap { Int($0) } ?? 0)
 
 case "add":
     guard let store = value("--store", in: arguments), let title = value("--title", in: arguments) else {

@@ -178,6 +178,31 @@ enum Commands {
         return 0
     }
 
+    /// Backs the store up into `destination` (``FileStore/backup(to:)``) from a read-only open, which takes no lock;
+    /// with `json`, `{"path", "lastTransaction", "objects", "historyTransactions", "blobs", "promisedBlobs",
+    /// "bytes"}`.
+    static func backup(path: String, to destination: String, json: Bool) throws -> Int32 {
+        let url = try storeURL(path)
+        let report = try Progress.whileRunning("backing up \(path)") {
+            let store = try StoreInspector.openReadOnly(at: url)
+            defer { try? store.close() }
+            return try store.backup(to: URL(fileURLWithPath: destination))
+        }
+        if json {
+            printJSON([
+                "path": report.path, "lastTransaction": report.lastTransaction, "objects": report.objects,
+                "historyTransactions": report.historyTransactions, "blobs": report.blobs,
+                "promisedBlobs": report.promisedBlobs, "bytes": report.bytes,
+            ])
+            return 0
+        }
+        print("backed up \(path) to \(report.path): transaction \(report.lastTransaction), \(report.objects) object(s), "
+              + "\(report.historyTransactions) transaction(s) of history, \(report.blobs) blob(s)"
+              + (report.promisedBlobs > 0 ? " and \(report.promisedBlobs) promised on the mirror's server" : "")
+              + ", \(report.bytes) bytes; verified")
+        return 0
+    }
+
     /// Salvages into `destination` in `mode`; with `json`, `{"mode", "complete", "transactionsKept", "objectsKept",
     /// "segmentsUsed", "skippedBytes", "skippedRecords"}`, each skipped part as `{"file", "offset", "length",
     /// "reason"}` and, for a transaction left out, its `"transaction"`.

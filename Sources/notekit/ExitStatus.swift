@@ -26,7 +26,7 @@ enum ExitStatus: Int32 {
         exit codes:
           0  ok (verify: healthy)
           1  damage found (verify, salvage, or a damaged record met while reading)
-          2  usage error (unknown command or option, missing argument, unknown entity)
+          2  usage error (unknown command or option, missing argument, unknown entity, a --to path that exists)
           3  no store at the path, or not a store (a missing path, a plain file)
           4  the store is locked by another open
           5  refused: the store's format or schema is newer than this build, or a migration was refused
@@ -55,7 +55,9 @@ enum ExitStatus: Int32 {
             case .damagedRecord, .undecodableRecord, .inconsistentSegments, .danglingReference, .nothingToSalvage,
                  .blobRemoved:
                 self = .damage
-            case .writesStopped, .storeKeptChanging, .blobNotFetched:
+            case .destinationExists:
+                self = .usage
+            case .writesStopped, .storeKeptChanging, .blobNotFetched, .backupNotVerified:
                 self = .failed
             }
         case let error as MirrorError:

@@ -17,6 +17,8 @@ let usage = """
                                    the transactions the store's history keeps, oldest first
       schema PATH [--json]         the schemas the store was written with, version by version
       compact PATH [--json]        rewrite the store as one segment; prints bytes before and after
+      backup PATH --to NEWPATH [--json]
+                                   a verified copy of the store's last commit, taken while others write
       salvage PATH --to NEWPATH [--best-effort | --consistent-prefix] [--json]
                                    copy every intact transaction into a new store; never touches PATH
       mirror init PATH --zone ZONE [--server CONNECTION] [--namespace NS] [--json]
@@ -86,6 +88,16 @@ let help: [String: String] = [
         bytes before and after; --json prints {"bytesBefore", "bytesAfter", "segmentsRemoved", "blobsRemoved",
         "retiredBlobsDeleted"}. Needs the store's write lock: exits 4 when another open keeps it past 5 seconds.
         When standard error is a terminal and it takes over a second, a line there counts the seconds.
+        """,
+    "backup": """
+        usage: notekit backup PATH --to NEWPATH [--json]
+        Writes a copy of the store's last commit as a new store at NEWPATH: every object, the schema history, the
+        history kept and every blob an object names, in one segment with its checkpoint. It takes no lock: apps and
+        tools keep saving, rotating and compacting the store meanwhile. The copy is verified (as notekit verify
+        does) before it is renamed into place, so NEWPATH never holds part of one; NEWPATH must not exist (exit 2).
+        A plain copy of a live store's directory (cp -a) is no backup: it can mix moments, or miss blobs its
+        segments name. --json prints {"path", "lastTransaction", "objects", "historyTransactions", "blobs",
+        "promisedBlobs", "bytes"}.
         """,
     "salvage": """
         usage: notekit salvage PATH --to NEWPATH [--best-effort | --consistent-prefix] [--json]
@@ -205,6 +217,12 @@ func run(_ words: [String]) -> Int32 {
         case "compact":
             guard let arguments = try arguments(flags: ["json"]) else { break }
             return try Commands.compact(path: arguments.path(), json: arguments.flags.contains("json"))
+        case "backup":
+            guard let arguments = try arguments(flags: ["json"], options: ["to"]) else { break }
+            guard let destination = arguments.options["to"] else {
+                throw Arguments.UsageError(description: "backup needs --to NEWPATH")
+            }
+            return try Commands.backup(path: arguments.path(), to: destination, json: arguments.flags.contains("json"))
         case "salvage":
             guard let arguments = try arguments(flags: ["json", "best-effort", "consistent-prefix"], options: ["to"])
             else { break }

@@ -329,6 +329,11 @@ public enum SaveError: Error, Sendable, Hashable, CustomStringConvertible {
     /// default over the stored value the read could not reach. Nothing was written. Read the property again once
     /// its value can be read (the stored value is intact), assign it another value, or roll the change back.
     case unreadValueOverwritten(model: PersistentIdentifier, property: String)
+    /// A change writes a value that `property`'s type does not admit (`expected`, the type as the schema records it;
+    /// `found`, the kind of value given), or targets of the wrong kind for a relationship: a store would hold a value
+    /// it cannot read back, so nothing was written. Typed models never make one; a dynamic model, a custom
+    /// ``DataStore`` client or a bug can.
+    case valueDoesNotMatchType(model: PersistentIdentifier, property: String, expected: String, found: String)
 
     /// A sentence naming the object, the property and the values concerned and, where there is one, the fix.
     public var description: String {
@@ -343,6 +348,9 @@ public enum SaveError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .relationshipToMissingModel(model, property, target):
             "\(model).\(property) points at \(target), which is not in the store (it was deleted, or never "
                 + "inserted); remove it from the relationship, or insert it, before saving"
+        case let .valueDoesNotMatchType(model, property, expected, found):
+            "\(model).\(property) is \(expected), and the change gives it \(found), which the store could not read back; "
+                + "nothing was written"
         case let .unreadValueOverwritten(model, property):
             "\(model).\(property) could not be read (see the context's readFailures), so it read as its declared "
                 + "default, and this save would write that default over the stored value; nothing was written: read it "

@@ -205,6 +205,7 @@ package final class RowStorage {
     ///
     /// - Throws: ``SaveError``, or ``RowBaseFailure``; nothing is changed either way.
     package func validate(_ changes: ChangeSet) throws {
+        try checkTypes(changes)
         try prepare(changes)
         var touched = Set<String>()
         for row in changes.inserted {

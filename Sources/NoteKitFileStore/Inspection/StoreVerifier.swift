@@ -119,6 +119,27 @@ public enum StoreVerifier {
     public static func verify(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) throws
         -> VerificationReport {
         let layout = StoreLayout(root: url.path)
+        // What an open refuses for the kind of an entry is reported as such: a store verify calls healthy opens.
+        let refused = layout.misplacedEntries(writing: true, fileSystem: fileSystem)
+        if !refused.isEmpty {
+            var report = VerificationReport()
+            for case let .unexpectedFileType(path, found, expected) in refused {
+                report.problems.append(.init(
+                    file: path, offset: 0, kind: .unexpectedFileType,
+                    message: "\(FileStoreError.unexpectedFileType(path: path, found: found, expected: expected)); "
+                        + "a writable open refuses the store"))
+            }
+            // What reading goes through is refused by every open: nothing more can be read.
+            if !layout.misplacedEntries(writing: false, fileSystem: fileSystem).isEmpty { return report }
+            var rest = try verifyPinned(layout: layout, fileSystem: fileSystem)
+            rest.problems.insert(contentsOf: report.problems, at: 0)
+            return rest
+        }
+        return try verifyPinned(layout: layout, fileSystem: fileSystem)
+    }
+
+    /// Verifies the store through a pinned read (``PinnedRead``).
+    private static func verifyPinned(layout: StoreLayout, fileSystem: any StoreFileSystem) throws -> VerificationReport {
         // A torn tail alone is no damage (VerificationReport.damage) and no reason to read again; it stays in the report.
         return try PinnedRead(layout: layout, fileSystem: fileSystem).run(damage: {
             $0.damage.isEmpty ? nil : $0

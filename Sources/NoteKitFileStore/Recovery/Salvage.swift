@@ -93,14 +93,14 @@ extension FileStore {
     ///   - mode: what to keep after the first transaction lost; ``SalvageMode/bestEffort`` by default.
     ///   - fileSystem: the file operations to use.
     /// - Throws: ``FileStoreError/nothingToSalvage(path:reason:)`` when no segment holds a whole state (a schema,
-    ///   and every row of any snapshot used), ``FileStoreError/inconsistentSegments(file:reason:)`` when
-    ///   `destination` exists; I/O errors.
+    ///   and every row of any snapshot used), ``FileStoreError/destinationExists(path:)`` when `destination`
+    ///   exists; I/O errors.
     /// - Complexity: reads every segment once; memory is proportional to the state rebuilt.
     public static func salvage(from source: URL, to destination: URL, mode: SalvageMode = .bestEffort,
                                fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> SalvageReport {
         let layout = StoreLayout(root: source.path), target = StoreLayout(root: destination.path)
         guard !fileSystem.exists(target.root) else {
-            throw FileStoreError.inconsistentSegments(file: target.root, reason: "the salvage destination exists")
+            throw FileStoreError.destinationExists(path: target.root)
         }
         // Read over a pinned manifest: a compaction in another process while this reads is not damage.
         let source = try PinnedRead(layout: layout, fileSystem: fileSystem)

@@ -72,9 +72,13 @@ struct PinnedRead {
     ///   - damage: for a read that reports damage instead of throwing it (the verifier, a salvage), what it found,
     ///     or nil when the value is healthy. A thrown error is always damage, or an I/O error.
     ///   - body: the read, given the manifest pinned; it must change nothing outside itself, since it may run again.
-    /// - Throws: what `body` threw twice in a row over an unchanged manifest; an I/O error; or
+    /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` before anything is read, for a fixed entry
+    ///   of the store that is not what the store keeps there (``StoreLayout/checkEntries(writing:fileSystem:)``); what
+    ///   `body` threw twice in a row over an unchanged manifest; an I/O error; or
     ///   ``FileStoreError/storeKeptChanging(path:attempts:seconds:)``.
     func run<Value>(damage: (Value) -> AnyHashable? = { _ in nil }, _ body: (Pin) throws -> Value) throws -> Value {
+        // What no read goes through, whatever the manifest says (`segments` a file, a manifest that is a link).
+        try layout.checkEntries(writing: false, fileSystem: fileSystem)
         let deadline = clocks.monotonic() + .milliseconds(Int((max(0, timeout) * 1000).rounded()))
         var pause: UInt32 = 1_000
         var attempts = 0

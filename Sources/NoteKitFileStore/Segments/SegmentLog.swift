@@ -50,13 +50,16 @@ final class SegmentLog {
     }
 
     /// Creates the files of a new store: its first segment (with the framed `records` after the segment record),
-    /// then its manifest, which copies `schemas`, the history those records hold.
+    /// then its manifest, which copies `schemas`, the history those records hold. `recorded` gets each record as it
+    /// goes into the segment, as ``startSegment(with:replacingAll:schemas:now:recorded:)`` gives it.
     static func create(layout: StoreLayout, fileSystem: any StoreFileSystem, store: UUID, now: Date,
-                       records: [[UInt8]], schemas: [Schema]) throws -> SegmentLog {
+                       records: some Sequence<[UInt8]>, schemas: [Schema],
+                       recorded: (_ offset: Int, _ record: [UInt8]) -> Void = { _, _ in }) throws -> SegmentLog {
         for directory in [layout.root, layout.segments, layout.blobs] { try fileSystem.makeDirectory(directory) }
         let manifest = Manifest(store: store, segments: [1], nextSegment: 2, created: now,
                                 schemas: ManifestSchema.copies(of: schemas))
-        let file = try createSegment(1, store: store, now: now, records: records, layout: layout, fileSystem: fileSystem)
+        let file = try createSegment(1, store: store, now: now, records: records, layout: layout, fileSystem: fileSystem,
+                                     recorded: recorded)
         let log = SegmentLog(layout: layout, fileSystem: fileSystem, manifest: manifest, active: file)
         try log.replaceManifest(with: manifest)
         // The store's own directory is new too: until its entry in the parent is flushed, a power loss could take
