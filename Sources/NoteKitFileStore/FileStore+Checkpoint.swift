@@ -99,35 +99,11 @@ extension FileStore {
     /// What trying to open through the checkpoint came to.
     enum CheckpointOutcome {
         /// Opened: the state, read through it.
-        case opened(CheckpointedOpen)
+        case opened(OpenedLog)
         /// Not usable for this open, but not damaged either.
         case inapplicable(String)
         /// Missing, stale, or damaged where it was read: a writable open writes it anew.
         case damaged(CheckpointDamage)
-    }
-
-    /// What an open through a checkpoint read: the manifest, the checkpoint, the opening's schemas and the log after
-    /// the checkpoint, applied over the checkpoint's rows.
-    struct CheckpointedOpen {
-        var manifest: Manifest
-        var manifestStatus: StoreFileStatus?
-        var schemas: [Schema]
-        var rows: RowStorage
-        var lastTransaction: UInt64
-        var operationsLogged: Int
-        /// The last segment, where its last intact record ends, and its format version.
-        var segment: Int
-        var end: Int
-        var version: Int
-        /// The bytes of the segments before the last.
-        var closedSegmentBytes: Int
-        /// What follows the last intact record of the last segment, when it is not reserved space.
-        var tornTail: (segment: Int, path: String, offset: Int, length: Int, reason: String)?
-        /// For a writable open, the blobs live rows name (what its cleanup keeps); empty for a read-only one.
-        var referencedBlobs: Set<String>
-        var historyPrefix: HistoryPrefix
-        /// Where the first segment's opening ends: the log's size right after the compaction the checkpoint describes.
-        var openingEnd: Int
     }
 
     /// Opens the store through its checkpoint (docs/FORMAT.md, *Using a checkpoint*), reading the manifest, the
@@ -146,7 +122,7 @@ extension FileStore {
                               clocks: configuration.clocks)
         do {
             // Not applicable is an answer, not an error: a pinned read tries a failed read again.
-            let found = try read.run { pin -> Result<CheckpointedOpen, CheckpointInapplicable> in
+            let found = try read.run { pin -> Result<OpenedLog, CheckpointInapplicable> in
                 do {
                     return .success(try openThroughCheckpoint(pin: pin, layout: layout, schema: schema, blobs: blobs,
                                                               fileSystem: fileSystem,
@@ -169,7 +145,7 @@ extension FileStore {
     private static func openThroughCheckpoint(pin: PinnedRead.Pin, layout: StoreLayout, schema: Schema,
                                               blobs: BlobStore, fileSystem: any StoreFileSystem,
                                               writable: Bool) throws
-        -> CheckpointedOpen {
+        -> OpenedLog {
         let manifest = try pin.manifest
         guard let first = manifest.segments.first else {
             throw CheckpointDamage(file: layout.manifest, offset: 0, reason: "the manifest lists no segment")
@@ -246,7 +222,7 @@ extension FileStore {
         }
         // What follows the last intact record of the last segment: a torn tail (a save cut short), reserved space
         // (zeros), or nothing; the scan that read the log saw it.
-        var tornTail: (segment: Int, path: String, offset: Int, length: Int, reason: String)?
+        var tornTail: TornTailFound?
         guard let last, last.end == end else {
             throw CheckpointDamage(file: layout.segment(segment), offset: end, reason: "the log's end was not read")
         }
@@ -267,14 +243,13 @@ extension FileStore {
         }
         var closed = 0
         for number in manifest.segments.dropLast() { closed += try fileSystem.status(layout.segment(number))?.size ?? 0 }
-        return CheckpointedOpen(manifest: manifest, manifestStatus: pin.status, schemas: schemas,
-                                rows: rows, lastTransaction: lastTransaction, operationsLogged: operationsLogged,
-                                segment: segment, end: end, version: version, closedSegmentBytes: closed,
-                                tornTail: tornTail, referencedBlobs: referenced,
-                                historyPrefix: HistoryPrefix(segment: first, version: head.version, file: segmentFile,
-                                                             range: header.history,
-                                                             lastTransaction: header.lastTransaction),
-                                openingEnd: header.end)
+        return OpenedLog(manifest: manifest, manifestStatus: pin.status, schemas: schemas,
+                         rows: rows, lastTransaction: lastTransaction, operationsLogged: operationsLogged,
+                         segment: segment, end: end, version: version, closedSegmentBytes: closed,
+                         tornTail: tornTail, referencedBlobs: referenced,
+                         historyPrefix: HistoryPrefix(segment: first, version: head.version, file: segmentFile,
+                                                      range: header.history, lastTransaction: header.lastTransaction),
+                         compactedBytes: header.end, damage: nil, migration: nil, checkpoint: nil)
     }
 
     /// The blobs a change set's inserted rows and updated attributes name.
@@ -321,50 +296,6 @@ extension FileStore {
 }
 
 extension FileStore {
-    /// The state of an open through a checkpoint, after what a writable open does before its first write: the torn
-    /// tail set aside, leftovers removed (a blob is kept when the checkpoint's rows or the transactions after it
-    /// name it), the log opened at its end and flushed, the manifest's schema copy repaired.
-    static func finishOpen(_ found: CheckpointedOpen, configuration: FileStoreConfiguration, layout: StoreLayout,
-                           lock: (any StoreLockHandle)?, lockSource: LockSource, report: inout RecoveryReport)
-        throws -> State {
-        let fileSystem = configuration.fileSystem
-        var log: SegmentLog?
-        if configuration.mode != .readOnly {
-            if let torn = found.tornTail {
-                report.tornTail = try quarantine(torn, limit: configuration.maximumSegmentSize, layout: layout,
-                                                 fileSystem: fileSystem)
-            }
-            report.removedLeftovers = try removeLeftovers(manifest: found.manifest, referenced: found.referencedBlobs,
-                                                          layout: layout, fileSystem: fileSystem,
-                                                          now: configuration.clocks.wall(),
-                                                          gracePeriod: configuration.retiredBlobGracePeriod)
-            let opened = try SegmentLog.open(layout: layout, fileSystem: fileSystem, manifest: found.manifest,
-                                             end: found.end)
-            opened.reservation = configuration.effectiveSegmentReservation
-            // As a replaying open does (see there): what was read is made durable before anything builds on it.
-            try opened.sync()
-            try fileSystem.syncDirectory(layout.root)
-            try fileSystem.syncDirectory(layout.parent)
-            try opened.replaceSchemas(with: found.schemas)
-            log = opened
-        } else if let torn = found.tornTail {
-            report.tornTail = .init(segment: torn.path, offset: torn.offset, length: torn.length, reason: torn.reason,
-                                    quarantinedAt: nil)
-        }
-        let position = configuration.mode == .readOnly
-            ? ReadPosition(manifest: found.manifest, manifestStatus: found.manifestStatus, segment: found.segment,
-                           offset: found.end, version: found.version)
-            : nil
-        var state = State(rows: found.rows, log: log, lock: lock, schemas: found.schemas,
-                          lastTransaction: found.lastTransaction, operationsLogged: found.operationsLogged,
-                          closedSegmentBytes: found.closedSegmentBytes, position: position,
-                          historyPrefix: found.historyPrefix)
-        state.compactedBytes = found.openingEnd
-        try shareIfAsked(&state, configuration: configuration, lockSource: lockSource, layout: layout,
-                         version: found.version)
-        return state
-    }
-
     /// After a writable open replayed the store: writes the checkpoint of the first segment when it is a
     /// compaction's and no usable checkpoint describes it (missing, stale, damaged), and deletes a `CHECKPOINT` that
     /// describes no segment of the store. Best effort, as at compaction: the checkpoint is derived data.

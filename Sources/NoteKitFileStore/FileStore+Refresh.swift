@@ -218,34 +218,27 @@ extension FileStore {
         return pending
     }
 
-    /// Reopens the store from scratch and takes over the new state; returns the transactions that are new.
+    /// Reads the store anew (``StoreOpener``, as an open does) and takes over the state it reads; returns the
+    /// transactions that are new. The rows it reads name this open's blobs, and so fetch promised ones through the
+    /// source attached to it.
     ///
     /// - Parameters:
     ///   - lockHeld: whether this process holds the store's lock (an exclusive open, a save shared per save), so
-    ///     the fresh open must not take it.
+    ///     the open must not take it.
     ///   - useCheckpoint: false to replay the segments even when a checkpoint describes them (its rows failed to
     ///     read).
     func reload(_ state: inout State, lockHeld: Bool, useCheckpoint: Bool = true) throws -> [HistoryRecord] {
-        // The fresh open's rows fetch promised blobs through this open's source (a mirror attached here).
-        let fresh = try FileStore(configuration: configuration, schema: schema,
-                                  lockSource: lockHeld ? .heldBySession : .acquire, useCheckpoint: useCheckpoint,
-                                  remoteBlobs: blobs.remote)
+        let opened = try StoreOpener(configuration: configuration, schema: schema, layout: layout, blobs: blobs)
+            .open(lockSource: lockHeld ? .heldBySession : .acquire, holdingMigration: false,
+                  useCheckpoint: useCheckpoint)
+        var refreshed = opened.state
         let before = state.lastTransaction
-        // The fresh open's log (a writable open's) becomes this store's: take it out so that the fresh open's
-        // deinit does not close it.
-        let refreshed = try fresh.state.withLock { opened in
-            // The transactions this open has not seen may be in the history a checkpoint left unread.
-            if let prefix = opened.historyPrefix, prefix.lastTransaction > before { try fresh.loadHistoryPrefix(&opened) }
-            defer {
-                opened.log = nil
-                opened.lock = nil
-            }
-            return opened
-        }
+        // The transactions this open has not seen may be in the history a checkpoint left unread.
+        if let prefix = refreshed.historyPrefix, prefix.lastTransaction > before { try loadHistoryPrefix(&refreshed) }
         // Another writer moved past this open's log (shared per save): let it go without flushing or cutting it.
         state.log?.abandon()
         let picked = refreshed.rows.history.records.filter { $0.number > before }
-        // An exclusive open keeps the lock it holds (the fresh open took none).
+        // An exclusive open keeps the lock it holds (the open took none).
         let held = state.lock
         state = refreshed
         if state.lock == nil { state.lock = held }

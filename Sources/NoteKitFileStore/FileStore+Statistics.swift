@@ -1,0 +1,51 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import NoteKit
+
+extension FileStore {
+    /// Sizes and counts, for tools and for deciding when to compact.
+    public struct Statistics: Sendable, Hashable {
+        /// The number of the last committed transaction.
+        public var lastTransaction: UInt64
+        /// Live objects per entity.
+        public var objectsPerEntity: [String: Int]
+        /// The segments the manifest lists.
+        public var segments: [Int]
+        /// Bytes of the segments.
+        public var logBytes: Int
+        /// Writes logged since the last compaction (the rows of a snapshot count as one write each).
+        public var operationsLogged: Int
+        /// The fraction of logged writes that no longer describe a live object.
+        public var garbageRatio: Double
+        /// The error of the last automatic compaction, if it failed (the save that triggered it had succeeded).
+        public var lastCompactionError: String?
+        /// The error of the last automatic refresh (a read's check for other processes' commits, or the background
+        /// check for ``FileStore/transactions()`` listeners), if it failed: the reads went on with the state the store
+        /// had, so they may be missing those commits. Nil once a refresh succeeds again. ``FileStore/refresh()``
+        /// throws the error itself.
+        public var lastRefreshError: String?
+        /// Why the last compaction of this open wrote no `CHECKPOINT` (docs/FORMAT.md, *Version 2*), if it failed
+        /// to: the compaction succeeded (the checkpoint is derived data, and the store opens by replaying without
+        /// it). Nil when it was written, and before any compaction.
+        public var lastCheckpointError: String?
+    }
+
+    /// The store's current statistics.
+    public var statistics: Statistics {
+        state.withLock { state in
+            let live = schema.entities.reduce(0) { $0 + state.rows.count(of: $1.name) }
+            let logBytes = state.closedSegmentBytes + (state.log?.activeSize ?? 0)
+            return Statistics(
+                lastTransaction: state.lastTransaction,
+                objectsPerEntity: Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, state.rows.count(of: $0.name)) }),
+                segments: state.log?.manifest.segments ?? [],
+                logBytes: logBytes, operationsLogged: state.operationsLogged,
+                garbageRatio: state.operationsLogged == 0 ? 0 : max(0, 1 - Double(live) / Double(state.operationsLogged)),
+                lastCompactionError: state.lastCompactionError, lastRefreshError: state.lastRefreshError,
+                lastCheckpointError: state.lastCheckpointError)
+        }
+    }
+}

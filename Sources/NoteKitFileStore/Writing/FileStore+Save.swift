@@ -1,0 +1,188 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import NoteKit
+
+/// Writing: a save appends one transaction record (its blobs first) and flushes it as the durability policy says;
+/// a history deletion appends a trim record (docs/FORMAT.md, *Writing, rotation and compaction*).
+extension FileStore {
+    /// Appends `changes` as one transaction record and, with ``FileStoreConfiguration/Durability/everySave``,
+    /// flushes it before returning; only then are the changes applied in memory.
+    ///
+    /// External-storage bytes are written to blob files (and flushed) before the record that names them.
+    ///
+    /// - Throws: `SaveError` (nothing written), ``FileStoreError/writesStopped(reason:)``, or an I/O error. After
+    ///   a failed flush the record is cut off again and the store accepts no more writes until reopened: retrying
+    ///   the flush could report success for data the kernel already dropped.
+    public func save(_ changes: ChangeSet) throws -> SaveResult {
+        try state.withLock { state in try withWriteAccess(&state) { log, state in
+            // After catching up with other processes, under their lock: a conditional save sees every commit.
+            try changes.checkExpectedGeneration(state.lastTransaction)
+            try readingRows(&state, lockHeld: true) { try $0.validate(changes) }
+            let stored = try recordingStop(&state) { try writeBlobs(changes) }
+            let transaction = Transaction(number: state.lastTransaction + 1, time: configuration.clocks.wall(),
+                                          changes: stored)
+            if !state.migrationHeld {
+                try write(transaction, to: log, &state)
+            }
+            let record = state.rows.apply(stored, timestamp: transaction.time)
+            if case .latest(let count) = configuration.historyRetention, state.historyPrefix == nil {
+                state.rows.history.keepLatest(count, slack: max(64, count / 4), holding: historyHold)
+            }
+            broadcaster.publish([record])
+            state.lastTransaction = transaction.number
+            state.operationsLogged += changes.inserted.count + changes.updated.count + changes.deleted.count
+            if !state.migrationHeld { compactIfWorthIt(&state) }
+            return SaveResult(generation: transaction.number)
+        } }
+    }
+
+    /// Runs `body`; a ``FileStoreError/writesStopped(reason:)`` it throws (the files are in doubt) is recorded, so
+    /// that the store refuses writes until it is reopened.
+    @discardableResult
+    func recordingStop<Result>(_ state: inout State, _ body: () throws -> Result) throws -> Result {
+        do {
+            return try body()
+        } catch FileStoreError.writesStopped(let reason) {
+            state.writesStopped = reason
+            throw FileStoreError.writesStopped(reason: reason)
+        }
+    }
+
+    /// Appends one framed record and flushes it as the durability policy asks. A failed append that leaves the
+    /// segment in doubt, or any failed flush, stops writes until the store is reopened.
+    private func appendDurably(_ record: [UInt8], what: String, to log: SegmentLog, _ state: inout State) throws {
+        try recordingStop(&state) { try log.append(record) }
+        do {
+            try flush(log, &state, forced: false)
+        } catch {
+            state.writesStopped = "flushing \(what) failed: \(error)"
+            throw error
+        }
+    }
+
+    /// Appends a transaction's record (starting a new segment first when the active one is full) and flushes it
+    /// as the durability policy says.
+    private func write(_ transaction: Transaction, to log: SegmentLog, _ state: inout State) throws {
+        let payload = encoder.transaction(transaction, schema: schema)
+        if log.activeSize > configuration.maximumSegmentSize {
+            let closedSize = log.activeSize
+            try recordingStop(&state) {
+                try log.startSegment(with: [], replacingAll: false, now: configuration.clocks.wall())
+            }
+            state.closedSegmentBytes += closedSize
+        }
+        try appendDurably(payload, what: "transaction \(transaction.number)", to: log, &state)
+    }
+
+    /// Writes a migration held in memory, and every save since, by compacting: one new segment and an atomic
+    /// replacement of the manifest, so the store has either its old schema and data or all of it.
+    ///
+    /// - Throws: the compaction's errors; nothing of the migration is written then.
+    func commitHeldMigration() throws {
+        try state.withLock { state in
+            guard state.migrationHeld else { return }
+            try compact(&state)
+            state.migrationHeld = false
+        }
+    }
+
+    /// Flushes the active segment when the durability policy calls for it.
+    private func flush(_ log: SegmentLog, _ state: inout State, forced: Bool) throws {
+        switch configuration.durability {
+        case .everySave:
+            try log.sync()
+        case .deferred(let interval):
+            // Measured by the monotonic clock: with the wall clock, a step back would stop every flush.
+            let now = configuration.clocks.monotonic()
+            if forced || state.unsyncedSince.map({ now - $0 >= .seconds(interval) }) == true {
+                try log.sync()
+                state.unsyncedSince = nil
+            } else if state.unsyncedSince == nil {
+                state.unsyncedSince = now
+            }
+        }
+    }
+
+    /// Writes the bytes of external-storage attributes to blob files and returns the changes naming them instead.
+    private func writeBlobs(_ changes: ChangeSet) throws -> ChangeSet {
+        var externalSlots: [String: Set<Int>] = [:]
+        for entity in schema.entities {
+            let slots = entity.attributes.indices.filter { entity.attributes[$0].has(.externalStorage) }
+            if !slots.isEmpty { externalSlots[entity.name] = Set(slots) }
+        }
+        guard !externalSlots.isEmpty else { return changes }
+        var stored = changes
+        for (position, row) in changes.inserted.enumerated() {
+            for slot in externalSlots[row.id.entityName] ?? [] {
+                stored.inserted[position].attributes[slot] = try storedExternal(row.attributes[slot])
+            }
+        }
+        for (position, update) in changes.updated.enumerated() {
+            guard let slots = externalSlots[update.id.entityName] else { continue }
+            for (index, change) in update.attributes.enumerated() where slots.contains(change.index) {
+                stored.updated[position].attributes[index].value = try storedExternal(change.value)
+            }
+        }
+        return stored
+    }
+
+    /// What a record holds for an external-storage value: bytes become a blob file; a reference to bytes on the
+    /// mirror's server (an import's, not read yet) becomes a promise of the blob, unless its bytes are here already
+    /// (docs/FORMAT.md, *Blobs on a mirror's server*).
+    private func storedExternal(_ value: StoredValue) throws -> StoredValue {
+        switch value {
+        case .data(let data):
+            return .external(try blobs.write(data))
+        case .external(let external) where external.isRemote:
+            if external.isLoaded { return .external(try blobs.write(try external.load())) }
+            try blobs.promise(name: external.name, size: external.size)
+            // The store's own lazy reference: it reads the blob once here, and fetches it through the mirror
+            // attached to this store while it is not.
+            return .external(blobs.reference(name: external.name, size: external.size))
+        default:
+            return value
+        }
+    }
+
+    /// Deletes the transactions in `ranges` from the history by appending a `trim` record (flushed as a save is);
+    /// the space is reclaimed at the next compaction.
+    ///
+    /// - Throws: `SaveError.readOnly(reason:)`, ``FileStoreError/writesStopped(reason:)`` or an I/O error; the
+    ///   history is then unchanged.
+    public func deleteHistory(_ ranges: [ClosedRange<UInt64>]) throws {
+        try state.withLock { state in try withWriteAccess(&state) { log, state in
+            try loadHistoryPrefix(&state)
+            var history = state.rows.history
+            history.delete(ranges, committedThrough: state.lastTransaction, holding: historyHold())
+            guard history.deleted != state.rows.history.deleted else { return }
+            if state.migrationHeld {
+                state.rows.history = history
+                return
+            }
+            try appendDurably(encoder.trim(deleted: history.deleted), what: "a history deletion", to: log, &state)
+            state.rows.history = history
+        } }
+    }
+
+    /// Flushes every written record to disk (meaningful with deferred durability). Shared per save, it takes the
+    /// store's lock and catches up first, as a save does, so that the log it flushes ends where the file ends.
+    ///
+    /// - Throws: the flush's error; the store then accepts no more writes until reopened. Shared per save, what
+    ///   catching up throws too.
+    public func sync() throws {
+        try state.withLock { state in
+            guard state.log != nil else { return }
+            // A stale log (another writer appended after it) must not be flushed: a failed flush cuts the segment
+            // back to where this log last flushed, past the other writer's records.
+            try withWriteAccess(&state) { log, state in
+                do { try flush(log, &state, forced: true) } catch {
+                    state.writesStopped = "flushing failed: \(error)"
+                    throw error
+                }
+            }
+        }
+    }
+}
