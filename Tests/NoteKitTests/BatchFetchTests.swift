@@ -232,7 +232,7 @@ struct BatchFetchTests {
     func enumerateInMemoryPredicate(kind: StoreKind) throws {
         let fixture = try Fixture(kind)
         var descriptor = Self.byCreation
-        descriptor.predicate = #Predicate { $0.title.count > 6 }    // "note 10" and up
+        descriptor.predicate = #Predicate { $0.titleLength > 6 }    // "note 10" and up
         #expect(try fixture.context.explain(descriptor).evaluatedInMemory)
         let liveness = Liveness()
         var titles: [String] = []
@@ -339,7 +339,7 @@ struct BatchFetchTests {
         let context = fixture.context
         context.insert(NoteRecord(title: "note inserted", createdAt: .distantFuture))
         var descriptor = Self.byCreation
-        descriptor.predicate = #Predicate { $0.title.count > 6 }
+        descriptor.predicate = #Predicate { $0.titleLength > 6 }
         descriptor.fetchOffset = 3
         descriptor.fetchLimit = 25
         let expected = try context.fetch(descriptor).map(\.title)

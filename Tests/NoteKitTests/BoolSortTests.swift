@@ -93,7 +93,7 @@ struct BoolSortTests {
         let container = try kind.makeContainer([Tutorial.Folder.self])
         try insertTutorialNotes(into: ModelContext(container))
         let context = ModelContext(container)
-        let descriptor = FetchDescriptor<Tutorial.Note>(predicate: #Predicate { $0.title.count > 2 },
+        let descriptor = FetchDescriptor<Tutorial.Note>(predicate: #Predicate { $0.titleLength > 2 },
                                                         sortBy: Self.tutorialSort)
         #expect(try context.explain(descriptor).evaluatedInMemory)
         #expect(try context.fetch(descriptor).map(\.title) == ["Pinned new", "Pinned old", "Newest", "Middle", "Old"])

@@ -49,6 +49,8 @@ final class ContainerCore: Sendable {
     /// False for a container a migration stage borrows a store for: closing it leaves the store open.
     let ownsStore: Bool
     private let lifecycle = Locked(Lifecycle())
+    /// Whether fetches may evaluate on objects what the store cannot run (``ModelContainer/objectEvaluation``).
+    let objectEvaluation = Locked(ObjectEvaluation.allowed)
 
     private struct Lifecycle {
         var phase = Phase.open

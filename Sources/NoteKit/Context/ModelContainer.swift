@@ -36,6 +36,16 @@ public final class ModelContainer: Sendable {
     /// opt in, so that background work does not pay for undo it never uses.
     public let isUndoEnabled: Bool
 
+    /// Whether a fetch of this container's contexts may evaluate on model objects what its store cannot run
+    /// (``ObjectEvaluation``); a descriptor's own ``FetchDescriptor/objectEvaluation`` wins. `.allowed` by default:
+    /// every predicate works, the ones the store cannot run are slower (``ModelContext/explain(_:)`` says which).
+    /// Set it to `.refused` in tests to make any such fetch throw ``FetchError/notRunInStore(entity:parts:)``, as
+    /// SwiftData throws for a predicate its store cannot translate.
+    public var objectEvaluation: ObjectEvaluation {
+        get { core.objectEvaluation.withLock { $0 } }
+        set { core.objectEvaluation.withLock { $0 = newValue } }
+    }
+
     let runtime: SchemaRuntime
     /// What the container's contexts share with it: the store, and whether it is closed.
     let core: ContainerCore

@@ -62,18 +62,24 @@ extension ModelContext {
         try core.checkOpen()
         let metadata = try metadata(for: T.self)
         let compiled = descriptor.compiled(for: metadata)
+        if !compiled.isStoreEvaluable,
+           (descriptor.objectEvaluation ?? core.objectEvaluation.withLock { $0 }) == .refused {
+            throw FetchError.notRunInStore(entity: metadata.entityName, parts: compiled.objectParts)
+        }
         guard compiled.isStoreEvaluable, let sort = compiled.sort else {
-            return try runOnObjects(descriptor, metadata: metadata, wanting: resultType)
+            return try runOnObjects(descriptor, compiled: compiled, metadata: metadata, wanting: resultType)
         }
         let offset = max(0, descriptor.fetchOffset ?? 0)
         let limit = descriptor.effectiveLimit
         let pending = descriptor.includePendingChanges ? pendingObjects(of: metadata) : []
+        let overlay = descriptor.includePendingChanges && compiled.readsOtherRows ? pendingOverlay() : [:]
         let loading = descriptor.loading(for: metadata)
         let attributes = resultType == .snapshots ? loading.attributes : nil
         if pending.isEmpty {
             var request = StoreFetchRequest(entity: metadata.entityName, filter: compiled.filter, sort: sort,
                                             offset: offset, limit: limit, resultType: resultType)
             request.attributes = attributes
+            request.overlay = overlay
             let result = try store.fetch(request)
             var outcome = FetchOutcome(identifiers: result.identifiers, count: result.count, plan: result.plan)
             let fault = PartialFault.of(result.loadedAttributes, metadata: metadata)
@@ -84,22 +90,23 @@ extension ModelContext {
         }
 
         // Unsaved objects count as they are now: their saved rows are replaced in place (keeping the store's
-        // order), dropped when deleted or no longer matching, and the rest are appended.
+        // order), dropped when deleted or no longer matching, and the rest are appended. A filter or sort that
+        // follows relationships reads the other objects as they are now too.
         var request = StoreFetchRequest(entity: metadata.entityName, filter: compiled.filter, sort: sort,
                                         resultType: .snapshots)
         request.attributes = attributes
+        request.overlay = overlay
         let result = try store.fetch(request)
         let fault = PartialFault.of(result.loadedAttributes, metadata: metadata)
+        let lookup = lookup(over: overlay)
+        let filter = try compiled.filter.map(PreparedFilter.init)
         var pendingByID: [PersistentIdentifier: ModelObject] = [:]
         for object in pending { pendingByID[object._$id] = object }
         func current(_ object: ModelObject) throws -> ModelSnapshot? {
             guard object._$state != .deleted else { return nil }
             let snapshot = object._$snapshot
-            do {
-                return try compiled.filter?.matches(snapshot) ?? true ? snapshot : nil
-            } catch is UnwrappedNil {
-                throw FetchError.unwrappedNil(entity: metadata.entityName, model: object._$id)
-            }
+            guard let filter else { return snapshot }
+            return try EntityTable.matches(filter, snapshot, lookup: lookup, entity: metadata.entityName) ? snapshot : nil
         }
         var merged: [ModelSnapshot] = []
         var seen = Set<PersistentIdentifier>()
@@ -114,7 +121,10 @@ extension ModelContext {
         for object in pending where !seen.contains(object._$id) {
             if let now = try current(object) { merged.append(now) }
         }
-        if !sort.isEmpty { try EntityTable.sortRows(&merged, by: sort, entity: metadata.entityName) }
+        if !sort.isEmpty {
+            try EntityTable.sortRows(&merged, by: sort, entity: metadata.entityName, lookup: lookup,
+                                     limit: limit.map { offset + $0 })
+        }
         let slice = Array(merged.dropFirst(offset).prefix(limit ?? .max))
         var outcome = FetchOutcome(count: slice.count, plan: result.plan)
         outcome.plan.recordsReturned = slice.count
@@ -131,26 +141,51 @@ extension ModelContext {
         return outcome
     }
 
+    /// This context's unsaved changes of every entity as rows: each inserted or changed object as it is now, nil for
+    /// a deleted one.
+    private func pendingOverlay() -> [PersistentIdentifier: ModelSnapshot?] {
+        var overlay: [PersistentIdentifier: ModelSnapshot?] = [:]
+        for object in insertedObjects + changedObjects { overlay[object._$id] = .some(object._$snapshot) }
+        for object in deletedObjects { overlay[object._$id] = .some(nil) }
+        return overlay
+    }
+
+    /// Reads rows as this context sees them: its unsaved changes in `overlay`, the store's rows otherwise.
+    private func lookup(over overlay: [PersistentIdentifier: ModelSnapshot?]) -> RowLookup {
+        let store = store
+        return RowLookup { id in
+            if let pending = overlay[id] { return pending }
+            return store.snapshots(for: [id]).first ?? nil
+        }
+    }
+
     /// The objects of `metadata`'s entity that this context inserted, changed or deleted and has not saved.
     private func pendingObjects(of metadata: ModelMetadata) -> [ModelObject] {
         let entity = metadata.entityName
         return (insertedObjects + changedObjects + deletedObjects).filter { $0._$metadata.entityName == entity }
     }
 
-    /// Evaluates a predicate or sort the store cannot run, on model objects.
+    /// Evaluates a predicate or sort the store cannot run, on model objects: the store first narrows the candidates
+    /// by the conjuncts of the predicate it can run (``CompiledFetch/filter``), and the whole predicate and the sort
+    /// then run on the objects left.
     ///
-    /// With pending changes included, the objects are this context's, as they are now. Without, an object with
-    /// unsaved changes is judged by a detached copy holding its saved values, and the result is still this
-    /// context's object.
-    private func runOnObjects<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, metadata: ModelMetadata,
+    /// With pending changes included, the objects are this context's, as they are now (every unsaved object of the
+    /// entity is a candidate, whatever its saved values). Without, an object with unsaved changes is judged by a
+    /// detached copy holding its saved values, and the result is still this context's object.
+    private func runOnObjects<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, compiled: CompiledFetch,
+                                                  metadata: ModelMetadata,
                                                   wanting resultType: StoreFetchRequest.ResultType) throws
         -> FetchOutcome {
-        let stored = try store.fetch(StoreFetchRequest(entity: metadata.entityName))
+        var request = StoreFetchRequest(entity: metadata.entityName, filter: compiled.filter)
+        if descriptor.includePendingChanges && compiled.readsOtherRows { request.overlay = pendingOverlay() }
+        let stored = try store.fetch(request)
         // Each candidate: the object the caller gets, and the object the predicate and sort look at.
         var candidates: [(result: ModelObject, judged: ModelObject)]
         if descriptor.includePendingChanges {
-            let objects = stored.snapshots.map { _object(for: $0) }.filter { $0._$state != .deleted }
-                + insertedObjects.filter { $0._$metadata.entityName == metadata.entityName }
+            var seen = Set<PersistentIdentifier>()
+            var objects = stored.snapshots.map { _object(for: $0) }.filter { $0._$state != .deleted }
+            for object in objects { seen.insert(object._$id) }
+            objects += pendingObjects(of: metadata).filter { $0._$state != .deleted && !seen.contains($0._$id) }
             candidates = objects.map { ($0, $0) }
         } else {
             candidates = stored.snapshots.map { snapshot in
@@ -184,6 +219,7 @@ extension ModelContext {
         let slice = Array(candidates.dropFirst(offset).prefix(descriptor.effectiveLimit ?? .max).map(\.result))
         var plan = stored.plan
         plan.evaluatedInMemory = true
+        plan.objectParts = compiled.objectParts
         plan.recordsReturned = slice.count
         var outcome = FetchOutcome(count: slice.count, plan: plan)
         switch resultType {

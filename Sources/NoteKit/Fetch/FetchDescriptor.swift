@@ -87,6 +87,12 @@ public struct FetchDescriptor<T: PersistentModel> {
         didSet { compilation = FetchCompilation() }
     }
 
+    /// Whether this fetch may evaluate on model objects what its store cannot run; nil (the default) takes the
+    /// container's ``ModelContainer/objectEvaluation``. With `.refused`, such a fetch throws
+    /// ``FetchError/notRunInStore(entity:parts:)`` naming each part instead of running: pin a descriptor with it in a
+    /// test, and a later change that makes it slow fails the test.
+    public var objectEvaluation: ObjectEvaluation?
+
     var compilation = FetchCompilation()
 
     /// A descriptor with an optional predicate and sort order.
@@ -114,14 +120,27 @@ struct FetchLoading {
 
 /// A predicate and sort compiled for the store, or the reason they could not be.
 struct CompiledFetch {
-    /// The compiled filter, when there is a predicate and it compiled.
+    /// What the store runs of the predicate: all of it, or the conjuncts that compiled when some did not.
     var filter: FetchFilter?
-    /// Why the predicate did not compile (it is then evaluated on objects).
-    var filterFailure: String?
+    /// The conjuncts of the predicate that did not compile, each as why: the store runs ``filter`` and the whole
+    /// predicate is evaluated on the objects it leaves.
+    var residual: [String] = []
     /// The compiled sort keys, when every sort descriptor compiled.
     var sort: [FetchSortKey]?
+    /// Why a sort descriptor did not compile (the sort then runs on objects).
+    var sortFailure: String?
 
-    var isStoreEvaluable: Bool { filterFailure == nil && sort != nil }
+    /// Whether the store answers the whole fetch.
+    var isStoreEvaluable: Bool { residual.isEmpty && sort != nil }
+
+    /// What is evaluated on objects and why, for ``FetchPlan/objectParts`` and the strict mode's error.
+    var objectParts: [String] { residual + (sortFailure.map { [$0] } ?? []) }
+
+    /// Whether the filter or the sort reads rows other than the fetched one (through relationships), so that a
+    /// context's unsaved changes to other objects matter.
+    var readsOtherRows: Bool {
+        (filter?.readsOtherRows ?? false) || (sort ?? []).contains { $0.operand.readsOtherRows }
+    }
 }
 
 extension FetchDescriptor {
@@ -148,28 +167,79 @@ extension FetchDescriptor {
     }
 
     /// Compiles (once) the predicate and sort for `metadata`.
+    ///
+    /// A predicate that does not compile whole is split at its top-level `&&`: the conjuncts that compile run in the
+    /// store, and the whole predicate runs on the objects they leave.
     func compiled(for metadata: ModelMetadata) -> CompiledFetch {
         if let compiled = compilation.compiled { return compiled }
         var result = CompiledFetch()
         if let predicate {
+            let translator = PredicateTranslator(metadata: metadata, variable: predicate.variable.key)
             do {
-                result.filter = try PredicateTranslator(metadata: metadata, variable: predicate.variable.key)
-                    .filter(predicate.expression)
-            } catch let failure as PredicateTranslator.Untranslatable {
-                result.filterFailure = failure.reason
+                result.filter = try translator.filter(predicate.expression)
             } catch {
-                result.filterFailure = "\(error)"
+                var compiled: [FetchFilter] = []
+                for conjunct in Self.conjuncts(of: predicate.expression) {
+                    do {
+                        compiled += try translator.filter(conjunct).conjuncts
+                    } catch {
+                        result.residual.append("\(error)")
+                    }
+                }
+                result.filter = compiled.isEmpty ? nil : (compiled.count == 1 ? compiled[0] : .and(compiled))
             }
         }
-        result.sort = sortBy.map { descriptor -> FetchSortKey? in
-            guard let keyPath = descriptor.keyPath, let operand = PredicateTranslator.operand(for: keyPath, in: metadata)
-            else { return nil }
-            return FetchSortKey(operand, ascending: descriptor.order == .forward)
-        }.reduce([FetchSortKey]?.some([])) { keys, key in
-            guard let keys, let key else { return nil }
-            return keys + [key]
+        var keys: [FetchSortKey] = []
+        for descriptor in sortBy {
+            if let keyPath = descriptor.keyPath, let operand = PredicateTranslator.operand(for: keyPath, in: metadata) {
+                keys.append(FetchSortKey(operand, ascending: descriptor.order == .forward))
+                continue
+            }
+            guard let keyPath = descriptor.keyPath, let path = metadata.propertyPath(for: keyPath) else {
+                result.sortFailure = "a sort by \(descriptor.keyPath.map { "\($0)" } ?? "a comparator") that is not a "
+                    + "persisted property, nor one reached through to-one relationships"
+                break
+            }
+            var operand: FetchOperand
+            switch path.leaf {
+            case .attribute(let slot): operand = .attribute(slot)
+            case .relationship(let slot):
+                let holder = path.hops.reduce(metadata) { $0.relationships[$1].destinationMetadata }
+                operand = holder.relationships[slot].isToMany ? .toMany(slot) : .toOne(slot)
+            }
+            for hop in path.hops.reversed() { operand = .related(hop, operand, required: false) }
+            keys.append(FetchSortKey(operand, ascending: descriptor.order == .forward))
         }
+        result.sort = result.sortFailure == nil ? keys : nil
         compilation.compiled = result
         return result
     }
+
+    /// The operands of a predicate's top-level `&&`s, in order (the predicate itself when it is not one).
+    private static func conjuncts(of expression: any PredicateExpression) -> [any PredicateExpression] {
+        guard let conjunction = expression as? any ConjunctionParts else { return [expression] }
+        return conjunction.parts.flatMap(conjuncts(of:))
+    }
+}
+
+/// A conjunction's two sides, through an existential.
+private protocol ConjunctionParts {
+    var parts: [any PredicateExpression] { get }
+}
+
+extension PredicateExpressions.Conjunction: ConjunctionParts {
+    var parts: [any PredicateExpression] { [lhs, rhs] }
+}
+
+/// Whether a fetch may evaluate on model objects the parts of its predicate or sort that its store cannot run.
+///
+/// Every form `#Predicate` builds over persisted properties runs in the store (see *Fetching models*). What reads a
+/// computed or `@Transient` property, evaluates an `#Expression` inside the predicate or casts to another type
+/// cannot: with `.allowed` the store narrows the candidates by what it can run and the rest is evaluated on their
+/// objects; with `.refused` the fetch throws ``FetchError/notRunInStore(entity:parts:)`` instead.
+public enum ObjectEvaluation: Sendable, Hashable {
+    /// Evaluate on objects what the store cannot run (the default).
+    case allowed
+    /// Throw rather than evaluate anything on objects: a strict mode for tests.
+    case refused
 }

@@ -4,12 +4,21 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// A predicate compiled to a form a store evaluates on snapshots and answers from indexes.
+/// A predicate compiled to a form a store evaluates on stored rows and answers from indexes and the references
+/// between rows.
 ///
-/// ``ModelContext`` compiles a Foundation `Predicate` into a `FetchFilter` when every part of it maps to a
-/// stored property or a constant (see ``FetchDescriptor``); a predicate that does not compile is evaluated on the
-/// model objects instead. Semantics follow Swift's: `==` on strings is Unicode canonical equivalence, `contains`
-/// and `starts(with:)` compare characters, comparisons of numbers of different widths compare values.
+/// ``ModelContext`` compiles a Foundation `Predicate` into a `FetchFilter` (see ``FetchDescriptor`` and the article
+/// *Fetching models*): comparisons, Boolean logic, key paths through to-one relationships of any depth,
+/// conditions over to-many relationships (`contains(where:)`, `allSatisfy`, `filter`, `count`, `isEmpty`), string
+/// operations, arithmetic, conditionals, ranges and subscripts all compile; the store evaluates them on the rows it
+/// holds, never on model objects. Semantics follow Swift's: `==` on strings is Unicode canonical equivalence,
+/// `contains` and `starts(with:)` compare characters, comparisons of numbers of different widths compare values,
+/// and optional chaining through a relationship gives `nil` when the relationship is empty.
+///
+/// Filters are evaluated in *scopes*: scope 0 is the row being fetched; ``any(_:_:)``, ``all(_:_:)`` and
+/// ``FetchOperand/countWhere(_:_:)`` evaluate their filter once per target of a to-many relationship, each target
+/// in a new scope, and ``anyElement(_:_:)``, ``allElements(_:_:)`` and ``FetchOperand/filteredElements(_:_:)`` once
+/// per element of a collection, each element in a new scope. ``FetchOperand/scope(_:_:)`` reads an enclosing scope.
 public indirect enum FetchFilter: Sendable, Hashable {
     /// Always true or always false: what a predicate whose value depends only on captured values reduces to.
     case constant(Bool)
@@ -23,11 +32,25 @@ public indirect enum FetchFilter: Sendable, Hashable {
     /// widths by value, strings by canonical equivalence).
     case compare(FetchOperand, ComparisonOperator, FetchOperand)
     /// A string operator applied to two operands; a row whose operand is not a string does not match.
+    /// ``TextOperator/startsWith`` and ``TextOperator/contains`` also compare arrays element by element.
     case text(FetchOperand, TextOperator, FetchOperand)
     /// The operand's value is one of the listed values (`[a, b].contains($0.x)`).
     case isIn(FetchOperand, [StoredValue])
     /// The operand (an array attribute or a to-many relationship) contains the element.
     case contains(FetchOperand, element: FetchOperand)
+    /// At least one target of the to-many relationship at this position matches the filter, which is evaluated on
+    /// each target in a new scope (`$0.notes.contains { $0.isPinned }`).
+    case any(Int, FetchFilter)
+    /// Every target of the to-many relationship at this position matches the filter (`allSatisfy`); true when
+    /// there is none.
+    case all(Int, FetchFilter)
+    /// At least one element of the collection the operand gives matches the filter, which is evaluated on each
+    /// element in a new scope (``FetchOperand/element``).
+    case anyElement(FetchOperand, FetchFilter)
+    /// Every element of the collection the operand gives matches the filter; true when there is none.
+    case allElements(FetchOperand, FetchFilter)
+    /// The string contains a match of the regular expression written as `pattern` (`$0.title.contains(/…/)`).
+    case containsMatch(FetchOperand, pattern: String)
 
     /// A comparison operator.
     public enum ComparisonOperator: String, Sendable, Hashable {
@@ -46,7 +69,8 @@ public indirect enum FetchFilter: Sendable, Hashable {
     }
 }
 
-/// A value a filter reads: a property of the row, the row's identifier, or a constant.
+/// A value a filter reads: a property of the row in scope (or of a row it reaches), a constant, or a value computed
+/// from others.
 public indirect enum FetchOperand: Sendable, Hashable {
     /// Attribute at this position.
     case attribute(Int)
@@ -64,8 +88,60 @@ public indirect enum FetchOperand: Sendable, Hashable {
     case coalesce(FetchOperand, FetchOperand)
     /// The operand, which must not be `.null` (`!`); evaluating it on null throws.
     case unwrap(FetchOperand)
-    /// The number of elements of an array attribute or characters of a string.
+    /// The number of elements of an array or dictionary, characters of a string, or bytes of data.
     case count(FetchOperand)
+    /// The operand, read on the target of the to-one relationship at this position instead of the row (`$0.folder?.name`):
+    /// `.null` when the relationship has no target, or, when `required`, an error (a forced unwrap, `$0.folder!.name`).
+    case related(Int, FetchOperand, required: Bool)
+    /// The operand, read in an enclosing scope (0: the fetched row; see ``FetchFilter``): inside a condition on a
+    /// to-many relationship's targets, a property of the object that holds them.
+    case scope(Int, FetchOperand)
+    /// The element of the collection a ``FetchFilter/anyElement(_:_:)``, ``FetchFilter/allElements(_:_:)`` or
+    /// ``filteredElements(_:_:)`` is on, in the innermost such scope.
+    case element
+    /// The number of targets of the to-many relationship at this position that match the filter (`$0.notes.filter {
+    /// $0.isPinned }.count`); the filter is evaluated on each target in a new scope.
+    case countWhere(Int, FetchFilter)
+    /// The elements of a collection that match the filter, in order (`$0.tags.filter { … }`).
+    case filteredElements(FetchOperand, FetchFilter)
+    /// `+`, `-`, `*`, `/`, `%` on numbers, with Swift's semantics for the kinds involved (integer division
+    /// truncates; a division by zero, or an integer overflow, is an error rather than a trap).
+    case arithmetic(FetchOperand, ArithmeticOperator, FetchOperand)
+    /// The negated number (`-x`).
+    case negated(FetchOperand)
+    /// The second operand when the filter matches, else the third (`cond ? a : b`).
+    case conditional(FetchFilter, FetchOperand, FetchOperand)
+    /// The filter's value, as `.bool`: a condition used as a value (`($0.x > 2) == flag`).
+    case condition(FetchFilter)
+    /// An element of an array by position, or a dictionary's value by key (`.null` for a missing key); a position
+    /// out of range is an error, as in Swift.
+    case subscripted(FetchOperand, FetchOperand)
+    /// A dictionary's value by key, or the default when the key is missing (`$0.counts[k, default: 0]`).
+    case subscriptedWithDefault(FetchOperand, key: FetchOperand, default: FetchOperand)
+    /// The elements of an array from the second operand's position to the third's (`array[a..<b]`, or `a...b`
+    /// when `closed`).
+    case slice(FetchOperand, FetchOperand, FetchOperand, closed: Bool)
+    /// The smallest element of a collection, or `.null` when it is empty (`min()`).
+    case minimum(FetchOperand)
+    /// The largest element of a collection, or `.null` when it is empty (`max()`).
+    case maximum(FetchOperand)
+    /// How two strings compare, as `.int(-1)`, `.int(0)` or `.int(1)` (`ComparisonResult`'s raw values):
+    /// `caseInsensitiveCompare` or `localizedCompare`.
+    case textComparison(FetchOperand, FetchOperand, TextComparison)
+
+    /// An arithmetic operator.
+    public enum ArithmeticOperator: String, Sendable, Hashable {
+        /// `+`, `-`, `*`; `/` on floating-point numbers; `/` (truncating) and `%` on integers.
+        case add, subtract, multiply, divide, quotient, remainder
+    }
+
+    /// A string comparison that gives a `ComparisonResult`.
+    public enum TextComparison: String, Sendable, Hashable {
+        /// `caseInsensitiveCompare(_:)`.
+        case caseInsensitive
+        /// `localizedCompare(_:)`, in the current locale.
+        case localized
+    }
 }
 
 /// A fetch that cannot run: its predicate cannot be evaluated, or a batched fetch was misused.
@@ -78,6 +154,9 @@ public enum FetchError: Error, Sendable, Hashable, CustomStringConvertible {
     case predicateFailed(entity: String, reason: String)
     /// A batched fetch or enumeration was given a batch size below 1.
     case invalidBatchSize(Int)
+    /// The fetch refuses to evaluate on model objects (``ObjectEvaluation/refused``), and `parts` of its predicate
+    /// or sort cannot run in the store; each says what it is and why. Nothing was fetched.
+    case notRunInStore(entity: String, parts: [String])
     /// ``ModelContext/enumerate(_:batchSize:allowEscapingMutations:block:)`` found, at the end of batch `batch`
     /// (counted from 0), unsaved changes the walk made to `models` while `allowEscapingMutations` was false. The
     /// changes stay pending.
@@ -91,124 +170,13 @@ public enum FetchError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .unknownEntity(entity): "the container's schema has no entity \(entity)"
         case let .predicateFailed(entity, reason): "evaluating a predicate on \(entity) failed: \(reason)"
         case let .invalidBatchSize(size): "batch size \(size) is not valid: a batch holds at least 1 model"
+        case let .notRunInStore(entity, parts):
+            "the fetch of \(entity) refuses evaluation on objects, and the store cannot run: "
+                + parts.joined(separator: "; ")
         case let .mutationsEscaped(entity, batch, models):
             "enumerating \(entity) left \(models.count) unsaved change(s) at the end of batch \(batch) (first: "
                 + "\(models.first.map(String.init(describing:)) ?? "none")); save them in the block, or pass "
                 + "allowEscapingMutations: true and save after the walk"
-        }
-    }
-}
-
-/// Signals a forced unwrap of null while evaluating; the caller knows which row.
-struct UnwrappedNil: Error {}
-
-extension FetchFilter {
-    /// Whether `row` satisfies the filter.
-    ///
-    /// - Throws: ``UnwrappedNil`` when a forced unwrap meets null.
-    func matches(_ row: ModelSnapshot) throws -> Bool {
-        switch self {
-        case .constant(let value):
-            return value
-        case .and(let parts):
-            for part in parts where try !part.matches(row) { return false }
-            return true
-        case .or(let parts):
-            for part in parts where try part.matches(row) { return true }
-            return false
-        case .not(let inner):
-            return try !inner.matches(row)
-        case let .compare(lhs, op, rhs):
-            return Self.compare(try lhs.evaluate(row), op, try rhs.evaluate(row))
-        case let .text(lhs, op, rhs):
-            guard case .string(let text) = try lhs.evaluate(row), case .string(let other) = try rhs.evaluate(row) else {
-                return false
-            }
-            switch op {
-            case .contains: return Self.containsCharacters(text, other)
-            case .startsWith: return text.starts(with: other)
-            case .searchContains: return TextSearch.contains(text, other)
-            }
-        case let .isIn(operand, values):
-            let value = try operand.evaluate(row)
-            return values.contains { Self.compare(value, .equal, $0) }
-        case let .contains(collection, element):
-            let value = try element.evaluate(row)
-            switch try collection.evaluate(row) {
-            case .array(let items): return items.contains { Self.compare($0, .equal, value) }
-            case .string(let text):
-                if case .string(let other) = value { return Self.containsCharacters(text, other) }
-                return false
-            default: return false
-            }
-        }
-    }
-
-    /// `String.contains(_:)` as a predicate evaluates it: a run of whole characters (Foundation's `contains` on
-    /// strings compares Unicode scalars instead, and would find "e" in "é"). An empty string is contained in any.
-    static func containsCharacters<C: Collection>(_ text: C, _ other: C) -> Bool where C.Element: Equatable {
-        text.contains(other)
-    }
-
-    /// Swift's semantics for `==`, `!=`, `<`… on stored values. Ordering comparisons with null are false (Swift
-    /// cannot even express them without an unwrap); NaN equals nothing.
-    static func compare(_ lhs: StoredValue, _ op: ComparisonOperator, _ rhs: StoredValue) -> Bool {
-        if case .double(let x) = lhs, x.isNaN { return op == .notEqual }
-        if case .double(let y) = rhs, y.isNaN { return op == .notEqual }
-        switch op {
-        case .equal: return StoredValue.compare(lhs, rhs) == 0
-        case .notEqual: return StoredValue.compare(lhs, rhs) != 0
-        default:
-            if lhs.isNull || rhs.isNull { return false }
-            let order = StoredValue.compare(lhs, rhs)
-            switch op {
-            case .less: return order < 0
-            case .lessOrEqual: return order <= 0
-            case .greater: return order > 0
-            default: return order >= 0
-            }
-        }
-    }
-
-    /// The conjuncts of a filter (itself when it is not an `and`), flattened.
-    var conjuncts: [FetchFilter] {
-        if case .and(let parts) = self { return parts.flatMap(\.conjuncts) }
-        return [self]
-    }
-}
-
-extension FetchOperand {
-    /// The operand's value on `row`.
-    func evaluate(_ row: ModelSnapshot) throws -> StoredValue {
-        switch self {
-        case .attribute(let index):
-            return row.attributes[index]
-        case .toOne(let index):
-            if case .toOne(let id?) = row.relationships[index] { return .uuid(id.primaryKey) }
-            return .null
-        case .toMany(let index):
-            return .array(row.relationships[index].identifiers.map { .uuid($0.primaryKey) })
-        case .relationshipCount(let index):
-            return .int(Int64(row.relationships[index].count))
-        case .identifier:
-            return .uuid(row.id.primaryKey)
-        case .value(let value):
-            return value
-        case let .coalesce(first, second):
-            let value = try first.evaluate(row)
-            return value.isNull ? try second.evaluate(row) : value
-        case .unwrap(let inner):
-            let value = try inner.evaluate(row)
-            if value.isNull { throw UnwrappedNil() }
-            return value
-        case .count(let inner):
-            switch try inner.evaluate(row) {
-            case .array(let items): return .int(Int64(items.count))
-            case .string(let text): return .int(Int64(text.count))
-            case .dictionary(let items): return .int(Int64(items.count))
-            case .data(let data): return .int(Int64(data.count))
-            default: return .null
-            }
         }
     }
 }
@@ -250,6 +218,11 @@ public struct StoreFetchRequest: Sendable {
     public var resultType: ResultType
     /// Rows to leave out (the caller has newer values for them).
     public var excluding: Set<PersistentIdentifier>
+    /// Rows the caller holds newer values of than the store (its unsaved changes), by identifier; nil for one it
+    /// deleted. A filter or sort that reads other rows through relationships reads these instead of the store's, so
+    /// that a condition on a folder renamed and not saved yet sees the new name. The request's own rows are not
+    /// affected: the caller merges its changed rows of the fetched entity itself (see ``excluding``).
+    public var overlay: [PersistentIdentifier: ModelSnapshot?] = [:]
     /// The positions of the attributes the caller needs in the returned rows; nil (the default) for every one.
     ///
     /// A store may decode more than these, and must decode at least these and the attributes its filter and sort
@@ -282,30 +255,93 @@ public struct StoreFetchRequest: Sendable {
 }
 
 extension FetchFilter {
-    /// Marks in `marks` the attributes the filter reads.
-    func markAttributes(_ marks: inout [Bool]) {
+    /// Marks in `marks` the attributes of the fetched row (scope 0) the filter reads: what a store must decode of
+    /// each row to evaluate it. What it reads of other rows (through relationships, in conditions on targets) those
+    /// rows' own reads decode.
+    func markAttributes(_ marks: inout [Bool], scope: Int = 0) {
         switch self {
         case .constant: break
-        case .and(let parts), .or(let parts): for part in parts { part.markAttributes(&marks) }
-        case .not(let inner): inner.markAttributes(&marks)
+        case .and(let parts), .or(let parts): for part in parts { part.markAttributes(&marks, scope: scope) }
+        case .not(let inner): inner.markAttributes(&marks, scope: scope)
         case let .compare(lhs, _, rhs), let .text(lhs, _, rhs), let .contains(lhs, element: rhs):
-            lhs.markAttributes(&marks)
-            rhs.markAttributes(&marks)
-        case .isIn(let operand, _): operand.markAttributes(&marks)
+            lhs.markAttributes(&marks, scope: scope)
+            rhs.markAttributes(&marks, scope: scope)
+        case .isIn(let operand, _), .containsMatch(let operand, _): operand.markAttributes(&marks, scope: scope)
+        case .any(_, let inner), .all(_, let inner): inner.markAttributes(&marks, scope: scope + 1)
+        case let .anyElement(collection, inner), let .allElements(collection, inner):
+            collection.markAttributes(&marks, scope: scope)
+            inner.markAttributes(&marks, scope: scope + 1)
+        }
+    }
+}
+
+extension FetchFilter {
+    /// Whether evaluating the filter reads rows other than the one it is evaluated on.
+    var readsOtherRows: Bool {
+        switch self {
+        case .constant: false
+        case .and(let parts), .or(let parts): parts.contains(where: \.readsOtherRows)
+        case .not(let inner): inner.readsOtherRows
+        case let .compare(lhs, _, rhs), let .text(lhs, _, rhs), let .contains(lhs, element: rhs):
+            lhs.readsOtherRows || rhs.readsOtherRows
+        case .isIn(let operand, _), .containsMatch(let operand, _): operand.readsOtherRows
+        case .any, .all: true
+        case let .anyElement(collection, inner), let .allElements(collection, inner):
+            collection.readsOtherRows || inner.readsOtherRows
         }
     }
 }
 
 extension FetchOperand {
-    /// Marks in `marks` the attributes the operand reads.
-    func markAttributes(_ marks: inout [Bool]) {
+    /// Whether evaluating the operand reads rows other than the one it is evaluated on.
+    var readsOtherRows: Bool {
         switch self {
-        case .attribute(let slot): if slot >= 0 && slot < marks.count { marks[slot] = true }
-        case .toOne, .toMany, .relationshipCount, .identifier, .value: break
-        case let .coalesce(first, second):
-            first.markAttributes(&marks)
-            second.markAttributes(&marks)
-        case .unwrap(let inner), .count(let inner): inner.markAttributes(&marks)
+        case .attribute, .toOne, .toMany, .relationshipCount, .identifier, .value, .element: false
+        case .related, .countWhere: true
+        case let .coalesce(a, b), let .arithmetic(a, _, b), let .subscripted(a, b), let .textComparison(a, b, _):
+            a.readsOtherRows || b.readsOtherRows
+        case .unwrap(let a), .count(let a), .negated(let a), .minimum(let a), .maximum(let a), .scope(_, let a):
+            a.readsOtherRows
+        case let .filteredElements(a, filter): a.readsOtherRows || filter.readsOtherRows
+        case let .conditional(filter, a, b): filter.readsOtherRows || a.readsOtherRows || b.readsOtherRows
+        case .condition(let filter): filter.readsOtherRows
+        case let .subscriptedWithDefault(a, b, c), let .slice(a, b, c, _):
+            a.readsOtherRows || b.readsOtherRows || c.readsOtherRows
+        }
+    }
+}
+
+extension FetchOperand {
+    /// Marks in `marks` the attributes of the fetched row the operand reads, evaluated in scope `scope` (0: the
+    /// fetched row is the one in scope).
+    func markAttributes(_ marks: inout [Bool], scope: Int = 0) {
+        switch self {
+        case .attribute(let slot): if scope == 0 && slot >= 0 && slot < marks.count { marks[slot] = true }
+        case .toOne, .toMany, .relationshipCount, .identifier, .value, .element, .related: break
+        case let .coalesce(first, second), let .arithmetic(first, _, second), let .subscripted(first, second),
+             let .textComparison(first, second, _):
+            first.markAttributes(&marks, scope: scope)
+            second.markAttributes(&marks, scope: scope)
+        case .unwrap(let inner), .count(let inner), .negated(let inner), .minimum(let inner), .maximum(let inner):
+            inner.markAttributes(&marks, scope: scope)
+        case let .scope(index, inner): inner.markAttributes(&marks, scope: index)
+        case .countWhere(_, let inner): inner.markAttributes(&marks, scope: scope + 1)
+        case let .filteredElements(collection, inner):
+            collection.markAttributes(&marks, scope: scope)
+            inner.markAttributes(&marks, scope: scope + 1)
+        case let .conditional(test, whenTrue, whenFalse):
+            test.markAttributes(&marks, scope: scope)
+            whenTrue.markAttributes(&marks, scope: scope)
+            whenFalse.markAttributes(&marks, scope: scope)
+        case .condition(let inner): inner.markAttributes(&marks, scope: scope)
+        case let .subscriptedWithDefault(collection, key, fallback):
+            collection.markAttributes(&marks, scope: scope)
+            key.markAttributes(&marks, scope: scope)
+            fallback.markAttributes(&marks, scope: scope)
+        case let .slice(collection, lower, upper, _):
+            collection.markAttributes(&marks, scope: scope)
+            lower.markAttributes(&marks, scope: scope)
+            upper.markAttributes(&marks, scope: scope)
         }
     }
 }
@@ -352,8 +388,16 @@ public struct FetchPlan: Sendable, Hashable, CustomStringConvertible {
     public var recordsExamined: Int
     /// How many records the fetch returned (before pending changes were merged).
     public var recordsReturned: Int
-    /// Whether the predicate or sort could not be compiled and was evaluated on model objects instead.
+    /// Whether the predicate or sort could not be compiled whole and was evaluated on model objects (after the store
+    /// narrowed the candidates by what did compile); ``objectParts`` says which parts and why.
     public var evaluatedInMemory: Bool
+    /// The parts of the predicate or sort evaluated on model objects, each saying what it is and why the store
+    /// cannot run it; empty when the store ran everything.
+    public var objectParts: [String] = []
+    /// How the store used the references between rows to find the candidates, when it did: `Note.folder` narrowed
+    /// through `Folder.name == "Work"` and the stored inverse `Folder.notes`, or a to-many condition decided from
+    /// the targets' index. Nil when it scanned the entity or used one of its indexes alone.
+    public var relationshipPlan: String?
 
     /// A plan, as a store reports how it answered a request; every count starts at 0.
     public init(entity: String, index: [String]? = nil, indexEqualityPrefix: Int = 0, indexRange: Bool = false,
@@ -372,8 +416,13 @@ public struct FetchPlan: Sendable, Hashable, CustomStringConvertible {
     /// One line: the entity, the index used (and whether in order), a full scan or objects in memory, and the counts,
     /// as in `Note: index (isPinned, createdAt) in order, examined 20, returned 20`.
     public var description: String {
-        let access = index.map { "index (\($0.joined(separator: ", ")))" + (sortedByIndex ? " in order" : "") }
-            ?? (evaluatedInMemory ? "objects in memory" : "full scan")
+        var access = relationshipPlan.map { "through \($0)" }
+            ?? index.map { "index (\($0.joined(separator: ", ")))" + (sortedByIndex ? " in order" : "") }
+            ?? "full scan"
+        if evaluatedInMemory {
+            access += objectParts.isEmpty ? ", then objects in memory"
+                : ", then objects in memory for: " + objectParts.joined(separator: "; ")
+        }
         return "\(entity): \(access), examined \(recordsExamined), returned \(recordsReturned)"
     }
 }

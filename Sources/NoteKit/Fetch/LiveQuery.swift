@@ -48,8 +48,8 @@ import Synchronization
 /// **What triggers a fetch.** Every transaction committed to the store: by any context of any container on it, and
 /// by another process once the file store has picked it up (its `refresh()`, or a read with
 /// `automaticRefreshInterval` set). A transaction fetches again only when it inserts, updates or deletes an object
-/// of the descriptor's entity or, when the predicate or the sort is evaluated on objects (``ModelContext/explain(_:)``
-/// says `evaluatedInMemory`) and so may read through relationships, of an entity reachable from it through
+/// of the descriptor's entity or, when the predicate or the sort reads through relationships (or is evaluated on
+/// objects, ``ModelContext/explain(_:)`` says `evaluatedInMemory`, which may), of an entity reachable from it through
 /// relationships. One fetch covers every transaction committed before it, so a burst of saves costs one fetch. The
 /// context's own unsaved changes count once saved (the main context autosaves shortly after a change).
 ///
@@ -163,12 +163,13 @@ public final class LiveQuery<Model: PersistentModel>: Observable {
         if touches { refetch() }
     }
 
-    /// The descriptor's entity and, when its predicate or sort is evaluated on objects (which may read through
-    /// relationships), every entity reachable from it.
+    /// The descriptor's entity and, when its predicate or sort reads through relationships or is evaluated on
+    /// objects (which may), every entity reachable from it.
     private static func entities(read descriptor: FetchDescriptor<Model>, context: ModelContext) -> Set<String> {
         guard let metadata = context.runtime.metadataByName[Model.entityName] else { return [Model.entityName] }
         var entities: Set<String> = [metadata.entityName]
-        guard !descriptor.compiled(for: metadata).isStoreEvaluable else { return entities }
+        let compiled = descriptor.compiled(for: metadata)
+        guard !compiled.isStoreEvaluable || compiled.readsOtherRows else { return entities }
         var pending = [metadata]
         while let next = pending.popLast() {
             for relationship in next.relationships {

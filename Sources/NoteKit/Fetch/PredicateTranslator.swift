@@ -6,57 +6,214 @@ import Foundation
 
 /// Compiles a Foundation `Predicate` into a ``FetchFilter`` by walking its expression tree.
 ///
-/// Each supported expression type conforms to ``FilterTranslatable`` (it yields a Boolean filter) or
-/// ``OperandTranslatable`` (it yields a value). A key path maps to a persisted property through the model's
-/// metadata, so a predicate on `\.createdAt` reaches the same attribute an index was declared on. Anything else
-/// (arithmetic, conditionals, multi-step key paths, methods NoteKit does not know) raises ``Untranslatable``,
-/// and the context falls back to evaluating the predicate on model objects.
+/// Every expression type of Foundation's `PredicateExpressions` (and NoteKit's own `localizedStandardContains`,
+/// `caseInsensitiveCompare` and `localizedCompare`) conforms to ``StoreTranslatable``. A variable denotes an object
+/// (the fetched one, one reached through to-one relationships, a target of a to-many relationship inside a
+/// condition on it) or a value (an unwrapped optional, an element of a collection): key paths on an object map to
+/// its persisted properties through the model's metadata, so a predicate on `\.createdAt` reaches the attribute an
+/// index was declared on. A part that reads nothing of the objects (`searchText.isEmpty`, `limit > 2`) is computed
+/// once, here.
+///
+/// What cannot be compiled throws ``Untranslatable``, saying exactly which part and why: a key path to a property
+/// the store does not hold (computed or `@Transient`), an `#Expression` evaluated inside the predicate, a cast to
+/// another type, a range or a regular expression that is not a constant. The context then narrows in the store by
+/// whatever conjuncts did compile and evaluates the predicate on the objects left (see ``FetchPlan``).
 struct PredicateTranslator {
+    /// The entity fetched.
     let metadata: ModelMetadata
-    let variable: PredicateExpressions.VariableID
+    /// What each variable of the predicate denotes.
+    private(set) var bindings: [PredicateExpressions.VariableID: Binding] = [:]
+    /// The scope the expression being translated is evaluated in (see ``FetchFilter``).
+    private(set) var scope = 0
 
-    struct Untranslatable: Error {
+    struct Untranslatable: Error, CustomStringConvertible {
         let reason: String
+        var description: String { reason }
+    }
+
+    /// An object a variable or key path denotes: the object of scope `scope`, or one reached from it through the
+    /// to-one relationships `hops` (`required` when a forced unwrap reached it).
+    struct ObjectReference {
+        var metadata: ModelMetadata
+        var scope: Int
+        var hops: [(slot: Int, required: Bool)] = []
+    }
+
+    /// What a variable denotes.
+    enum Binding {
+        case object(ObjectReference)
+        /// A value computed in scope `scope`.
+        case value(FetchOperand, scope: Int)
+        /// A variable of a scope a condition on another object's relationship cannot reach.
+        case hidden
+
+        var scope: Int {
+            switch self {
+            case .object(let reference): reference.scope
+            case .value(_, let scope): scope
+            case .hidden: Int.max
+            }
+        }
+    }
+
+    /// What an expression compiles to.
+    enum Translated {
+        /// A value.
+        case operand(FetchOperand)
+        /// An object, or none (a to-one relationship without a target).
+        case object(ObjectReference)
+        /// The targets of the to-many relationship `slot` of an object, those matching `filter` when there is one
+        /// (compiled in the scope one above the object's).
+        case targets(ObjectReference, slot: Int, filter: FetchFilter?)
+    }
+
+    init(metadata: ModelMetadata, variable: PredicateExpressions.VariableID) {
+        self.metadata = metadata
+        bindings[variable] = .object(ObjectReference(metadata: metadata, scope: 0))
+    }
+
+    // MARK: Translating
+
+    /// What `expression` compiles to: constants are folded first when translation fails.
+    func translate(_ expression: any PredicateExpression) throws -> Translated {
+        do {
+            guard let translatable = expression as? any StoreTranslatable else {
+                throw Untranslatable(reason: "\(Self.name(of: expression)) is not an expression the store knows")
+            }
+            return try translatable.translate(self)
+        } catch let untranslatable as Untranslatable {
+            // A part that reads no variable is computed once, whatever its form.
+            if let constant = Self.constantValue(of: expression) {
+                do { return .operand(.value(try Self.constant(any: constant))) } catch { throw untranslatable }
+            }
+            throw untranslatable
+        }
     }
 
     /// The filter for a Boolean expression.
-    ///
-    /// A part that reads nothing of the object (`searchText.isEmpty`, `words.contains("x")`, `limit > 2`) is
-    /// computed once, here, whatever its form, so the rest of the predicate can still run in the store.
     func filter(_ expression: any PredicateExpression) throws -> FetchFilter {
-        do {
-            if let translatable = expression as? any FilterTranslatable {
+        if let translatable = expression as? any FilterTranslatable {
+            do {
                 return try translatable.fetchFilter(self)
+            } catch let untranslatable as Untranslatable {
+                if let constant = Self.constantValue(of: expression) as? Bool { return .constant(constant) }
+                throw untranslatable
             }
-            if let value = expression as? any OperandTranslatable, Self.isBoolean(expression) {
-                // A bare Boolean property (`$0.isPinned`) or constant.
-                return .compare(try value.fetchOperand(self), .equal, .value(.bool(true)))
-            }
-        } catch let untranslatable as Untranslatable {
-            if let constant = Self.constantValue(of: expression) as? Bool { return .constant(constant) }
-            throw untranslatable
         }
-        if let constant = Self.constantValue(of: expression) as? Bool { return .constant(constant) }
-        throw Untranslatable(reason: "\(type(of: expression)) is not supported by the store")
+        return try filter(from: translate(expression), of: expression)
     }
 
-    /// The operand for a value expression; a part that reads nothing of the object is computed once, here.
-    func operand(_ expression: any PredicateExpression) throws -> FetchOperand {
-        do {
-            if let translatable = expression as? any OperandTranslatable {
-                return try translatable.fetchOperand(self)
-            }
-        } catch let untranslatable as Untranslatable {
-            if let constant = Self.constantValue(of: expression) { return .value(try Self.constant(constant)) }
-            throw untranslatable
+    /// A translated Boolean as a filter.
+    func filter(from translated: Translated, of expression: any PredicateExpression) throws -> FetchFilter {
+        switch try operand(from: translated, of: expression) {
+        case .value(.bool(let value)): return .constant(value)
+        case .condition(let filter): return filter
+        case let operand: return .compare(operand, .equal, .value(.bool(true)))
         }
-        if let constant = Self.constantValue(of: expression) { return .value(try Self.constant(constant)) }
-        throw Untranslatable(reason: "\(type(of: expression)) is not supported by the store")
     }
+
+    /// The operand for a value expression.
+    func operand(_ expression: any PredicateExpression) throws -> FetchOperand {
+        try operand(from: translate(expression), of: expression)
+    }
+
+    /// A translated expression as a value: an object stands for its identifier.
+    func operand(from translated: Translated, of expression: any PredicateExpression) throws -> FetchOperand {
+        switch translated {
+        case .operand(let operand): return operand
+        case .object(let reference): return identifier(of: reference)
+        case let .targets(reference, slot, nil): return read(.toMany(slot), on: reference)
+        case .targets:
+            throw Untranslatable(reason: "the filtered targets of a relationship are compiled only for count, isEmpty, "
+                                     + "contains and contains(where:)")
+        }
+    }
+
+    // MARK: Scopes
+
+    /// A translator for the body of a closure over the targets of relationship `slot` of `reference`: `variable`
+    /// denotes each target, in the scope above the object's (a scope for each relationship followed to reach it,
+    /// then one for the target).
+    func inTargets(of reference: ObjectReference, slot: Int, variable: PredicateExpressions.VariableID) throws
+        -> PredicateTranslator {
+        var inner = self
+        inner.scope = reference.scope + reference.hops.count + 1
+        // Evaluated from the object's scope: what the scopes between it and this one hold is out of reach there.
+        if reference.scope < scope {
+            for (key, binding) in bindings where binding.scope > reference.scope { inner.bindings[key] = .hidden }
+        }
+        let destination = reference.metadata.relationships[slot].destinationMetadata
+        inner.bindings[variable] = .object(ObjectReference(metadata: destination, scope: inner.scope))
+        return inner
+    }
+
+    /// `operand`, compiled in this scope, as read from inside the object `reference` denotes (`depth` scopes above
+    /// it, as in a condition on its targets).
+    ///
+    /// - Throws: ``Untranslatable`` when the operand reads a scope out of reach from there.
+    func lift(_ operand: FetchOperand, into reference: ObjectReference, depth: Int) throws -> FetchOperand {
+        if case .value = operand { return operand }
+        let there = reference.scope + reference.hops.count + depth
+        if there == scope { return operand }
+        guard scope <= reference.scope else {
+            throw Untranslatable(reason: "a condition on the targets of an object outside the enclosing condition "
+                                     + "that reads that condition's element")
+        }
+        return .scope(scope, operand)
+    }
+
+    /// A translator for the body of a closure over the elements of a collection: `variable` denotes each element,
+    /// in the scope above this one.
+    func inElements(variable: PredicateExpressions.VariableID) -> PredicateTranslator {
+        var inner = self
+        inner.scope = scope + 1
+        inner.bindings[variable] = .value(.element, scope: inner.scope)
+        return inner
+    }
+
+    /// A translator where `variable` denotes `binding` (the unwrapped value of an optional chain).
+    func binding(_ variable: PredicateExpressions.VariableID, to binding: Binding) -> PredicateTranslator {
+        var inner = self
+        inner.bindings[variable] = binding
+        return inner
+    }
+
+    /// `operand`, read on the object `reference` denotes, from the scope being translated.
+    func read(_ operand: FetchOperand, on reference: ObjectReference) -> FetchOperand {
+        var result = operand
+        for hop in reference.hops.reversed() { result = .related(hop.slot, result, required: hop.required) }
+        return reference.scope == scope ? result : .scope(reference.scope, result)
+    }
+
+    /// A value computed in scope `bound`, read from the scope being translated.
+    func read(_ operand: FetchOperand, boundIn bound: Int) -> FetchOperand {
+        if bound == scope { return operand }
+        if case .value = operand { return operand }
+        return .scope(bound, operand)
+    }
+
+    /// The identifier of the object `reference` denotes (`.null` when a relationship on the way has no target).
+    func identifier(of reference: ObjectReference) -> FetchOperand {
+        guard let last = reference.hops.last else { return read(.identifier, on: reference) }
+        var holder = reference
+        holder.hops.removeLast()
+        let id = read(.toOne(last.slot), on: holder)
+        return last.required ? .unwrap(id) : id
+    }
+
+    /// The object reached from `reference` through to-one relationship `slot`.
+    func hop(_ reference: ObjectReference, _ slot: Int) -> ObjectReference {
+        var next = reference
+        next.hops.append((slot, false))
+        next.metadata = reference.metadata.relationships[slot].destinationMetadata
+        return next
+    }
+
+    // MARK: Constants
 
     /// The value of an expression that reads no variable, or nil when it reads one (or fails): evaluated with no
-    /// bindings, an expression that reads the object throws at once.
-    private static func constantValue(of expression: any PredicateExpression) -> Any? {
+    /// bindings, an expression that reads a variable throws at once.
+    static func constantValue(of expression: any PredicateExpression) -> Any? {
         func evaluate<E: PredicateExpression>(_ expression: E) -> Any? {
             guard let value = try? expression.evaluate(PredicateBindings()) else { return nil }
             return value
@@ -70,7 +227,11 @@ struct PredicateTranslator {
         return metadata.attributes[slot].codec?.type == .bool
     }
 
-    private static func isBoolean<E: PredicateExpression>(_ expression: E) -> Bool { E.Output.self == Bool.self }
+    /// The readable name of an expression's type, without its generic arguments.
+    static func name(of expression: any PredicateExpression) -> String {
+        let full = "\(type(of: expression))"
+        return String(full.prefix { $0 != "<" })
+    }
 
     /// The operand a key path of `metadata`'s type reads: an attribute, a relationship, or the identifier.
     static func operand(for keyPath: AnyKeyPath, in metadata: ModelMetadata) -> FetchOperand? {
@@ -84,210 +245,38 @@ struct PredicateTranslator {
         }
     }
 
-    private static func identifierKeyPath<M: PersistentModel>(_ type: M.Type) -> AnyKeyPath { \M.persistentModelID }
+    static func identifierKeyPath<M: PersistentModel>(_ type: M.Type) -> AnyKeyPath { \M.persistentModelID }
 
     /// The stored form of a constant captured by a predicate.
     static func constant<V>(_ value: V) throws -> StoredValue {
         if let object = value as? ModelObject { return .uuid(object._$id.primaryKey) }
         if let id = value as? PersistentIdentifier { return .uuid(id.primaryKey) }
+        if let result = value as? ComparisonResult { return .int(Int64(result.rawValue)) }
         if let optional = value as? any OptionalMarker {
             guard let wrapped = optional.wrappedAny else { return .null }
-            if let object = wrapped as? ModelObject { return .uuid(object._$id.primaryKey) }
-            if let id = wrapped as? PersistentIdentifier { return .uuid(id.primaryKey) }
+            return try constant(any: wrapped)
         }
         if let objects = value as? [ModelObject] { return .array(objects.map { .uuid($0._$id.primaryKey) }) }
+        if let ids = value as? [PersistentIdentifier] { return .array(ids.map { .uuid($0.primaryKey) }) }
         guard let codec = AttributeCodecFactory.make(V.self) else {
             throw Untranslatable(reason: "a constant of type \(V.self) has no stored form")
         }
         return try codec.encode(value)
     }
+
+    /// The stored form of a constant known only as `Any`.
+    static func constant(any value: Any) throws -> StoredValue {
+        func open<V>(_ value: V) throws -> StoredValue { try constant(value) }
+        return try _openExistential(value, do: open)
+    }
 }
 
-/// An expression that compiles to a Boolean filter.
+/// An expression the store can compile.
+protocol StoreTranslatable {
+    func translate(_ translator: PredicateTranslator) throws -> PredicateTranslator.Translated
+}
+
+/// An expression that compiles to a Boolean filter directly.
 protocol FilterTranslatable {
     func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter
-}
-
-/// An expression that compiles to a value operand.
-protocol OperandTranslatable {
-    func fetchOperand(_ translator: PredicateTranslator) throws -> FetchOperand
-}
-
-// MARK: - Boolean expressions
-
-extension PredicateExpressions.Conjunction: FilterTranslatable {
-    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
-        switch (try translator.filter(lhs), try translator.filter(rhs)) {
-        case (.constant(false), _), (_, .constant(false)): .constant(false)
-        case (.constant(true), let other), (let other, .constant(true)): other
-        case let (left, right): .and([left, right])
-        }
-    }
-}
-
-extension PredicateExpressions.Disjunction: FilterTranslatable {
-    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
-        switch (try translator.filter(lhs), try translator.filter(rhs)) {
-        case (.constant(true), _), (_, .constant(true)): .constant(true)
-        case (.constant(false), let other), (let other, .constant(false)): other
-        case let (left, right): .or([left, right])
-        }
-    }
-}
-
-extension PredicateExpressions.Negation: FilterTranslatable {
-    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
-        switch try translator.filter(wrapped) {
-        case .constant(let value):
-            return .constant(!value)
-        case let .compare(operand, .equal, .value(.bool(value))) where translator.isNonOptionalBool(operand):
-            // `!$0.isPinned` is `$0.isPinned == false`, which an index can answer.
-            return .compare(operand, .equal, .value(.bool(!value)))
-        case let inner:
-            return .not(inner)
-        }
-    }
-}
-
-extension PredicateExpressions.Equal: FilterTranslatable {
-    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
-        .compare(try translator.operand(lhs), .equal, try translator.operand(rhs))
-    }
-}
-
-extension PredicateExpressions.NotEqual: FilterTranslatable {
-    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
-        .compare(try translator.operand(lhs), .notEqual, try translator.operand(rhs))
-    }
-}
-
-extension PredicateExpressions.Comparison: FilterTranslatable {
-    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
-        let comparison: FetchFilter.ComparisonOperator = switch op {
-        case .lessThan: .less
-        case .lessThanOrEqual: .lessOrEqual
-        case .greaterThan: .greater
-        case .greaterThanOrEqual: .greaterOrEqual
-        @unknown default: throw PredicateTranslator.Untranslatable(reason: "comparison \(op) is not supported")
-        }
-        return .compare(try translator.operand(lhs), comparison, try translator.operand(rhs))
-    }
-}
-
-extension PredicateExpressions.CollectionContainsCollection: FilterTranslatable {
-    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
-        guard Base.Output.self == String.self else {
-            throw PredicateTranslator.Untranslatable(reason: "contains(_:) is compiled for strings only")
-        }
-        return .text(try translator.operand(base), .contains, try translator.operand(other))
-    }
-}
-
-extension PredicateExpressions.SequenceStartsWith: FilterTranslatable {
-    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
-        guard Base.Output.self == String.self else {
-            throw PredicateTranslator.Untranslatable(reason: "starts(with:) is compiled for strings only")
-        }
-        return .text(try translator.operand(base), .startsWith, try translator.operand(prefix))
-    }
-}
-
-extension PredicateExpressions.SequenceContains: FilterTranslatable {
-    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
-        let collection = try translator.operand(sequence)
-        let member = try translator.operand(element)
-        if case .value(.array(let values)) = collection { return .isIn(member, values) }
-        return .contains(collection, element: member)
-    }
-}
-
-extension PredicateExpressions.SearchContains: FilterTranslatable {
-    func fetchFilter(_ translator: PredicateTranslator) throws -> FetchFilter {
-        .text(try translator.operand(base), .searchContains, try translator.operand(other))
-    }
-}
-
-// MARK: - Values
-
-extension PredicateExpressions.Value: OperandTranslatable {
-    func fetchOperand(_ translator: PredicateTranslator) throws -> FetchOperand {
-        .value(try PredicateTranslator.constant(value))
-    }
-}
-
-extension PredicateExpressions.NilLiteral: OperandTranslatable {
-    func fetchOperand(_ translator: PredicateTranslator) throws -> FetchOperand { .value(.null) }
-}
-
-extension PredicateExpressions.Variable: OperandTranslatable {
-    func fetchOperand(_ translator: PredicateTranslator) throws -> FetchOperand {
-        guard key == translator.variable else {
-            throw PredicateTranslator.Untranslatable(reason: "a nested variable is not supported by the store")
-        }
-        return .identifier
-    }
-}
-
-extension PredicateExpressions.KeyPath: OperandTranslatable {
-    func fetchOperand(_ translator: PredicateTranslator) throws -> FetchOperand {
-        guard let variable = root as? any VariableReading, variable.variableKey == translator.variable else {
-            throw PredicateTranslator.Untranslatable(reason: "only key paths on the fetched model are compiled")
-        }
-        guard let operand = PredicateTranslator.operand(for: keyPath, in: translator.metadata) else {
-            throw PredicateTranslator.Untranslatable(
-                reason: "\(keyPath) is not a persisted property of \(translator.metadata.entityName)")
-        }
-        return operand
-    }
-}
-
-extension PredicateExpressions.OptionalFlatMap: OperandTranslatable {
-    func fetchOperand(_ translator: PredicateTranslator) throws -> FetchOperand {
-        // `$0.folder?.persistentModelID` is the to-one relationship's target identifier.
-        let wrappedOperand = try translator.operand(wrapped)
-        guard case .toOne = wrappedOperand, let keyPath = transform as? any KeyPathReading,
-              keyPath.isIdentifierKeyPath(on: variable.key) else {
-            throw PredicateTranslator.Untranslatable(reason: "optional chaining is compiled for persistentModelID only")
-        }
-        return wrappedOperand
-    }
-}
-
-extension PredicateExpressions.NilCoalesce: OperandTranslatable {
-    func fetchOperand(_ translator: PredicateTranslator) throws -> FetchOperand {
-        .coalesce(try translator.operand(lhs), try translator.operand(rhs))
-    }
-}
-
-extension PredicateExpressions.ForcedUnwrap: OperandTranslatable {
-    func fetchOperand(_ translator: PredicateTranslator) throws -> FetchOperand {
-        .unwrap(try translator.operand(inner))
-    }
-}
-
-/// Reads a predicate variable's key through an existential.
-protocol VariableReading {
-    var variableKey: PredicateExpressions.VariableID { get }
-}
-
-extension PredicateExpressions.Variable: VariableReading {
-    var variableKey: PredicateExpressions.VariableID { key }
-}
-
-/// Recognises `variable.persistentModelID` inside an optional chain.
-protocol KeyPathReading {
-    func isIdentifierKeyPath(on variable: PredicateExpressions.VariableID) -> Bool
-}
-
-extension PredicateExpressions.KeyPath: KeyPathReading {
-    func isIdentifierKeyPath(on variable: PredicateExpressions.VariableID) -> Bool {
-        guard let root = root as? any VariableReading, root.variableKey == variable else { return false }
-        return isPersistentModelIDKeyPath(keyPath)
-    }
-
-    private func isPersistentModelIDKeyPath(_ keyPath: AnyKeyPath) -> Bool {
-        guard let model = type(of: keyPath).rootType as? any PersistentModel.Type else { return false }
-        func identifierKeyPath<M: PersistentModel>(_: M.Type) -> AnyKeyPath { \M.persistentModelID }
-        return keyPath == identifierKeyPath(model)
-    }
 }

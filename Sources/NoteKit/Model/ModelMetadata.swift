@@ -38,6 +38,8 @@ final class ModelMetadata: @unchecked Sendable {
     /// The prototype, used only under this lock, to map key paths to properties.
     private let prototype: Locked<ModelObject>
     private let keyPathCache = Locked<[AnyKeyPath: PropertyReference?]>([:])
+    /// Key paths through relationships already probed (``propertyPath(for:)``).
+    private let pathCache = Locked<[AnyKeyPath: (hops: [Int], leaf: PropertyReference)?]>([:])
     private let inverseTable = AtomicLazyReference<InverseTable>()
 
     // MARK: Registry
@@ -308,6 +310,74 @@ final class ModelMetadata: @unchecked Sendable {
         }
         keyPathCache.withLock { $0[keyPath] = .some(found) }
         return found
+    }
+
+    /// The persisted property a key path reaches through to-one relationships (`\.folder?.name`,
+    /// `\.folder?.parent?.name`): the relationships followed, in order, then the property; a one-step key path gives
+    /// no relationship. Nil when the key path is not exactly that: a computed property, a to-many step, a transient
+    /// property.
+    ///
+    /// The key path is read on the prototype with every to-one relationship giving a new object of its destination
+    /// whose attributes hold recognizable values, and accepted only when each step read exactly one persisted
+    /// property and the value at the end is the last one's own (so that `folder?.name.uppercased()` behind a
+    /// computed property is not taken for `folder?.name`).
+    func propertyPath(for keyPath: AnyKeyPath) -> (hops: [Int], leaf: PropertyReference)? {
+        if let single = property(for: keyPath) { return ([], single) }
+        if isDynamic { return nil }
+        if let known = pathCache.withLock({ $0[keyPath] }) { return known }
+        let found: (hops: [Int], leaf: PropertyReference)? = prototype.withLock { prototype in
+            prototype._$isPrototype = true
+            prototype._$probesPaths = true
+            prototype._$probeLog.removeAll()
+            prototype._$probeTargets.removeAll()
+            defer {
+                prototype._$isPrototype = false
+                prototype._$probesPaths = false
+                prototype._$probeLog.removeAll()
+                prototype._$probeTargets.removeAll()
+            }
+            let value = prototype[keyPath: keyPath]
+            var hops: [Int] = []
+            var current: ModelObject = prototype
+            while true {
+                let log = current._$probeLog
+                guard log.count == 1 else { return nil }
+                switch log[0].property {
+                case .relationship(let slot) where !current._$metadata.relationships[slot].isToMany:
+                    guard current._$probeTargets.count == 1 else { return nil }
+                    hops.append(slot)
+                    current = current._$probeTargets[0]
+                case .relationship, .attribute:
+                    guard !hops.isEmpty, current._$probeTargets.isEmpty else { return nil }
+                    // The value at the end must be what the last step read, as an optional chain gives it.
+                    if case .attribute(let slot) = log[0].property, let expected = current._$metadata.probeValue(at: slot) {
+                        guard let wrapped = (value as? any OptionalMarker)?.wrappedAny,
+                              let codec = current._$metadata.attributes[slot].codec,
+                              (try? codec.encodeAny(wrapped)) == expected else { return nil }
+                    }
+                    return (hops, log[0].property)
+                }
+            }
+        }
+        pathCache.withLock { $0[keyPath] = .some(found) }
+        return found
+    }
+
+    /// A value attribute `slot` holds in a path probe's objects, recognizable as that attribute's; nil for a type
+    /// with too few values to tell (a `Bool`) or none to make.
+    func probeValue(at slot: Int) -> StoredValue? {
+        guard let type = attributes[slot].codec?.type.nonOptional else { return nil }
+        let mark = 0x5EED_0000 + slot
+        switch type {
+        case .string: return .string("\u{1}probe \(entityName) \(slot)")
+        case .int, .int64, .int32: return .int(Int64(mark))
+        case .uint, .uint64: return .uint(UInt64(mark))
+        case .double: return .double(Double(mark) + 0.5)
+        case .date: return .date(Date(timeIntervalSinceReferenceDate: Double(mark)))
+        case .uuid: return .uuid(UUID(uuid: (0x5E, 0xED, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, UInt8(slot >> 8 & 0xFF),
+                                             UInt8(slot & 0xFF))))
+        default: return nil
+        }
     }
 
     /// The attribute slot a key path reads, if it reads exactly one attribute.

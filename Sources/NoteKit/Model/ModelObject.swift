@@ -61,6 +61,11 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
         var isPrototype = false
         /// The persisted properties the prototype's code read, in order.
         var probeLog: [ProbeRecord] = []
+        /// Whether a read of a to-one relationship gives a probe of the destination (``_$probeTarget(at:)``), to
+        /// follow a key path through relationships.
+        var probesPaths = false
+        /// The probes of destinations handed out, in order.
+        var probeTargets: [ModelObject] = []
     }
 
     private final var extra: Extra {
@@ -86,6 +91,41 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
             guard _$extra != nil || newValue else { return }
             extra.isPrototype = newValue
         }
+    }
+
+    /// Whether reading a to-one relationship of this prototype gives a probe of the destination.
+    final var _$probesPaths: Bool {
+        get { _$extra?.probesPaths ?? false }
+        set {
+            guard _$extra != nil || newValue else { return }
+            extra.probesPaths = newValue
+        }
+    }
+
+    /// The probes of destinations this prototype handed out, in order.
+    final var _$probeTargets: [ModelObject] {
+        get { _$extra?.probeTargets ?? [] }
+        set {
+            guard _$extra != nil || !newValue.isEmpty else { return }
+            extra.probeTargets = newValue
+        }
+    }
+
+    /// While a key path through relationships is probed (``ModelMetadata/propertyPath(for:)``): a new object of
+    /// to-one relationship `slot`'s destination, outside any context, that logs what is read of it and holds a
+    /// recognizable value (``ModelMetadata/probeValue(at:)``) in each attribute; nil otherwise.
+    final func _$probeTarget(at slot: Int) -> ModelObject? {
+        guard _$probesPaths, !_$metadata.relationships[slot].isToMany else { return nil }
+        let destination = _$metadata.relationships[slot].destinationMetadata
+        guard !destination.isDynamic else { return nil }
+        let target = destination.type.init()
+        target._$isPrototype = true
+        target._$probesPaths = true
+        for index in destination.attributes.indices {
+            if let value = destination.probeValue(at: index) { target._$attributes[index] = value }
+        }
+        _$probeTargets.append(target)
+        return target
     }
 
     final var _$probeLog: [ProbeRecord] {

@@ -112,6 +112,9 @@ public struct Relationship<Value> {
         model._$metadata.relationshipNotifiers[slot].register(wrappedKeyPath)
         if model._$isPrototype {
             model._$probeLog.append(.init(property: .relationship(slot), keyPath: wrappedKeyPath))
+            if let target = model._$probeTarget(at: slot) {
+                return Value(models: [unsafeDowncast(target, to: Value.Destination.self)])
+            }
         }
         return Value(models: model._$relationshipModels(at: slot).map {
             unsafeDowncast($0, to: Value.Destination.self)

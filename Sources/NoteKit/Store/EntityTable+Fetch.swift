@@ -85,8 +85,11 @@ extension EntityTable {
         return (order > 0) == lower ? candidate : current
     }
 
-    func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult {
+    /// Runs `request` over this entity's rows; `lookup` reads the rows of other entities a filter or sort reaches
+    /// through relationships.
+    func fetch(_ request: StoreFetchRequest, lookup: RowLookup = .none) throws -> StoreFetchResult {
         var plan = FetchPlan(entity: entity.name)
+        let filter = try request.filter.map(PreparedFilter.init)
         let path = accessPath(filter: request.filter, sort: request.sort)
         let limit = request.limit.map { request.offset + $0 }
         var matched: [ModelSnapshot] = []
@@ -96,13 +99,7 @@ extension EntityTable {
         func consider(_ row: ModelSnapshot) throws {
             examined += 1
             if !request.excluding.isEmpty && request.excluding.contains(row.id) { return }
-            if let filter = request.filter {
-                do {
-                    guard try filter.matches(row) else { return }
-                } catch is UnwrappedNil {
-                    throw FetchError.unwrappedNil(entity: entity.name, model: row.id)
-                }
-            }
+            if let filter, try !Self.matches(filter, row, lookup: lookup, entity: entity.name) { return }
             matched.append(row)
         }
 
@@ -116,7 +113,8 @@ extension EntityTable {
             // Only a base decodes rows, so only a fetch over one can leave attributes out.
             let decoding = request.resultType == .snapshots
                 ? request.decodedAttributes(attributeCount: entity.attributes.count) : nil
-            (matched, examined) = try matchOverBase(request, path: path, limit: limit, decoding: decoding)
+            (matched, examined) = try matchOverBase(request, filter: filter, lookup: lookup, path: path, limit: limit,
+                                                    decoding: decoding)
             loaded = decoding
         } else if let path {
             plan.index = indexSlots[path.index].map { entity.attributes[$0].name }
@@ -138,7 +136,7 @@ extension EntityTable {
             if let failure { throw failure }
             if !path.deliversOrder {
                 if request.sort.isEmpty { matched.sort { memoryPosition($0.id)! < memoryPosition($1.id)! } }
-                else { try Self.sortRows(&matched, by: request.sort, entity: entity.name) }
+                else { try Self.sortRows(&matched, by: request.sort, entity: entity.name, lookup: lookup, limit: limit) }
             }
         } else {
             let canStop = request.sort.isEmpty && limit != nil && request.resultType != .count
@@ -147,7 +145,9 @@ extension EntityTable {
                 try consider(row)
                 if canStop && matched.count >= limit! { break }
             }
-            if !request.sort.isEmpty { try Self.sortRows(&matched, by: request.sort, entity: entity.name) }
+            if !request.sort.isEmpty {
+                try Self.sortRows(&matched, by: request.sort, entity: entity.name, lookup: lookup, limit: limit)
+            }
         }
 
         plan.recordsExamined = examined
@@ -165,27 +165,71 @@ extension EntityTable {
         return result
     }
 
+    /// Runs `request` over the rows of `candidates` (a relationship plan's, ``RowStorage/relationshipCandidates(_:)``):
+    /// its other conjuncts are checked on those rows only. A count that nothing else constrains is the number of
+    /// candidates, without reading a row.
+    func fetch(_ request: StoreFetchRequest, candidates: RowStorage.RelationshipCandidates, lookup: RowLookup) throws
+        -> StoreFetchResult {
+        var plan = FetchPlan(entity: entity.name)
+        plan.relationshipPlan = candidates.description
+        var result = StoreFetchResult(plan: plan)
+        if request.resultType == .count && candidates.remaining.isEmpty && request.excluding.isEmpty {
+            result.count = max(0, min(candidates.ids.count - request.offset, request.limit ?? .max))
+            result.plan.recordsExamined = candidates.examined
+            result.plan.recordsReturned = result.count
+            return result
+        }
+        let remaining = try candidates.remaining.isEmpty ? nil
+            : PreparedFilter(candidates.remaining.count == 1 ? candidates.remaining[0] : .and(candidates.remaining))
+        // The candidates' rows, in insertion order (a base row's number, then the rows inserted since).
+        var located: [Located] = []
+        var unread: [PersistentIdentifier] = []
+        for id in candidates.ids where request.excluding.isEmpty || !request.excluding.contains(id) {
+            switch known(id) {
+            case .some(let found?): located.append(found)
+            case .some(nil): continue
+            case nil: unread.append(id)
+            }
+        }
+        located += try readBase(unread).compactMap { $0 }
+        located.sort { $0.position < $1.position }
+        var matched: [ModelSnapshot] = []
+        for candidate in located {
+            if let remaining, try !Self.matches(remaining, candidate.row, lookup: lookup, entity: entity.name) { continue }
+            matched.append(candidate.row)
+        }
+        let limit = request.limit.map { request.offset + $0 }
+        if !request.sort.isEmpty {
+            try Self.sortRows(&matched, by: request.sort, entity: entity.name, lookup: lookup, limit: limit)
+        }
+        result.plan.recordsExamined = candidates.examined + located.count
+        result.count = max(0, min(matched.count - request.offset, request.limit ?? .max))
+        let window = request.offset < matched.count
+            ? matched[request.offset..<min(matched.count, limit ?? matched.count)] : []
+        switch request.resultType {
+        case .snapshots: result.snapshots = Array(window)
+        case .identifiers: result.identifiers = window.map(\.id)
+        case .count: break
+        }
+        result.plan.recordsReturned = request.resultType == .count ? result.count : window.count
+        return result
+    }
+
     /// The rows of a fetch over a base that match its filter, in the answer's order (before its offset and limit),
     /// and how many rows were examined: as the scans of rows in memory in ``fetch(_:)``, over the base's rows and
     /// the changes laid over them. Kept apart so that the fetches without a base stay as they were.
     ///
     /// - Parameter decoding: the attributes to decode of the base's rows (nil: every one).
     @inline(never)
-    func matchOverBase(_ request: StoreFetchRequest, path: AccessPath?, limit: Int?, decoding: [Bool]?) throws
-        -> (matched: [ModelSnapshot], examined: Int) {
+    func matchOverBase(_ request: StoreFetchRequest, filter: PreparedFilter?, lookup: RowLookup, path: AccessPath?,
+                       limit: Int?, decoding: [Bool]?) throws -> (matched: [ModelSnapshot], examined: Int) {
         var matched: [ModelSnapshot] = []
         var examined = 0
         /// Whether the row matched (and was appended).
         func consider(_ row: ModelSnapshot) throws -> Bool {
             examined += 1
             if !request.excluding.isEmpty && request.excluding.contains(row.id) { return false }
-            if let filter = request.filter {
-                do {
-                    guard try filter.matches(row) else { return false }
-                } catch is UnwrappedNil {
-                    throw FetchError.unwrappedNil(entity: entity.name, model: row.id)
-                }
-            }
+            if let filter, try !Self.matches(filter, row, lookup: lookup, entity: entity.name) { return false }
             matched.append(row)
             return true
         }
@@ -216,7 +260,7 @@ extension EntityTable {
             let order = matchedPositions.indices.sorted { matchedPositions[$0] < matchedPositions[$1] }
             matched = order.map { matched[$0] }
         } else if !inOrder {
-            try Self.sortRows(&matched, by: request.sort, entity: entity.name)
+            try Self.sortRows(&matched, by: request.sort, entity: entity.name, lookup: lookup, limit: limit)
         }
         return (matched, examined)
     }
@@ -313,25 +357,93 @@ extension EntityTable {
         if !stopped { try flush() }
     }
 
+    /// Whether `row` matches `filter`, with evaluation errors reported as ``FetchError`` naming the row.
+    @inline(__always)
+    static func matches(_ filter: PreparedFilter, _ row: ModelSnapshot, lookup: RowLookup, entity: String) throws
+        -> Bool {
+        do {
+            return try filter.matches(row, lookup: lookup)
+        } catch is UnwrappedNil {
+            throw FetchError.unwrappedNil(entity: entity, model: row.id)
+        } catch let failure as EvaluationFailure {
+            throw FetchError.predicateFailed(entity: entity, reason: "at \(row.id): \(failure.reason)")
+        }
+    }
+
     /// Sorts rows by the keys, then by identifier so equal keys come back in a deterministic order, the same one
-    /// an index scan gives.
-    static func sortRows(_ rows: inout [ModelSnapshot], by keys: [FetchSortKey], entity: String) throws {
+    /// an index scan gives. With `limit`, only the first `limit` rows need to come out sorted: those are kept and the
+    /// others dropped (a bounded heap, O(n log limit)), for a window that never sorts every match.
+    static func sortRows(_ rows: inout [ModelSnapshot], by keys: [FetchSortKey], entity: String,
+                         lookup: RowLookup = .none, limit: Int? = nil) throws {
+        let operands = try keys.map { try PreparedOperand($0.operand) }
         var keyed: [(values: [StoredValue], row: ModelSnapshot)] = []
         keyed.reserveCapacity(rows.count)
         for row in rows {
-            do { keyed.append((try keys.map { try $0.operand.evaluate(row) }, row)) } catch is UnwrappedNil {
+            do { keyed.append((try operands.map { try $0.evaluate(row, lookup: lookup) }, row)) } catch is UnwrappedNil {
                 throw FetchError.unwrappedNil(entity: entity, model: row.id)
+            } catch let failure as EvaluationFailure {
+                throw FetchError.predicateFailed(entity: entity, reason: "at \(row.id): \(failure.reason)")
             }
         }
-        keyed.sort { a, b in
-            for (position, key) in keys.enumerated() {
+        let ascending = keys.map(\.ascending), lastAscending = keys.last!.ascending
+        func precedes(_ a: (values: [StoredValue], row: ModelSnapshot), _ b: (values: [StoredValue], row: ModelSnapshot))
+            -> Bool {
+            for position in ascending.indices {
                 let order = StoredValue.compare(a.values[position], b.values[position])
-                if order != 0 { return key.ascending ? order < 0 : order > 0 }
+                if order != 0 { return ascending[position] ? order < 0 : order > 0 }
             }
             // Ties follow the identifier, in the direction of the last key, as a descending index scan does.
-            return keys.last!.ascending ? a.row.id < b.row.id : b.row.id < a.row.id
+            return lastAscending ? a.row.id < b.row.id : b.row.id < a.row.id
         }
+        if let limit, limit < keyed.count / 2 {
+            rows = TopK.select(keyed, count: limit, by: precedes).map(\.row)
+            return
+        }
+        keyed.sort(by: precedes)
         rows = keyed.map(\.row)
+    }
+}
+
+/// The first `count` elements of a sequence in an order, without sorting it all: a bounded max-heap of the best
+/// seen so far, then a sort of those (O(n log count)).
+enum TopK {
+    static func select<Element>(_ elements: some Sequence<Element>, count: Int,
+                                by precedes: (Element, Element) -> Bool) -> [Element] {
+        guard count > 0 else { return [] }
+        // A max-heap by `precedes`: the root is the worst of those kept.
+        var heap: [Element] = []
+        heap.reserveCapacity(count + 1)
+        func siftUp(_ index: Int) {
+            var child = index
+            while child > 0 {
+                let parent = (child - 1) / 2
+                guard precedes(heap[parent], heap[child]) else { return }
+                heap.swapAt(parent, child)
+                child = parent
+            }
+        }
+        func siftDown(_ index: Int) {
+            var parent = index
+            while true {
+                let left = 2 * parent + 1, right = left + 1
+                var largest = parent
+                if left < heap.count && precedes(heap[largest], heap[left]) { largest = left }
+                if right < heap.count && precedes(heap[largest], heap[right]) { largest = right }
+                if largest == parent { return }
+                heap.swapAt(parent, largest)
+                parent = largest
+            }
+        }
+        for element in elements {
+            if heap.count < count {
+                heap.append(element)
+                siftUp(heap.count - 1)
+            } else if precedes(element, heap[0]) {
+                heap[0] = element
+                siftDown(0)
+            }
+        }
+        return heap.sorted(by: precedes)
     }
 }
 

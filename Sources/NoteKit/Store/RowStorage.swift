@@ -320,8 +320,26 @@ package final class RowStorage {
     ///   ``RowBaseFailure``.
     package func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult {
         guard let number = numbers[request.entity] else { throw FetchError.unknownEntity(request.entity) }
-        return try tables[number].fetch(request)
+        let lookup = lookup(over: request.overlay)
+        // A plan through relationships reads the other entities as the store holds them: not with a caller's unsaved
+        // changes laid over them.
+        if request.overlay.isEmpty, let narrowed = try relationshipCandidates(request) {
+            return try tables[number].fetch(request, candidates: narrowed, lookup: lookup)
+        }
+        return try tables[number].fetch(request, lookup: lookup)
     }
+
+    /// Reads rows as a request's caller sees them: its unsaved rows in `overlay`, these otherwise.
+    func lookup(over overlay: [PersistentIdentifier: ModelSnapshot?]) -> RowLookup {
+        guard !overlay.isEmpty else { return lookup }
+        return RowLookup { [unowned self] id in
+            if let pending = overlay[id] { return pending }
+            return try self.snapshot(for: id)
+        }
+    }
+
+    /// Reads rows of any entity by identifier, for a filter or sort that follows relationships.
+    package var lookup: RowLookup { RowLookup { [unowned self] id in try self.snapshot(for: id) } }
 }
 
 /// A read of an entity's ``RowBase`` that threw, or answered what was not asked: the storage changed nothing, and

@@ -18,6 +18,12 @@ final class NoteRecord: PersistentModel {
 
     static var indexes: [[PartialKeyPath<NoteRecord>]] { [[\.createdAt], [\.isPinned, \.createdAt]] }
 
+    /// A computed property: known only to the object, so a predicate that reads it is evaluated on objects (the
+    /// tests' way to send a fetch there).
+    var tagCount: Int { tags.count }
+    /// Likewise.
+    var titleLength: Int { title.count }
+
     required init() {}
     convenience init(title: String, body: String = "", createdAt: Date = .now, tags: [String] = [],
                      isPinned: Bool = false) {

@@ -20,6 +20,8 @@ enum Tutorial {
         @Attribute var createdAt = Date.now
         @Attribute var isPinned: Bool = false
         @Relationship var folder: Folder?
+        /// A computed property, which a predicate reads on objects only.
+        var titleLength: Int { title.count }
         required init() {}
         convenience init(title: String, createdAt: Date, isPinned: Bool = false, folder: Folder? = nil) {
             self.init()
