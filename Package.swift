@@ -25,7 +25,10 @@ let package = Package(
         // libpq's C interface, found through pkg-config (Debian: libpq-dev).
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(name: "NoteKitMirror", dependencies: ["NoteKit", "NoteKitFileStore", "CLibPQ"]),
-        .executableTarget(name: "notekit", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitMirror"]),
+        // The command-line parser of the executables: not a product.
+        .target(name: "NoteKitCommandLine"),
+        .executableTarget(name: "notekit",
+                          dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitMirror", "NoteKitCommandLine"]),
         .executableTarget(name: "notekit-bench", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitMirror"]),
         // What both test targets share: the kinds of store every behaviour test runs on, temporary directories,
         // a file system that fails on purpose.
