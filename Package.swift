@@ -25,16 +25,18 @@ let package = Package(
         // libpq's C interface, found through pkg-config (Debian: libpq-dev).
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(name: "NoteKitMirror", dependencies: ["NoteKit", "NoteKitFileStore", "CLibPQ"]),
-        // The command-line parser of the executables: not a product.
+        // The command-line parser of the three executables (notekit, notekit-bench, notekit-stress): not a product.
         .target(name: "NoteKitCommandLine"),
         .executableTarget(name: "notekit",
                           dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitMirror", "NoteKitCommandLine"]),
-        .executableTarget(name: "notekit-bench", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitMirror"]),
+        .executableTarget(name: "notekit-bench",
+                          dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitMirror", "NoteKitCommandLine"]),
         // What both test targets share: the kinds of store every behaviour test runs on, temporary directories,
         // a file system that fails on purpose.
         .target(name: "NoteKitTestSupport", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore"], path: "Tests/TestSupport"),
         // The kill test's child and its long mode (docs/reliability/kill.md): `swift run -c release notekit-stress kill`.
-        .executableTarget(name: "notekit-stress", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitMirror", "NoteKitTestSupport"]),
+        .executableTarget(name: "notekit-stress", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitMirror", "NoteKitTestSupport",
+                                                                 "NoteKitCommandLine"]),
         // Writes Fixtures/v1–v4 through the frozen schemas: `swift run notekit-fixtures Fixtures`.
         .executableTarget(name: "notekit-fixtures", dependencies: ["NoteKitTestSupport"], path: "Tests/FixtureGenerator"),
         .testTarget(name: "NoteKitTests", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitTestSupport"]),

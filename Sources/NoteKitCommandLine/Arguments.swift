@@ -77,13 +77,4 @@ package struct Arguments: Sendable {
         if let value = positional.first ?? fallback { return value }
         throw .missingArgument("a \(noun)")
     }
-
-    /// Refuses positional arguments, for a command that takes options only.
-    ///
-    /// - Throws: ``UsageError/unexpectedArguments(command:takes:got:)`` naming how many were given.
-    package func requireNoPositional(command: String) throws(UsageError) {
-        guard positional.isEmpty else {
-            throw .unexpectedArguments(command: command, takes: "no arguments", got: positional.count)
-        }
-    }
 }

@@ -19,9 +19,11 @@ package enum UsageError: Error, Equatable, Sendable, CustomStringConvertible {
     case missingArgument(String)
     /// More positional arguments than the one expected: `expected one store path, got 2 arguments`.
     case tooManyArguments(expected: String, got: Int)
+    /// A positional argument where a command takes none: `unexpected argument 4000`.
+    case unexpectedArgument(String)
     /// Positional arguments a command does not take as many of: `help takes one command, got 2`, or, without a
     /// count, `--version takes no arguments`.
-    case unexpectedArguments(command: String, takes: String, got: Int?)
+    case argumentCount(command: String, takes: String, got: Int?)
 
     package var description: String {
         switch self {
@@ -34,7 +36,8 @@ package enum UsageError: Error, Equatable, Sendable, CustomStringConvertible {
         case .conflictingFlags(let command, let first, let second): "\(command) takes \(first) or \(second), not both"
         case .missingArgument(let what): "expected \(what)"
         case .tooManyArguments(let expected, let count): "expected \(expected), got \(count) arguments"
-        case .unexpectedArguments(let command, let takes, let count):
+        case .unexpectedArgument(let word): "unexpected argument \(word)"
+        case .argumentCount(let command, let takes, let count):
             "\(command) takes \(takes)" + (count.map { ", got \($0)" } ?? "")
         }
     }

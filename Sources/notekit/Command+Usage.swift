@@ -22,7 +22,7 @@ extension Command {
     /// `notekit help [COMMAND]`: the usage, or the help of the command named.
     ///
     /// - Throws: ``UsageError/unknownCommand(_:)`` for a name the table does not have,
-    ///   ``UsageError/unexpectedArguments(command:takes:got:)`` for more than one.
+    ///   ``UsageError/argumentCount(command:takes:got:)`` for more than one.
     static func help(_ words: [String]) throws(UsageError) {
         let arguments = try Arguments(words)
         guard let topic = arguments.positional.first else {
@@ -30,7 +30,7 @@ extension Command {
             return
         }
         guard arguments.positional.count == 1 else {
-            throw .unexpectedArguments(command: "help", takes: "one command", got: arguments.positional.count)
+            throw .argumentCount(command: "help", takes: "one command", got: arguments.positional.count)
         }
         guard let command = named(topic) else { throw .unknownCommand(topic) }
         print(command.help)
@@ -38,11 +38,11 @@ extension Command {
 
     /// `notekit --version [--json]`.
     ///
-    /// - Throws: ``UsageError/unexpectedArguments(command:takes:got:)`` for any positional argument.
+    /// - Throws: ``UsageError/argumentCount(command:takes:got:)`` for any positional argument.
     static func version(_ words: [String]) throws(UsageError) {
         let arguments = try Arguments(words, flags: ["json"])
         guard arguments.positional.isEmpty else {
-            throw .unexpectedArguments(command: "--version", takes: "no arguments", got: nil)
+            throw .argumentCount(command: "--version", takes: "no arguments", got: nil)
         }
         if arguments.json { printJSON(NoteKitVersion.json) } else { print(NoteKitVersion.text) }
     }

@@ -387,6 +387,79 @@ struct CommandTableTests {
     }
 }
 
+/// Issue 36, item 7: `notekit`, `notekit-bench` and `notekit-stress` read their command lines with one parser
+/// (NoteKitCommandLine), which refuses an option the subcommand does not take before anything runs, where the
+/// benchmark and the stress tool used to ignore it (and run a whole workload on a mistyped option).
+@Suite("Every NoteKit tool refuses an option it does not know")
+struct ToolOptionTests {
+    enum Tool: String, Sendable, CustomTestStringConvertible {
+        case notekit, bench = "notekit-bench", stress = "notekit-stress"
+
+        var executable: URL {
+            switch self {
+            case .notekit: CommandLineTests.executable
+            case .bench: BenchmarkColdTests.executable
+            case .stress: ProcessStressTests.KillTests.executable
+            }
+        }
+
+        var testDescription: String { rawValue }
+    }
+
+    /// Where a subcommand would write, were the bad word not refused.
+    static let scratch = TemporaryStores.root.appendingPathComponent("tool-options").path
+
+    /// A command line of each subcommand that ends soon even if the word after it were ignored. (`reader`,
+    /// `migrate` and `mirror-app` wait on standard input, and read their words like the others.)
+    static let commandLines: [(tool: Tool, words: [String])] = [
+        (.notekit, ["stats", "/nonexistent/store"]),
+        (.notekit, ["mirror", "sync", "/nonexistent/store", "--zone", "z"]),
+        (.bench, ["w1", "--notes", "1", "--dir", scratch]),
+        (.bench, ["history", "--transactions", "1", "--dir", scratch]),
+        (.bench, ["cold", "--notes", "1", "--runs", "1", "--dir", scratch]),
+        (.bench, ["rows", "--notes", "1", "--runs", "1"]),
+        (.bench, ["memory", "--notes", "1", "--dir", scratch]),
+        (.bench, ["mirror", "--server", "host=/nonexistent", "--notes", "1", "--dir", scratch]),
+        (.bench, ["top20", "/nonexistent/store"]),
+        (.bench, ["open", "/nonexistent/store"]),
+        (.stress, ["kill", "--kills", "1", "--seconds", "1", "--dir", scratch]),
+        (.stress, ["child", "--store", scratch + "/child", "--seed", "1", "--from", "1", "--steps", "0"]),
+        (.stress, ["share", "--seconds", "1", "--writers", "1", "--readers", "0", "--dir", scratch]),
+        (.stress, ["compactor", "--store", "/nonexistent/store", "--seconds", "0.1"]),
+        (.stress, ["add", "--store", scratch + "/add", "--title", "t"]),
+        (.stress, ["mirror-device", "--store", scratch + "/device", "--server", "host=/nonexistent", "--zone", "z",
+                   "--seed", "1", "--ops", "0"]),
+        (.stress, ["backup-writer", "--store", scratch + "/backup", "--steps", "1"]),
+    ]
+
+    @Test("An unknown option is a usage error, exit 2, whose first line names it", arguments: commandLines)
+    func unknownOption(tool: Tool, words: [String]) throws {
+        let run = try CommandLineTests.run(tool.executable, words + ["--bogus"])
+        #expect(run.status == 2, "\(tool) \(words): \(run.errors)")
+        let first = run.errors.split(separator: "\n").first.map(String.init)
+        #expect(first?.hasPrefix("error: unknown option --bogus") == true, "\(tool) \(words): \(run.errors)")
+        #expect(run.output.isEmpty, "\(tool) \(words): \(run.output)")
+    }
+
+    @Test("A positional argument where the benchmark or the stress tool takes none is a usage error, exit 2",
+          arguments: commandLines.filter { $0.tool != .notekit && !["top20", "open"].contains($0.words[0]) })
+    func unexpectedArgument(tool: Tool, words: [String]) throws {
+        let run = try CommandLineTests.run(tool.executable, words + ["extra"])
+        #expect(run.status == 2, "\(tool) \(words): \(run.errors)")
+        #expect(run.errors.hasPrefix("error: unexpected argument extra\n"), "\(tool) \(words): \(run.errors)")
+    }
+
+    @Test("--help prints the benchmark's and the stress tool's usage on standard output, exit 0")
+    func help() throws {
+        for (tool, words) in [(Tool.bench, ["--help"]), (.bench, ["cold", "--help"]), (.stress, ["-h"]),
+                              (.stress, ["child", "--help"])] {
+            let run = try CommandLineTests.run(tool.executable, words)
+            #expect(run.status == 0 && run.errors.isEmpty, "\(tool) \(words): \(run.errors)")
+            #expect(run.output.hasPrefix("usage: \(tool.rawValue) "), "\(tool) \(words): \(run.output)")
+        }
+    }
+}
+
 /// The command-line contract a script relies on, as with sqlite3: exit codes by kind of failure, `--version`,
 /// `help <command>`, and `--json` on every command that prints data.
 @Suite("The notekit command-line contract")
