@@ -1,6 +1,6 @@
 import Foundation
 import NoteKitCommandLine
-import NoteKitTestSupport
+import NoteKitStressSupport
 
 /// `notekit-stress share`: the share test's long mode (docs/reliability/share.md).
 ///

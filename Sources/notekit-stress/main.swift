@@ -17,7 +17,7 @@ import NoteKit
 import NoteKitCommandLine
 import NoteKitFileStore
 import NoteKitMirror
-import NoteKitTestSupport
+import NoteKitStressSupport
 
 let usage = """
     usage: notekit-stress kill [--kills N] [--seed N] [--dir DIR] [--seconds S] [--creation-kills N] [--keep]
