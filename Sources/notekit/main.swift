@@ -38,11 +38,12 @@ func run(_ words: [String]) -> Int32 {
     /// The store path the command was given, for the salvage hint that ends a report of damage.
     var storePath: String?
     do {
-        guard let (action, rest) = try command.action(for: rest) else {
+        // No action: a group asked for its help without a subcommand (`notekit mirror --help`).
+        guard let (action, words) = try command.action(for: rest) else {
             print(command.help)
             return ExitStatus.ok.rawValue
         }
-        let arguments = try Arguments(rest, flags: action.flags, options: action.options)
+        let arguments = try Arguments(words, flags: action.flags, options: action.options)
         if arguments.helpRequested {
             print(command.help)
             return ExitStatus.ok.rawValue
