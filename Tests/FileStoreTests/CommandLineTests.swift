@@ -407,26 +407,26 @@ struct ToolOptionTests {
         var testDescription: String { rawValue }
     }
 
-    /// Where a subcommand would write, were the bad word not refused.
+    /// Where a subcommand would write, were the bad word not refused: every path below is in it.
     static let scratch = TemporaryStores.root.appendingPathComponent("tool-options").path
 
     /// A command line of each subcommand that ends soon even if the word after it were ignored. (`reader`,
     /// `migrate` and `mirror-app` wait on standard input, and read their words like the others.)
     static let commandLines: [(tool: Tool, words: [String])] = [
-        (.notekit, ["stats", "/nonexistent/store"]),
-        (.notekit, ["mirror", "sync", "/nonexistent/store", "--zone", "z"]),
+        (.notekit, ["stats", scratch + "/missing"]),
+        (.notekit, ["mirror", "sync", scratch + "/missing", "--zone", "z"]),
         (.bench, ["w1", "--notes", "1", "--dir", scratch]),
         (.bench, ["history", "--transactions", "1", "--dir", scratch]),
         (.bench, ["cold", "--notes", "1", "--runs", "1", "--dir", scratch]),
         (.bench, ["rows", "--notes", "1", "--runs", "1"]),
         (.bench, ["memory", "--notes", "1", "--dir", scratch]),
         (.bench, ["mirror", "--server", "host=/nonexistent", "--notes", "1", "--dir", scratch]),
-        (.bench, ["top20", "/nonexistent/store"]),
-        (.bench, ["open", "/nonexistent/store"]),
+        (.bench, ["top20", scratch + "/missing"]),
+        (.bench, ["open", scratch + "/missing"]),
         (.stress, ["kill", "--kills", "1", "--seconds", "1", "--dir", scratch]),
         (.stress, ["child", "--store", scratch + "/child", "--seed", "1", "--from", "1", "--steps", "0"]),
         (.stress, ["share", "--seconds", "1", "--writers", "1", "--readers", "0", "--dir", scratch]),
-        (.stress, ["compactor", "--store", "/nonexistent/store", "--seconds", "0.1"]),
+        (.stress, ["compactor", "--store", scratch + "/compactor", "--seconds", "0.1"]),
         (.stress, ["add", "--store", scratch + "/add", "--title", "t"]),
         (.stress, ["mirror-device", "--store", scratch + "/device", "--server", "host=/nonexistent", "--zone", "z",
                    "--seed", "1", "--ops", "0"]),

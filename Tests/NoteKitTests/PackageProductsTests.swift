@@ -61,16 +61,12 @@ struct PackageProductsTests {
         }
     }
 
-    /// `swift package dump-package` of this package, in a scratch directory of its own so that it never waits for the
-    /// build that runs these tests.
+    /// `swift package dump-package` of this package. It only reads the manifest, so it does not take the lock of the
+    /// build directory (`--ignore-lock`), which the `swift test` running this test holds.
     static func manifest() throws -> Manifest {
-        let scratch = FileManager.default.temporaryDirectory
-            .appendingPathComponent("notekit-dump-package-\(ProcessInfo.processInfo.processIdentifier)")
-        defer { try? FileManager.default.removeItem(at: scratch) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["swift", "package", "--package-path", root.path, "--scratch-path", scratch.path,
-                             "dump-package"]
+        process.arguments = ["swift", "package", "--ignore-lock", "--package-path", root.path, "dump-package"]
         let output = Pipe(), errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
