@@ -25,25 +25,40 @@ let package = Package(
         // libpq's C interface, found through pkg-config (Debian: libpq-dev).
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(name: "NoteKitMirror", dependencies: ["NoteKit", "NoteKitFileStore", "CLibPQ"]),
-        .executableTarget(name: "notekit", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitMirror"]),
-        .executableTarget(name: "notekit-bench", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitMirror"]),
-        // What both test targets share: the kinds of store every behaviour test runs on, temporary directories,
-        // a file system that fails on purpose.
-        .target(name: "NoteKitTestSupport", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore"], path: "Tests/TestSupport"),
+        // The command-line parser of the three executables (notekit, notekit-bench, notekit-stress): not a product.
+        .target(name: "NoteKitCommandLine"),
+        .executableTarget(name: "notekit",
+                          dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitMirror", "NoteKitCommandLine"]),
+        .executableTarget(name: "notekit-bench",
+                          dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitMirror", "NoteKitCommandLine"]),
+        // What notekit-stress runs and the reliability tests drive: seed 001's FieldNotes app (its models, persistence
+        // and migration plan), the stress workloads and the kill and share drivers. Not a product.
+        .target(name: "NoteKitStressSupport", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore"]),
+        // What Fixtures/v1–v4 hold and the frozen schemas that wrote them, for notekit-fixtures and the replay tests.
+        // Not a product.
+        .target(name: "NoteKitFixtures", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore"]),
+        // What the test targets share: the kinds of store every behaviour test runs on, temporary directories,
+        // a file system that fails on purpose. No product depends on a target under Tests/.
+        .target(name: "NoteKitTestSupport", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitStressSupport"],
+                path: "Tests/TestSupport"),
         // The kill test's child and its long mode (docs/reliability/kill.md): `swift run -c release notekit-stress kill`.
-        .executableTarget(name: "notekit-stress", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitMirror", "NoteKitTestSupport"]),
+        .executableTarget(name: "notekit-stress",
+                          dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitMirror", "NoteKitStressSupport",
+                                         "NoteKitCommandLine"]),
         // Writes Fixtures/v1–v4 through the frozen schemas: `swift run notekit-fixtures Fixtures`.
-        .executableTarget(name: "notekit-fixtures", dependencies: ["NoteKitTestSupport"], path: "Tests/FixtureGenerator"),
-        .testTarget(name: "NoteKitTests", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitTestSupport"]),
+        .executableTarget(name: "notekit-fixtures", dependencies: ["NoteKitFixtures"]),
+        .testTarget(name: "NoteKitTests",
+                    dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitStressSupport", "NoteKitTestSupport"]),
         // The mirror against a PostgreSQL server each test starts from the machine's binaries.
-        .testTarget(name: "MirrorTests", dependencies: ["NoteKit", "NoteKitFileStore", "NoteKitMirror", "NoteKitNotes", "NoteKitTestSupport", "notekit", "notekit-stress"]),
+        .testTarget(name: "MirrorTests", dependencies: ["NoteKit", "NoteKitFileStore", "NoteKitMirror", "NoteKitNotes", "NoteKitStressSupport",
+                                                        "NoteKitTestSupport", "notekit", "notekit-stress"]),
         // The notes domain's rules (R1–R10, T1–T7) on both stores.
         .testTarget(name: "NoteKitNotesTests", dependencies: ["NoteKit", "NoteKitNotes", "NoteKitTestSupport"]),
         // Depends on the executables so that `swift test` builds them: the command-line tests run `notekit`, the
         // kill test runs `notekit-stress`, the cold-phase tests `notekit-bench`.
         .testTarget(name: "FileStoreTests",
-                    dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitTestSupport", "notekit", "notekit-stress",
-                                   "notekit-bench"]),
+                    dependencies: ["NoteKit", "NoteKitNotes", "NoteKitFileStore", "NoteKitFixtures", "NoteKitStressSupport",
+                                   "NoteKitTestSupport", "notekit", "notekit-stress", "notekit-bench"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import NoteKit
+import NoteKitCommandLine
 import NoteKitFileStore
 
 /// The cold phase (docs/BENCHMARKS.md): what a command-line tool that opens its store per invocation pays. Builds
@@ -15,21 +16,6 @@ enum Cold {
         var notes = 100_000
         var directory = URL(fileURLWithPath: FileManager.default.temporaryDirectory.path)
         var runs = 10
-    }
-
-    /// What is wrong with the command line: exit status 2, and a sentence naming the argument.
-    enum UsageError: Error, CustomStringConvertible {
-        case missingValue(option: String)
-        case notPositive(option: String, value: String)
-        case unknownArgument(String, command: String)
-
-        var description: String {
-            switch self {
-            case .missingValue(let option): "\(option) needs a value"
-            case .notPositive(let option, let value): "\(option) must be a whole number above 0, not \"\(value)\""
-            case .unknownArgument(let argument, let command): "\(command) does not take \(argument)"
-            }
-        }
     }
 
     enum ColdError: Error, CustomStringConvertible {
@@ -53,11 +39,13 @@ enum Cold {
 
     /// `notekit-bench cold` with `arguments` (after the subcommand): prints the phase's JSON line; returns the exit
     /// status (2 for a bad command line, 1 when the phase fails).
-    static func main(_ arguments: [String]) -> Int32 {
+    static func main(_ words: [String]) -> Int32 {
         let options: Options
-        do { options = try parse(arguments) } catch {
-            FileHandle.standardError.write(Data("error: \(error)\nusage: \(usage)\n".utf8))
-            return 2
+        do throws(UsageError) {
+            let arguments = Arguments.readOrExit(words, options: ["notes", "dir", "runs"], usage: "usage: \(usage)")
+            options = try parse(arguments)
+        } catch {
+            error.exit(usage: "usage: \(usage)")
         }
         do {
             print(try run(options))
@@ -68,22 +56,26 @@ enum Cold {
         }
     }
 
-    static func parse(_ arguments: [String]) throws(UsageError) -> Options {
+    /// The phase's options from `arguments`.
+    ///
+    /// - Throws: ``UsageError/invalidValue(option:value:expected:)`` for a count that is not a whole number above 0.
+    static func parse(_ arguments: Arguments) throws(UsageError) -> Options {
         var options = Options()
-        var rest = arguments[...]
-        while let argument = rest.popFirst() {
-            guard ["--notes", "--dir", "--runs"].contains(argument) else {
-                throw .unknownArgument(argument, command: "cold")
-            }
-            guard let value = rest.popFirst() else { throw .missingValue(option: argument) }
-            switch argument {
-            case "--dir": options.directory = URL(fileURLWithPath: value)
-            default:
-                guard let number = Int(value), number > 0 else { throw .notPositive(option: argument, value: value) }
-                if argument == "--notes" { options.notes = number } else { options.runs = number }
-            }
-        }
+        if let directory = arguments.options["dir"] { options.directory = URL(fileURLWithPath: directory) }
+        options.notes = try positiveCount("notes", in: arguments) ?? options.notes
+        options.runs = try positiveCount("runs", in: arguments) ?? options.runs
         return options
+    }
+
+    /// The value of `--NAME` as a whole number above 0; nil when it is not given.
+    ///
+    /// - Throws: ``UsageError/invalidValue(option:value:expected:)`` for any other value.
+    static func positiveCount(_ name: String, in arguments: Arguments) throws(UsageError) -> Int? {
+        guard let value = arguments.options[name] else { return nil }
+        guard let number = Int(value), number > 0 else {
+            throw .invalidValue(option: "--\(name)", value: "\"\(value)\"", expected: "a whole number above 0")
+        }
+        return number
     }
 
     /// The store the cold phase opens: `DIR/cold-N/w1.notekit`, as W1 leaves it (compacted), with W1's JSON line
@@ -159,14 +151,13 @@ enum Cold {
     /// `notekit-bench top20 STORE [--read-only]`: opens the store (writable unless `--read-only`; never creates
     /// one), fetches the pinned notes newest first, limit 20, as model objects, and prints one line per note,
     /// `seconds<TAB>title`. Returns the exit status.
-    static func answerTop20(_ arguments: [String]) -> Int32 {
-        guard let path = arguments.first, !path.hasPrefix("--"),
-              arguments.dropFirst().allSatisfy({ $0 == "--read-only" }) else {
-            FileHandle.standardError.write(Data("usage: notekit-bench top20 STORE [--read-only]\n".utf8))
-            return 2
-        }
+    static func answerTop20(_ words: [String]) -> Int32 {
+        let usage = "usage: notekit-bench top20 STORE [--read-only]"
+        let arguments = Arguments.readOrExit(words, flags: ["read-only"], positional: true, usage: usage)
+        let path: String
+        do throws(UsageError) { path = try arguments.single("store path") } catch { error.exit(usage: usage) }
         let url = URL(fileURLWithPath: path)
-        let mode: FileStoreConfiguration.Mode = arguments.contains("--read-only")
+        let mode: FileStoreConfiguration.Mode = arguments.flags.contains("read-only")
             ? .readOnly : .readWrite(createIfMissing: false)
         do {
             let container = try ModelContainer(for: NoteRecord.self,
@@ -188,22 +179,19 @@ enum Cold {
     /// `notekit-bench time [--runs K] -- PROGRAM ARGS...`: times a peer's cold start (`sqlite_top20 DB`) with the
     /// same clock and `wait4` as the cold phase: one warm-up run, then K runs (default 10), each of which must exit
     /// 0. Prints one JSON line; returns the exit status.
-    static func timeProgram(_ arguments: [String]) -> Int32 {
-        var runs = 10
-        var rest = arguments[...]
+    static func timeProgram(_ words: [String]) -> Int32 {
+        let arguments = Arguments.readOrExit(words, options: ["runs"], endOfOptions: true, usage: "usage: \(timeUsage)")
+        let runs: Int
+        let program: [String]
         do throws(UsageError) {
-            while let argument = rest.popFirst(), argument != "--" {
-                guard argument == "--runs" else { throw .unknownArgument(argument, command: "time") }
-                guard let value = rest.popFirst() else { throw .missingValue(option: argument) }
-                guard let number = Int(value), number > 0 else { throw .notPositive(option: argument, value: value) }
-                runs = number
+            runs = try positiveCount("runs", in: arguments) ?? 10
+            guard let after = arguments.afterEndOfOptions, !after.isEmpty else {
+                throw .missingOption(command: "time", option: "--", placeholder: "PROGRAM")
             }
-            guard !rest.isEmpty else { throw .missingValue(option: "--") }
+            program = after
         } catch {
-            FileHandle.standardError.write(Data("error: \(error)\nusage: \(timeUsage)\n".utf8))
-            return 2
+            error.exit(usage: "usage: \(timeUsage)")
         }
-        let program = Array(rest)
         do {
             var children: [ChildRun] = []
             for run in 0...runs {

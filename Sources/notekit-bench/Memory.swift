@@ -1,5 +1,6 @@
 import Foundation
 import NoteKit
+import NoteKitCommandLine
 import NoteKitFileStore
 #if canImport(Glibc)
 import Glibc
@@ -25,13 +26,15 @@ import Observation
 enum MemoryProbe {
     static let usage = "notekit-bench memory [--notes N] [--dir DIR] [--layout]"
 
-    static func main(_ arguments: [String]) -> Int32 {
-        let n = value("--notes", in: arguments).flatMap(Int.init) ?? 100_000
-        let directory = URL(fileURLWithPath: value("--dir", in: arguments) ?? FileManager.default.temporaryDirectory.path)
+    static func main(_ words: [String]) -> Int32 {
+        let arguments = Arguments.readOrExit(words, flags: ["layout"], options: ["notes", "dir"],
+                                             usage: "usage: \(usage)")
+        let n = arguments.options["notes"].flatMap(Int.init) ?? 100_000
+        let directory = URL(fileURLWithPath: arguments.options["dir"] ?? FileManager.default.temporaryDirectory.path)
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             print(try run(notes: n, directory: directory))
-            if arguments.contains("--layout") { print(layout()) }
+            if arguments.flags.contains("layout") { print(layout()) }
             return 0
         } catch {
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))

@@ -1,5 +1,6 @@
 import Foundation
 import NoteKit
+import NoteKitCommandLine
 import NoteKitFileStore
 import NoteKitMirror
 
@@ -23,13 +24,14 @@ import NoteKitMirror
 enum MirrorBench {
     static let usage = "notekit-bench mirror --server CONNECTION [--notes N] [--dir DIR]"
 
-    static func main(_ arguments: [String]) -> Int32 {
-        guard let server = value("--server", in: arguments) else {
-            FileHandle.standardError.write(Data("usage: \(usage)\n".utf8))
-            return 2
+    static func main(_ words: [String]) -> Int32 {
+        let arguments = Arguments.readOrExit(words, options: ["server", "notes", "dir"], usage: "usage: \(usage)")
+        guard let server = arguments.options["server"] else {
+            UsageError.missingOption(command: "mirror", option: "--server", placeholder: "CONNECTION")
+                .exit(usage: "usage: \(usage)")
         }
-        let notes = value("--notes", in: arguments).flatMap(Int.init) ?? 100_000
-        let directory = URL(fileURLWithPath: value("--dir", in: arguments) ?? FileManager.default.temporaryDirectory.path)
+        let notes = arguments.options["notes"].flatMap(Int.init) ?? 100_000
+        let directory = URL(fileURLWithPath: arguments.options["dir"] ?? FileManager.default.temporaryDirectory.path)
             .appendingPathComponent("notekit-mirror-bench-\(getpid())")
         do {
             defer { try? FileManager.default.removeItem(at: directory) }

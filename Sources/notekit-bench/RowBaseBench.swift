@@ -1,5 +1,6 @@
 import Foundation
 import NoteKit
+import NoteKitCommandLine
 
 /// `notekit-bench rows`: the row storage alone, over loaded rows and over an ``InMemoryRowBase`` of the same rows
 /// (the best case of a checkpoint: every row already decoded), for W1's pinned top-20 (hot), a filtered full scan,
@@ -7,9 +8,10 @@ import NoteKit
 enum RowBaseBench {
     static let usage = "notekit-bench rows [--notes N] [--runs K]"
 
-    static func main(_ arguments: [String]) -> Int32 {
-        let n = value("--notes", in: arguments).flatMap(Int.init) ?? 100_000
-        let runs = value("--runs", in: arguments).flatMap(Int.init) ?? 201
+    static func main(_ words: [String]) -> Int32 {
+        let arguments = Arguments.readOrExit(words, options: ["notes", "runs"], usage: "usage: \(usage)")
+        let n = arguments.options["notes"].flatMap(Int.init) ?? 100_000
+        let runs = arguments.options["runs"].flatMap(Int.init) ?? 201
         do {
             print(try run(notes: n, runs: max(3, runs)))
             return 0

@@ -14,17 +14,36 @@
 // NOTEKIT_BENCH_KEEP=PATH keeps a copy of the store as the bulk insert left it.
 import Foundation
 import NoteKit
+import NoteKitCommandLine
 import NoteKitFileStore
 import NoteKitMirror
 
-func value(_ name: String, in arguments: [String]) -> String? {
-    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
-    return arguments[index + 1]
-}
+let w1Usage = "notekit-bench w1 [--notes N] [--dir DIR] [--sharing exclusive|shared] [--automatic-compaction off|default]"
+let historyUsage = "notekit-bench history [--transactions N] [--dir DIR]"
+let openUsage = "notekit-bench open STORE"
 
-let arguments = Array(CommandLine.arguments.dropFirst())
-if arguments.first == "open", let path = arguments.dropFirst().first {
+/// Every subcommand's synopsis: what `--help` prints, and a command line naming no subcommand (exit 2).
+let usage = """
+    usage: \(w1Usage)
+           \(historyUsage)
+           \(Cold.usage)
+           \(Cold.timeUsage)
+           \(RowBaseBench.usage)
+           \(MemoryProbe.usage)
+           \(MirrorBench.usage)
+    """
+
+let words = Array(CommandLine.arguments.dropFirst())
+let rest = Array(words.dropFirst())
+switch words.first {
+case "open":
     // Opens an existing store three times, for profiling the replay.
+    let path: String
+    do throws(UsageError) {
+        path = try Arguments.readOrExit(rest, positional: true, usage: "usage: \(openUsage)").single("store path")
+    } catch {
+        error.exit(usage: "usage: \(openUsage)")
+    }
     for _ in 0..<3 {
         let start = DispatchTime.now().uptimeNanoseconds
         let container = try ModelContainer(for: NoteRecord.self,
@@ -32,20 +51,17 @@ if arguments.first == "open", let path = arguments.dropFirst().first {
         print("open: \(W1.milliseconds(since: start)) ms", container.schema.entities.count)
     }
     exit(0)
-}
-switch arguments.first {
-case "cold": exit(Cold.main(Array(arguments.dropFirst())))
-case "time": exit(Cold.timeProgram(Array(arguments.dropFirst())))
-case "rows": exit(RowBaseBench.main(Array(arguments.dropFirst())))
-case "memory": exit(MemoryProbe.main(Array(arguments.dropFirst())))
-case "mirror": exit(MirrorBench.main(Array(arguments.dropFirst())))
+case "cold": exit(Cold.main(rest))
+case "time": exit(Cold.timeProgram(rest))
+case "rows": exit(RowBaseBench.main(rest))
+case "memory": exit(MemoryProbe.main(rest))
+case "mirror": exit(MirrorBench.main(rest))
 // The cold phase's child: not in the usage, since only `cold` starts it.
-case "top20": exit(Cold.answerTop20(Array(arguments.dropFirst())))
-default: break
-}
-if arguments.first == "history" {
-    let transactions = value("--transactions", in: arguments).flatMap(Int.init) ?? 100_000
-    let directory = URL(fileURLWithPath: value("--dir", in: arguments) ?? FileManager.default.temporaryDirectory.path)
+case "top20": exit(Cold.answerTop20(rest))
+case "history":
+    let arguments = Arguments.readOrExit(rest, options: ["transactions", "dir"], usage: "usage: \(historyUsage)")
+    let transactions = arguments.options["transactions"].flatMap(Int.init) ?? 100_000
+    let directory = URL(fileURLWithPath: arguments.options["dir"] ?? FileManager.default.temporaryDirectory.path)
     do {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         print(try HistoryWorkload.run(transactions: transactions, directory: directory))
@@ -54,31 +70,37 @@ if arguments.first == "history" {
         FileHandle.standardError.write(Data("error: \(error)\n".utf8))
         exit(1)
     }
-}
-guard arguments.first == "w1" else {
-    FileHandle.standardError.write(Data("usage: notekit-bench w1 [--notes N] [--dir DIR] [--sharing exclusive|shared] [--automatic-compaction off|default]\n       notekit-bench history [--transactions N] [--dir DIR]\n       \(Cold.usage)\n       \(Cold.timeUsage)\n       \(RowBaseBench.usage)\n       \(MemoryProbe.usage)\n       \(MirrorBench.usage)\n".utf8))
+case "w1":
+    break
+case let word? where Arguments.asksForHelp(word):
+    print(usage)
+    exit(0)
+default:
+    FileHandle.standardError.write(Data((usage + "\n").utf8))
     exit(2)
 }
+let arguments = Arguments.readOrExit(rest, options: ["notes", "dir", "sharing", "automatic-compaction"],
+                                     usage: "usage: \(w1Usage)")
 let sharing: FileStoreConfiguration.Sharing
-switch value("--sharing", in: arguments) ?? "shared" {
+switch arguments.options["sharing"] ?? "shared" {
 case "shared": sharing = .perSave
 case "exclusive": sharing = .exclusive
 case let other:
-    FileHandle.standardError.write(Data("error: --sharing must be exclusive or shared, not \(other)\n".utf8))
-    exit(2)
+    UsageError.invalidValue(option: "--sharing", value: other, expected: "exclusive or shared")
+        .exit(usage: "usage: \(w1Usage)")
 }
 // W1 as defined runs without automatic compaction, phase for phase as the SQLite program; `default` runs it with the
 // store's default policy, whose replay limit compacts the bulk insert's log inside its save.
 let compaction: FileStoreConfiguration.AutomaticCompaction?
-switch value("--automatic-compaction", in: arguments) ?? "off" {
+switch arguments.options["automatic-compaction"] ?? "off" {
 case "off": compaction = nil
 case "default": compaction = FileStoreConfiguration.AutomaticCompaction()
 case let other:
-    FileHandle.standardError.write(Data("error: --automatic-compaction must be off or default, not \(other)\n".utf8))
-    exit(2)
+    UsageError.invalidValue(option: "--automatic-compaction", value: other, expected: "off or default")
+        .exit(usage: "usage: \(w1Usage)")
 }
-let notes = value("--notes", in: arguments).flatMap(Int.init) ?? 100_000
-let directory = URL(fileURLWithPath: value("--dir", in: arguments) ?? FileManager.default.temporaryDirectory.path)
+let notes = arguments.options["notes"].flatMap(Int.init) ?? 100_000
+let directory = URL(fileURLWithPath: arguments.options["dir"] ?? FileManager.default.temporaryDirectory.path)
 do {
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     print(try W1.run(notes: notes, directory: directory, sharing: sharing, automaticCompaction: compaction).json)

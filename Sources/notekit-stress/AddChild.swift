@@ -1,7 +1,7 @@
 import Foundation
 import NoteKit
 import NoteKitFileStore
-import NoteKitTestSupport
+import NoteKitStressSupport
 
 /// `notekit-stress add`: a short-lived writer, as a command-line tool run next to others would be. It opens the
 /// FieldNotes store at a path in the default configuration (created when missing), inserts one note, deletes the

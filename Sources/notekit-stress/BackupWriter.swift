@@ -1,7 +1,7 @@
 import Foundation
 import NoteKit
 import NoteKitFileStore
-import NoteKitTestSupport
+import NoteKitStressSupport
 
 /// `notekit-stress backup-writer`: the writer of the hot-backup test (``BackupWorkload``). Creates the store at a
 /// path and saves its steps one by one until standard input ends (or `--steps` are saved), printing `ack STEP` once

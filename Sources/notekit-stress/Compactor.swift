@@ -1,6 +1,6 @@
 import Foundation
 import NoteKitFileStore
-import NoteKitTestSupport
+import NoteKitStressSupport
 
 /// `notekit-stress compactor`: saves and compacts one store back to back (``CompactionRace/round(at:saves:round:)``)
 /// until a time limit, for the readers' race test. A round that finds another process holding the lock counts as

@@ -1,7 +1,7 @@
 import Foundation
 import NoteKit
 import NoteKitFileStore
-import NoteKitTestSupport
+import NoteKitStressSupport
 
 /// `notekit-stress migrate`: one of several processes opening a FieldNotes V1 store with seed 001's plan
 /// (``FieldNotesMigrationPlan``) at the same moment, as the app and its extensions do after an update

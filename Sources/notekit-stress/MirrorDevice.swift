@@ -2,7 +2,7 @@ import Foundation
 import NoteKit
 import NoteKitFileStore
 import NoteKitMirror
-import NoteKitTestSupport
+import NoteKitStressSupport
 
 /// `notekit-stress mirror-device`: one device of the mirror's convergence test (Tests/MirrorTests,
 /// MirrorConvergenceTests). It opens a FieldNotes file store mirrored to a zone, makes `--ops` random changes (notes

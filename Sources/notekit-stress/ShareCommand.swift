@@ -1,5 +1,6 @@
 import Foundation
-import NoteKitTestSupport
+import NoteKitCommandLine
+import NoteKitStressSupport
 
 /// `notekit-stress share`: the share test's long mode (docs/reliability/share.md).
 ///
@@ -8,18 +9,18 @@ import NoteKitTestSupport
 /// Exits 0 when the run passed, 1 when it failed (damage reported, an inconsistent or stale read, an acknowledged
 /// save lost, a child that failed) or could not run, 2 on a usage error. The store is removed unless the run
 /// failed or `--keep` is given.
-func runShareTest(_ arguments: [String]) -> Never {
-    let seed = value("--seed", in: arguments).flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
-    let writers = value("--writers", in: arguments).flatMap { Int($0) } ?? 3
-    let readers = value("--readers", in: arguments).flatMap { Int($0) } ?? 3
-    let seconds = value("--seconds", in: arguments).flatMap { Double($0) } ?? 120
-    let lockTimeout = value("--lock-timeout", in: arguments).flatMap { Double($0) } ?? 3
+func runShareTest(_ arguments: Arguments) -> Never {
+    let seed = arguments.options["seed"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
+    let writers = arguments.options["writers"].flatMap { Int($0) } ?? 3
+    let readers = arguments.options["readers"].flatMap { Int($0) } ?? 3
+    let seconds = arguments.options["seconds"].flatMap { Double($0) } ?? 120
+    let lockTimeout = arguments.options["lock-timeout"].flatMap { Double($0) } ?? 3
     guard (1...255).contains(writers) else { fail("--writers must be 1…255", status: 2) }
     guard (0...64).contains(readers) else { fail("--readers must be 0…64", status: 2) }
     guard seconds > 0, lockTimeout >= 0 else {
         fail("--seconds must be positive, --lock-timeout not negative", status: 2)
     }
-    let parent = URL(fileURLWithPath: value("--dir", in: arguments) ?? FileManager.default.temporaryDirectory.path)
+    let parent = URL(fileURLWithPath: arguments.options["dir"] ?? FileManager.default.temporaryDirectory.path)
     let directory = parent.appendingPathComponent("notekit-share-\(seed)-\(getpid())")
     guard let executable = Bundle.main.executableURL else { fail("cannot find my own executable", status: 1) }
     print("share test: seed \(seed), \(writers) writers, \(readers) readers, \(seconds) s, in \(directory.path) "
@@ -34,7 +35,7 @@ func runShareTest(_ arguments: [String]) -> Never {
         fail("the share test could not run: \(error) (the directory is kept: \(directory.path))", status: 1)
     }
     print(summary)
-    if summary.failures.isEmpty, !arguments.contains("--keep") {
+    if summary.failures.isEmpty, !arguments.flags.contains("keep") {
         try? FileManager.default.removeItem(at: directory)
     } else {
         print("the store is kept at \(directory.path)")

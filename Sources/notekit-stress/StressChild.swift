@@ -1,7 +1,7 @@
 import Foundation
 import NoteKit
 import NoteKitFileStore
-import NoteKitTestSupport
+import NoteKitStressSupport
 
 /// The process the kill test kills: saves the steps of a ``StressWorkload`` on a file store with small segments
 /// and eager compaction, and reports each on standard output with write(2) as it happens, so that a line the

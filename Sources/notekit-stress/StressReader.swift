@@ -2,7 +2,7 @@ import Foundation
 import NoteKit
 import NoteKitNotes
 import NoteKitFileStore
-import NoteKitTestSupport
+import NoteKitStressSupport
 
 /// A reader of a store other processes write (`notekit-stress reader`, started by the share test,
 /// docs/reliability/share.md): reads it again and again by every read path, chosen at random, and reports each

@@ -14,9 +14,10 @@
 // `reader` children running every read path, on one store at once.
 import Foundation
 import NoteKit
+import NoteKitCommandLine
 import NoteKitFileStore
 import NoteKitMirror
-import NoteKitTestSupport
+import NoteKitStressSupport
 
 let usage = """
     usage: notekit-stress kill [--kills N] [--seed N] [--dir DIR] [--seconds S] [--creation-kills N] [--keep]
@@ -79,117 +80,132 @@ let usage = """
             app extension's would.
     """
 
-func value(_ name: String, in arguments: [String]) -> String? {
-    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
-    return arguments[index + 1]
-}
-
 func fail(_ message: String, status: Int32) -> Never {
     FileHandle.standardError.write(Data("error: \(message)\n".utf8))
     exit(status)
 }
 
-let arguments = Array(CommandLine.arguments.dropFirst())
-switch arguments.first {
+let words = Array(CommandLine.arguments.dropFirst())
+
+/// The subcommand's words read with the tools' one parser: an option it does not take, or any positional argument,
+/// is a usage error (exit 2).
+func readArguments(flags: Set<String> = [], options: Set<String>) -> Arguments {
+    Arguments.readOrExit(Array(words.dropFirst()), flags: flags, options: options, usage: usage)
+}
+
+switch words.first {
 case "child":
-    let resume = value("--from", in: arguments) == "resume"
-    let from = value("--from", in: arguments).flatMap { Int($0) }
-    guard let store = value("--store", in: arguments),
-          let seed = value("--seed", in: arguments).flatMap({ UInt64($0) }),
+    let arguments = readArguments(flags: ["controlled", "retry"],
+                                  options: ["store", "seed", "from", "steps", "durability", "writer", "lock-timeout"])
+    let resume = arguments.options["from"] == "resume"
+    let from = arguments.options["from"].flatMap { Int($0) }
+    guard let store = arguments.options["store"],
+          let seed = arguments.options["seed"].flatMap({ UInt64($0) }),
           resume || from.map({ $0 >= 1 }) == true else {
         fail("child needs --store, --seed and --from\n\(usage)", status: 2)
     }
-    let steps = value("--steps", in: arguments).flatMap { Int($0) }
-    let deferred = value("--durability", in: arguments) == "deferred"
-    let writer = value("--writer", in: arguments).flatMap { Int($0) }
+    let steps = arguments.options["steps"].flatMap { Int($0) }
+    let deferred = arguments.options["durability"] == "deferred"
+    let writer = arguments.options["writer"].flatMap { Int($0) }
     if let writer, !(1...255).contains(writer) { fail("--writer must be 1…255", status: 2) }
     StressChild(url: URL(fileURLWithPath: store), seed: seed, deferred: deferred, writer: writer,
-                lockTimeout: value("--lock-timeout", in: arguments).flatMap { Double($0) },
-                controlled: arguments.contains("--controlled"), retry: arguments.contains("--retry"))
+                lockTimeout: arguments.options["lock-timeout"].flatMap { Double($0) },
+                controlled: arguments.flags.contains("controlled"), retry: arguments.flags.contains("retry"))
         .run(from: from, steps: steps)
 
 case "reader":
-    guard let store = value("--store", in: arguments), let seed = value("--seed", in: arguments).flatMap({ UInt64($0) })
+    let arguments = readArguments(options: ["store", "seed"])
+    guard let store = arguments.options["store"], let seed = arguments.options["seed"].flatMap({ UInt64($0) })
     else { fail("reader needs --store and --seed\n\(usage)", status: 2) }
     var reader = StressReader(url: URL(fileURLWithPath: store), seed: seed)
     reader.run()
 
 case "share":
-    runShareTest(arguments)
+    runShareTest(readArguments(flags: ["keep"],
+                               options: ["writers", "readers", "seconds", "seed", "lock-timeout", "dir"]))
 
 case "migrate":
-    guard let store = value("--store", in: arguments) else { fail("migrate needs --store\n\(usage)", status: 2) }
-    let sharing: FileStoreConfiguration.Sharing? = switch value("--sharing", in: arguments) {
+    let arguments = readArguments(options: ["store", "sharing", "lock-timeout", "pause", "pause-in", "fail"])
+    guard let store = arguments.options["store"] else { fail("migrate needs --store\n\(usage)", status: 2) }
+    let sharing: FileStoreConfiguration.Sharing? = switch arguments.options["sharing"] {
     case nil: nil
     case "exclusive": .exclusive
     case "perSave": .perSave
     case let other?: fail("--sharing must be exclusive or perSave, not \(other)", status: 2)
     }
     func step(_ option: String) -> FieldNotesMigrationPlan.Step? {
-        guard let name = value(option, in: arguments) else { return nil }
+        guard let name = arguments.options[option] else { return nil }
         guard let step = FieldNotesMigrationPlan.Step(rawValue: name) else {
-            fail("\(option) must be willMigrate or didMigrate, not \(name)", status: 2)
+            fail("--\(option) must be willMigrate or didMigrate, not \(name)", status: 2)
         }
         return step
     }
     MigrateChild(url: URL(fileURLWithPath: store), sharing: sharing,
-                 lockTimeout: value("--lock-timeout", in: arguments).flatMap { Double($0) },
-                 behaviour: .init(pause: value("--pause", in: arguments).flatMap { Double($0) } ?? 0,
-                                  pausing: step("--pause-in").map { [$0] } ?? Set(FieldNotesMigrationPlan.Step.allCases),
-                                  failing: step("--fail"))).run()
+                 lockTimeout: arguments.options["lock-timeout"].flatMap { Double($0) },
+                 behaviour: .init(pause: arguments.options["pause"].flatMap { Double($0) } ?? 0,
+                                  pausing: step("pause-in").map { [$0] } ?? Set(FieldNotesMigrationPlan.Step.allCases),
+                                  failing: step("fail"))).run()
 
 case "compactor":
-    guard let store = value("--store", in: arguments),
-          let seconds = value("--seconds", in: arguments).flatMap({ Double($0) }) else {
+    let arguments = readArguments(options: ["store", "seconds"])
+    guard let store = arguments.options["store"],
+          let seconds = arguments.options["seconds"].flatMap({ Double($0) }) else {
         fail("compactor needs --store and --seconds\n\(usage)", status: 2)
     }
     Compactor.run(store: URL(fileURLWithPath: store), seconds: seconds)
 
 case "mirror-device":
-    guard let store = value("--store", in: arguments), let server = value("--server", in: arguments),
-          let zone = value("--zone", in: arguments), let seed = value("--seed", in: arguments).flatMap({ UInt64($0) })
+    let arguments = readArguments(flags: ["final"],
+                                  options: ["store", "server", "zone", "seed", "ops", "sync-chance", "labels"])
+    guard let store = arguments.options["store"], let server = arguments.options["server"],
+          let zone = arguments.options["zone"], let seed = arguments.options["seed"].flatMap({ UInt64($0) })
     else {
         fail("mirror-device needs --store, --server, --zone and --seed\n\(usage)", status: 2)
     }
     MirrorDevice(url: URL(fileURLWithPath: store),
                  configuration: MirrorConfiguration(connectionString: server, zone: zone), seed: seed,
-                 operations: value("--ops", in: arguments).flatMap { Int($0) } ?? 50,
-                 syncChance: value("--sync-chance", in: arguments).flatMap { Double($0) } ?? 0.2,
-                 labelPrefix: value("--labels", in: arguments) ?? "label",
-                 final: arguments.contains("--final")).run()
+                 operations: arguments.options["ops"].flatMap { Int($0) } ?? 50,
+                 syncChance: arguments.options["sync-chance"].flatMap { Double($0) } ?? 0.2,
+                 labelPrefix: arguments.options["labels"] ?? "label",
+                 final: arguments.flags.contains("final")).run()
 
 case "mirror-app":
-    guard let store = value("--store", in: arguments), let server = value("--server", in: arguments),
-          let zone = value("--zone", in: arguments) else {
+    let arguments = readArguments(options: ["store", "server", "zone"])
+    guard let store = arguments.options["store"], let server = arguments.options["server"],
+          let zone = arguments.options["zone"] else {
         fail("mirror-app needs --store, --server and --zone\n\(usage)", status: 2)
     }
     MirrorApp(url: URL(fileURLWithPath: store),
               configuration: MirrorConfiguration(connectionString: server, zone: zone)).run()
 
 case "backup-writer":
-    guard let store = value("--store", in: arguments) else { fail("backup-writer needs --store\n\(usage)", status: 2) }
-    BackupWriter.run(store: URL(fileURLWithPath: store), steps: value("--steps", in: arguments).flatMap { Int($0) },
-                     pauseMilliseconds: value("--pause-ms", in: arguments).flatMap { Int($0) } ?? 0)
+    let arguments = readArguments(options: ["store", "steps", "pause-ms"])
+    guard let store = arguments.options["store"] else { fail("backup-writer needs --store\n\(usage)", status: 2) }
+    BackupWriter.run(store: URL(fileURLWithPath: store), steps: arguments.options["steps"].flatMap { Int($0) },
+                     pauseMilliseconds: arguments.options["pause-ms"].flatMap { Int($0) } ?? 0)
 
 case "add":
-    guard let store = value("--store", in: arguments), let title = value("--title", in: arguments) else {
+    let arguments = readArguments(options: ["store", "title", "delete", "lock-timeout", "compact-after-bytes"])
+    guard let store = arguments.options["store"], let title = arguments.options["title"] else {
         fail("add needs --store and --title\n\(usage)", status: 2)
     }
-    AddChild(url: URL(fileURLWithPath: store), title: title, deleting: value("--delete", in: arguments),
-             lockTimeout: value("--lock-timeout", in: arguments).flatMap { Double($0) },
-             compactAfterBytes: value("--compact-after-bytes", in: arguments).flatMap { Int($0) }).run()
+    AddChild(url: URL(fileURLWithPath: store), title: title, deleting: arguments.options["delete"],
+             lockTimeout: arguments.options["lock-timeout"].flatMap { Double($0) },
+             compactAfterBytes: arguments.options["compact-after-bytes"].flatMap { Int($0) }).run()
 
 case "kill":
-    let seed = value("--seed", in: arguments).flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
-    let kills = value("--kills", in: arguments).flatMap { Int($0) } ?? 1_000
-    let seconds = value("--seconds", in: arguments).flatMap { Double($0) }
-    let creationKills = value("--creation-kills", in: arguments).flatMap { Int($0) }
-    let parent = URL(fileURLWithPath: value("--dir", in: arguments) ?? FileManager.default.temporaryDirectory.path)
+    let arguments = readArguments(flags: ["keep"],
+                                  options: ["kills", "seed", "dir", "seconds", "creation-kills", "writers", "lock-timeout"])
+    let seed = arguments.options["seed"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
+    let kills = arguments.options["kills"].flatMap { Int($0) } ?? 1_000
+    let seconds = arguments.options["seconds"].flatMap { Double($0) }
+    let creationKills = arguments.options["creation-kills"].flatMap { Int($0) }
+    let parent = URL(fileURLWithPath: arguments.options["dir"] ?? FileManager.default.temporaryDirectory.path)
     let directory = parent.appendingPathComponent("notekit-kill-\(seed)-\(getpid())")
     guard let executable = Bundle.main.executableURL else { fail("cannot find my own executable", status: 1) }
-    let writers = value("--writers", in: arguments).flatMap { Int($0) } ?? 1
+    let writers = arguments.options["writers"].flatMap { Int($0) } ?? 1
     guard (1...255).contains(writers) else { fail("--writers must be 1…255", status: 2) }
-    let lockTimeout = value("--lock-timeout", in: arguments).flatMap { Double($0) } ?? 3
+    let lockTimeout = arguments.options["lock-timeout"].flatMap { Double($0) } ?? 3
     print("kill test: seed \(seed), \(kills) kills\(writers > 1 ? ", \(writers) writers" : ""), in \(directory.path)")
     do {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -202,10 +218,13 @@ case "kill":
                                      timeLimit: seconds, creationKills: creationKills, progress: { print($0) }))
         }
         print(summary)
-        if !arguments.contains("--keep") { try? FileManager.default.removeItem(at: directory) }
+        if !arguments.flags.contains("keep") { try? FileManager.default.removeItem(at: directory) }
     } catch {
         fail("\(error)", status: 1)
     }
+
+case let word? where Arguments.asksForHelp(word):
+    print(usage)
 
 default:
     fail(usage, status: 2)

@@ -1,4 +1,5 @@
 import NoteKit
+import NoteKitCommandLine
 import NoteKitFileStore
 import NoteKitMirror
 
@@ -36,7 +37,7 @@ enum ExitStatus: Int32 {
     /// The status for `error`.
     init(_ error: any Error) {
         switch error {
-        case is Arguments.UsageError:
+        case is UsageError:
             self = .usage
         case is NotAStore:
             self = .notAStore

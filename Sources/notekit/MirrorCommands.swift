@@ -1,6 +1,7 @@
 import Foundation
 import NoteKit
 import NoteKitFileStore
+import NoteKitCommandLine
 import NoteKitMirror
 
 /// `notekit mirror init|status|sync|fetch-blobs`: a store's mirroring, for any NoteKit store (by the schema stored
@@ -8,9 +9,9 @@ import NoteKitMirror
 enum MirrorCommands {
     /// The mirror configuration of `--server` (a libpq connection string or URI; empty: libpq's `PG…` environment
     /// variables and defaults), `--zone` and `--namespace`.
-    static func configuration(_ arguments: Arguments) throws -> MirrorConfiguration {
+    static func configuration(_ arguments: Arguments) throws(UsageError) -> MirrorConfiguration {
         guard let zone = arguments.options["zone"] else {
-            throw Arguments.UsageError(description: "mirror needs --zone ZONE")
+            throw .missingOption(command: "mirror", option: "--zone", placeholder: "ZONE")
         }
         return MirrorConfiguration(connectionString: arguments.options["server"] ?? "", zone: zone,
                                    namespace: arguments.options["namespace"] ?? "notekit")
@@ -18,7 +19,7 @@ enum MirrorCommands {
 
     /// Creates or updates the server's tables for the store's current schema (`initializeMirrorSchema`).
     static func initialize(path: String, configuration: MirrorConfiguration, json: Bool) throws -> Int32 {
-        let url = try Commands.storeURL(path)
+        let url = try StoreCommands.storeURL(path)
         guard let schema = try StoreInspector.schemaHistory(at: url).last else {
             throw FileStoreError.storeNotFound(path: url.path)
         }
@@ -36,7 +37,7 @@ enum MirrorCommands {
     /// Where the store's mirroring stands, from its `MIRROR` state and its history; with `configuration`, the
     /// server's newest change too.
     static func status(path: String, configuration: MirrorConfiguration?, json: Bool) throws -> Int32 {
-        let url = try Commands.storeURL(path)
+        let url = try StoreCommands.storeURL(path)
         guard let status = try StoreMirror.status(ofStoreAt: url) else {
             if json { printJSON(["mirrored": false]) } else { print("\(path) has never been mirrored") }
             return 0
@@ -90,7 +91,7 @@ enum MirrorCommands {
     static func fetchBlobs(path: String, configuration: MirrorConfiguration, json: Bool) throws -> Int32 {
         // Opening a mirror on a store never mirrored would make it a device of the zone as a side effect: that is
         // sync's to do. (Only a salvaged copy of a mirrored store holds promises without a mirroring state.)
-        guard try StoreMirror.status(ofStoreAt: try Commands.storeURL(path)) != nil else {
+        guard try StoreMirror.status(ofStoreAt: try StoreCommands.storeURL(path)) != nil else {
             if json { printJSON(["blobsFetched": 0, "mirrored": false, "zone": configuration.zone]) } else {
                 print("\(path) is not mirrored: nothing fetched (notekit mirror sync makes it a device of the zone)")
             }
@@ -110,7 +111,7 @@ enum MirrorCommands {
     /// The store at `path`, opened by the schema it records (dynamic models: no app types needed), and its mirror.
     private static func open(path: String, configuration: MirrorConfiguration) throws
         -> (container: ModelContainer, mirror: StoreMirror) {
-        let url = try Commands.storeURL(path)
+        let url = try StoreCommands.storeURL(path)
         guard let schema = try StoreInspector.schemaHistory(at: url).last else {
             throw FileStoreError.storeNotFound(path: url.path)
         }

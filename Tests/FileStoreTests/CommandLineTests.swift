@@ -2,8 +2,10 @@ import Foundation
 import NoteKit
 import NoteKitNotes
 import NoteKitFileStore
+import NoteKitFixtures
 import NoteKitTestSupport
 import Testing
+@testable import notekit
 
 /// Runs the built `notekit` executable against fixtures and stores damaged on purpose.
 @Suite("The notekit command-line tool")
@@ -307,6 +309,155 @@ struct CommandLineTests {
         }
         let missing = try notekit("stats", "/nonexistent/store")
         #expect(missing.status == 3 && missing.errors == "error: there is no NoteKit store at /nonexistent/store\n")
+    }
+}
+
+/// Issue 36, item 7: `notekit`'s usage, each command's help and the dispatch of a command line all come from one
+/// table of commands (`Command.all`, Sources/notekit/Command+Table.swift), so none of them can miss a command.
+@Suite("The notekit table of commands")
+struct CommandTableTests {
+    let cli = CommandLineTests()
+
+    /// The command lines that name each of the table's actions: `[stats]`, or `[mirror, init]`, `[mirror, sync]`, ….
+    static func commandLines(of command: Command) -> [[String]] {
+        switch command.actions {
+        case .single: [[command.name]]
+        case .subcommands(let subcommands): subcommands.map { [command.name, $0.name] }
+        }
+    }
+
+    @Test("Every command of the table answers --help with exit 0 and the text notekit help COMMAND prints")
+    func everyCommandAnswersHelp() throws {
+        for command in Command.all {
+            let help = try cli.notekit("help", command.name)
+            #expect(help.status == 0 && help.output == command.help + "\n", "help \(command.name): \(help.errors)")
+            for words in [[command.name]] + Self.commandLines(of: command) {
+                for flag in ["--help", "-h"] {
+                    let run = try CommandLineTests.run(CommandLineTests.executable, words + [flag])
+                    #expect(run.status == 0, "\(words) \(flag): \(run.errors)")
+                    #expect(run.output == help.output && run.errors.isEmpty, "\(words) \(flag): \(run.output)")
+                }
+            }
+        }
+    }
+
+    @Test("notekit mirror --help and notekit mirror sync --help exit 0 and print the mirror help")
+    func mirrorHelp() throws {
+        let help = try cli.notekit("help", "mirror")
+        #expect(help.status == 0 && help.output.hasPrefix("usage: notekit mirror init PATH --zone ZONE"))
+        for words in [["mirror", "--help"], ["mirror", "sync", "--help"], ["mirror", "-h"],
+                      ["mirror", "status", "/nonexistent/store", "--help"]] {
+            let run = try CommandLineTests.run(CommandLineTests.executable, words)
+            #expect(run.status == 0 && run.output == help.output && run.errors.isEmpty, "\(words): \(run.errors)")
+        }
+        let missing = try cli.notekit("mirror")
+        #expect(missing.status == 2)
+        #expect(missing.errors == "error: mirror takes init, status, sync or fetch-blobs (see notekit help mirror)\n")
+    }
+
+    @Test("The usage lists every command of the table with its synopsis, then help and --version, and nothing else")
+    func usageListsTheTable() throws {
+        let usage = try cli.notekit("help")
+        #expect(usage.status == 0)
+        for command in Command.all {
+            for line in command.usageLines {
+                #expect(usage.output.contains(line + "\n"), "\(command.name): \(line)")
+            }
+        }
+        // The first word of each line of the commands section (lines indented two spaces), in order.
+        let section = usage.output.components(separatedBy: "commands:\n").last?.components(separatedBy: "\n\n").first
+        let listed = (section ?? "").split(separator: "\n").filter { !$0.hasPrefix("   ") }
+            .compactMap { $0.split(separator: " ").first.map(String.init) }
+        let expected = Command.all.flatMap { command in Self.commandLines(of: command).map { $0[0] } }
+        #expect(listed == expected + ["help", "--version"], "\(listed)")
+        let bare = try cli.notekit()
+        #expect(bare.status == 2 && bare.errors == usage.output, "notekit alone prints the usage on standard error")
+    }
+
+    @Test("An unknown option is a usage error, exit 2, that names it and the command's help, for every command")
+    func unknownOptionExitsTwo() throws {
+        for command in Command.all {
+            for words in Self.commandLines(of: command) {
+                let run = try CommandLineTests.run(CommandLineTests.executable, words + ["store", "--bogus"])
+                #expect(run.status == 2, "\(words): \(run.errors)")
+                #expect(run.errors == "error: unknown option --bogus (see notekit help \(command.name))\n",
+                        "\(words): \(run.errors)")
+                #expect(run.output.isEmpty)
+            }
+        }
+    }
+}
+
+/// Issue 36, item 7: `notekit`, `notekit-bench` and `notekit-stress` read their command lines with one parser
+/// (NoteKitCommandLine), which refuses an option the subcommand does not take before anything runs, where the
+/// benchmark and the stress tool used to ignore it (and run a whole workload on a mistyped option).
+@Suite("Every NoteKit tool refuses an option it does not know")
+struct ToolOptionTests {
+    enum Tool: String, Sendable, CustomTestStringConvertible {
+        case notekit, bench = "notekit-bench", stress = "notekit-stress"
+
+        var executable: URL {
+            switch self {
+            case .notekit: CommandLineTests.executable
+            case .bench: BenchmarkColdTests.executable
+            case .stress: ProcessStressTests.KillTests.executable
+            }
+        }
+
+        var testDescription: String { rawValue }
+    }
+
+    /// Where a subcommand would write, were the bad word not refused: every path below is in it.
+    static let scratch = TemporaryStores.root.appendingPathComponent("tool-options").path
+
+    /// A command line of each subcommand that ends soon even if the word after it were ignored. (`reader`,
+    /// `migrate` and `mirror-app` wait on standard input, and read their words like the others.)
+    static let commandLines: [(tool: Tool, words: [String])] = [
+        (.notekit, ["stats", scratch + "/missing"]),
+        (.notekit, ["mirror", "sync", scratch + "/missing", "--zone", "z"]),
+        (.bench, ["w1", "--notes", "1", "--dir", scratch]),
+        (.bench, ["history", "--transactions", "1", "--dir", scratch]),
+        (.bench, ["cold", "--notes", "1", "--runs", "1", "--dir", scratch]),
+        (.bench, ["rows", "--notes", "1", "--runs", "1"]),
+        (.bench, ["memory", "--notes", "1", "--dir", scratch]),
+        (.bench, ["mirror", "--server", "host=/nonexistent", "--notes", "1", "--dir", scratch]),
+        (.bench, ["top20", scratch + "/missing"]),
+        (.bench, ["open", scratch + "/missing"]),
+        (.stress, ["kill", "--kills", "1", "--seconds", "1", "--dir", scratch]),
+        (.stress, ["child", "--store", scratch + "/child", "--seed", "1", "--from", "1", "--steps", "0"]),
+        (.stress, ["share", "--seconds", "1", "--writers", "1", "--readers", "0", "--dir", scratch]),
+        (.stress, ["compactor", "--store", scratch + "/compactor", "--seconds", "0.1"]),
+        (.stress, ["add", "--store", scratch + "/add", "--title", "t"]),
+        (.stress, ["mirror-device", "--store", scratch + "/device", "--server", "host=/nonexistent", "--zone", "z",
+                   "--seed", "1", "--ops", "0"]),
+        (.stress, ["backup-writer", "--store", scratch + "/backup", "--steps", "1"]),
+    ]
+
+    @Test("An unknown option is a usage error, exit 2, whose first line names it", arguments: commandLines)
+    func unknownOption(tool: Tool, words: [String]) throws {
+        let run = try CommandLineTests.run(tool.executable, words + ["--bogus"])
+        #expect(run.status == 2, "\(tool) \(words): \(run.errors)")
+        let first = run.errors.split(separator: "\n").first.map(String.init)
+        #expect(first?.hasPrefix("error: unknown option --bogus") == true, "\(tool) \(words): \(run.errors)")
+        #expect(run.output.isEmpty, "\(tool) \(words): \(run.output)")
+    }
+
+    @Test("A positional argument where the benchmark or the stress tool takes none is a usage error, exit 2",
+          arguments: commandLines.filter { $0.tool != .notekit && !["top20", "open"].contains($0.words[0]) })
+    func unexpectedArgument(tool: Tool, words: [String]) throws {
+        let run = try CommandLineTests.run(tool.executable, words + ["extra"])
+        #expect(run.status == 2, "\(tool) \(words): \(run.errors)")
+        #expect(run.errors.hasPrefix("error: unexpected argument extra\n"), "\(tool) \(words): \(run.errors)")
+    }
+
+    @Test("--help prints the benchmark's and the stress tool's usage on standard output, exit 0")
+    func help() throws {
+        for (tool, words) in [(Tool.bench, ["--help"]), (.bench, ["cold", "--help"]), (.stress, ["-h"]),
+                              (.stress, ["child", "--help"])] {
+            let run = try CommandLineTests.run(tool.executable, words)
+            #expect(run.status == 0 && run.errors.isEmpty, "\(tool) \(words): \(run.errors)")
+            #expect(run.output.hasPrefix("usage: \(tool.rawValue) "), "\(tool) \(words): \(run.output)")
+        }
     }
 }
 

@@ -2,6 +2,7 @@ import Foundation
 import NoteKit
 import NoteKitNotes
 import NoteKitFileStore
+import NoteKitFixtures
 import NoteKitTestSupport
 import Testing
 

@@ -1,4 +1,4 @@
-import NoteKitTestSupport
+import NoteKitStressSupport
 import Testing
 
 @testable import NoteKitFileStore

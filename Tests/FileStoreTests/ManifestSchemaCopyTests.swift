@@ -1,6 +1,7 @@
 import Foundation
 import NoteKit
 import NoteKitNotes
+import NoteKitFixtures
 import NoteKitTestSupport
 import Testing
 

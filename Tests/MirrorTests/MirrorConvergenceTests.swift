@@ -1,6 +1,7 @@
 import Foundation
 import NoteKit
 import NoteKitFileStore
+import NoteKitStressSupport
 import NoteKitTestSupport
 import Synchronization
 import Testing
@@ -90,7 +91,7 @@ struct MirrorConvergenceTests {
             let container = try ModelContainer(for: Schema(ModelContainer.labelledFieldNotesModels),
                                                configurations: [FileStoreConfiguration(url: tool)])
             let context = ModelContext(container)
-            let note = NoteKitTestSupport.NoteRecord()
+            let note = NoteKitStressSupport.NoteRecord()
             note.title = title
             context.insert(note)
             try context.save()

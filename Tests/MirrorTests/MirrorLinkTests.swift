@@ -1,5 +1,6 @@
 import Foundation
 import NoteKit
+import NoteKitStressSupport
 import NoteKitTestSupport
 import Testing
 @testable import NoteKitMirror

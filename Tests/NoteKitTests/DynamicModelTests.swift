@@ -1,5 +1,6 @@
 import Foundation
 import NoteKitFileStore
+import NoteKitStressSupport
 import NoteKitTestSupport
 import Testing
 @testable import NoteKit
@@ -60,10 +61,10 @@ struct DynamicModelTests {
         do {
             let app = try ModelContainer(for: Schema(Self.types), configurations: [FileStoreConfiguration(url: url)])
             let context = ModelContext(app)
-            let note = NoteKitTestSupport.NoteRecord()
+            let note = NoteKitStressSupport.NoteRecord()
             note.title = "kept"
             context.insert(note)
-            let photo = NoteKitTestSupport.PhotoRecord()
+            let photo = NoteKitStressSupport.PhotoRecord()
             photo.fileName = "a.jpg"
             note.photos.append(photo)
             try context.save()

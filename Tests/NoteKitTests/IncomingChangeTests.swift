@@ -1,5 +1,6 @@
 import Foundation
 import NoteKitFileStore
+import NoteKitStressSupport
 import NoteKitTestSupport
 import Testing
 @testable import NoteKit
@@ -12,12 +13,12 @@ struct IncomingChangeTests {
     func conditionalSaveSeesEveryCommit(kind: StoreKind) throws {
         let container = try ModelContainer.fieldNotes(on: kind)
         let first = ModelContext(container)
-        first.insert(NoteKitTestSupport.NoteRecord())
+        first.insert(NoteKitStressSupport.NoteRecord())
         try first.save()
 
         let importer = ModelContext(container)
         importer.expectedStoreGeneration = container.store.generation
-        let note = try #require(try importer.fetch(FetchDescriptor<NoteKitTestSupport.NoteRecord>()).first)
+        let note = try #require(try importer.fetch(FetchDescriptor<NoteKitStressSupport.NoteRecord>()).first)
         note.title = "from the server"
         // Another writer commits in between: on a file store, through another container (as another process would,
         // seen only once the save catches up under the lock).
@@ -29,14 +30,14 @@ struct IncomingChangeTests {
             other = container
         }
         let writer = ModelContext(other)
-        writer.insert(NoteKitTestSupport.NoteRecord())
+        writer.insert(NoteKitStressSupport.NoteRecord())
         try writer.save()
 
         #expect(throws: StoreGenerationMoved.self) { try importer.save() }
         #expect(importer.hasChanges, "a refused save keeps its changes")
         importer.expectedStoreGeneration = other.store.generation
         try importer.save()
-        #expect(try ModelContext(other).fetch(FetchDescriptor<NoteKitTestSupport.NoteRecord>()).contains { $0.title == "from the server" })
+        #expect(try ModelContext(other).fetch(FetchDescriptor<NoteKitStressSupport.NoteRecord>()).contains { $0.title == "from the server" })
     }
 
     @Test("Incoming objects are created with their identifiers, linked in both directions, and deleted with rules",
@@ -55,7 +56,7 @@ struct IncomingChangeTests {
         ], deleting: [])
         try context.save()
         let check = ModelContext(container)
-        let note = try #require(check.model(for: noteID) as? NoteKitTestSupport.NoteRecord)
+        let note = try #require(check.model(for: noteID) as? NoteKitStressSupport.NoteRecord)
         #expect(note.title == "incoming" && note.body == "" && note.notebook?.name == "Trips")
         #expect(note.notebook?.notes.map(\.persistentModelID) == [noteID])
         #expect(note.photos.map(\.persistentModelID) == [photoID])
@@ -72,7 +73,7 @@ struct IncomingChangeTests {
         #expect(outcome.cascadedForMissingTarget == [photoID])
         let after = ModelContext(container)
         #expect(after.model(for: photoID) == nil)
-        #expect((after.model(for: noteID) as? NoteKitTestSupport.NoteRecord)?.notebook == nil)
+        #expect((after.model(for: noteID) as? NoteKitStressSupport.NoteRecord)?.notebook == nil)
 
         // A deletion applies the delete rules: the notebook's notes are nullified, not deleted.
         _ = try context.applyIncoming([], deleting: [notebookID])

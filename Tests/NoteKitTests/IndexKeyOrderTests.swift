@@ -1,5 +1,6 @@
 import Foundation
 import NoteKitFileStore
+import NoteKitStressSupport
 import NoteKitTestSupport
 import Testing
 @testable import NoteKit

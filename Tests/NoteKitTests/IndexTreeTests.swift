@@ -3,7 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import NoteKitTestSupport
+import NoteKitStressSupport
 import Testing
 @testable import NoteKit
 import NoteKitNotes

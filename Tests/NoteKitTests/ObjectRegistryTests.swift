@@ -1,5 +1,5 @@
 import Foundation
-import NoteKitTestSupport
+import NoteKitStressSupport
 import Testing
 @testable import NoteKit
 

@@ -1,6 +1,6 @@
 import Foundation
 import NoteKit
-import NoteKitTestSupport
+import NoteKitStressSupport
 import Testing
 
 /// Issue 17, item 2 (compact storage per row): a row's relationship targets packed after its attribute values, in

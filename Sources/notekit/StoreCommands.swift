@@ -3,7 +3,7 @@ import NoteKit
 import NoteKitFileStore
 
 /// The inspection commands: each reads the store by the schema stored in it, so any NoteKit store works.
-enum Commands {
+enum StoreCommands {
     /// The URL of the store at `path`, after the checks every command makes first, so that each says the same
     /// thing about the same mistake.
     ///

@@ -174,13 +174,6 @@ extension ModelContainer {
     /// The FieldNotes record types.
     public static let fieldNotesModels: [any PersistentModel.Type] = [NoteRecord.self, NotebookRecord.self,
                                                                       PhotoRecord.self]
-
-    /// A FieldNotes store of `kind`, in a fresh place (the seed's `fieldNotes(inMemory:)`).
-    ///
-    /// - Throws: what ``StoreKind/makeContainer(_:uniquenessPolicy:)`` throws.
-    public static func fieldNotes(on kind: StoreKind = .inMemory) throws -> ModelContainer {
-        try kind.makeContainer(fieldNotesModels)
-    }
 }
 
 // MARK: Persistence

@@ -1,11 +1,11 @@
 // Writes the notes migration fixtures Fixtures/v1 to v4 through the frozen schema declarations
-// (Tests/TestSupport/FrozenSchemas.swift), each with its SHA256SUMS, in the store format this build writes (v1–v3
-// were written in format version 1, v4 in version 2). Committed fixtures are never rewritten: a
+// (Sources/NoteKitFixtures/FrozenSchemas.swift), each with its SHA256SUMS, in the store format this build writes
+// (v1–v3 were written in format version 1, v4 in version 2). Committed fixtures are never rewritten: a
 // version whose directory exists is skipped.
 //
 //     swift run notekit-fixtures Fixtures
 import Foundation
-import NoteKitTestSupport
+import NoteKitFixtures
 
 let root = URL(fileURLWithPath: CommandLine.arguments.dropFirst().first ?? "Fixtures")
 var failed = false
