@@ -6,6 +6,7 @@
 //     swift run -c release notekit-bench open STORE     # reopens a store three times, for profiling replay
 //     swift run -c release notekit-bench cold --notes 100000 --dir /tmp/bench --runs 10   # new process: open + top 20
 //     swift run -c release notekit-bench time --runs 10 -- ./sqlite_top20 w1.sqlite       # a peer's, timed alike
+//     swift run -c release notekit-bench queries --notes 100000 --dir /tmp/bench --expect w2-grdb.json   # W2, on w1's store
 //     swift run -c release notekit-bench rows --notes 100000   # the row storage over loaded rows and over a base
 //     swift run -c release notekit-bench memory --notes 100000 --layout   # bytes per note, per phase
 //     swift run -c release notekit-bench mirror --notes 100000 --server "host=/tmp/pg dbname=postgres"   # MIRROR.md
@@ -36,6 +37,7 @@ if arguments.first == "open", let path = arguments.dropFirst().first {
 switch arguments.first {
 case "cold": exit(Cold.main(Array(arguments.dropFirst())))
 case "time": exit(Cold.timeProgram(Array(arguments.dropFirst())))
+case "queries": exit(Queries.main(Array(arguments.dropFirst())))
 case "rows": exit(RowBaseBench.main(Array(arguments.dropFirst())))
 case "memory": exit(MemoryProbe.main(Array(arguments.dropFirst())))
 case "mirror": exit(MirrorBench.main(Array(arguments.dropFirst())))
@@ -56,7 +58,7 @@ if arguments.first == "history" {
     }
 }
 guard arguments.first == "w1" else {
-    FileHandle.standardError.write(Data("usage: notekit-bench w1 [--notes N] [--dir DIR] [--sharing exclusive|shared] [--automatic-compaction off|default]\n       notekit-bench history [--transactions N] [--dir DIR]\n       \(Cold.usage)\n       \(Cold.timeUsage)\n       \(RowBaseBench.usage)\n       \(MemoryProbe.usage)\n       \(MirrorBench.usage)\n".utf8))
+    FileHandle.standardError.write(Data("usage: notekit-bench w1 [--notes N] [--dir DIR] [--sharing exclusive|shared] [--automatic-compaction off|default]\n       notekit-bench history [--transactions N] [--dir DIR]\n       \(Cold.usage)\n       \(Cold.timeUsage)\n       \(Queries.usage)\n       \(RowBaseBench.usage)\n       \(MemoryProbe.usage)\n       \(MirrorBench.usage)\n".utf8))
     exit(2)
 }
 let sharing: FileStoreConfiguration.Sharing
