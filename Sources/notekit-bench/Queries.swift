@@ -198,7 +198,9 @@ enum Queries {
                 let start = DispatchTime.now().uptimeNanoseconds
                 let again = try ask(context)
                 times.append(W1.milliseconds(since: start))
-                guard again == answer else { throw QueriesError.unsteadyAnswer(query: name, first: answer, later: again) }
+                guard again == answer else {
+                    throw QueriesError.unsteadyAnswer(query: name, first: answer, later: again)
+                }
             }
             // grdb-w2's median: the middle run of the sorted times (the upper middle for an even count).
             let printed = printedAnswer(answer)

@@ -6,7 +6,7 @@
 //     swift run -c release notekit-bench open STORE     # reopens a store three times, for profiling replay
 //     swift run -c release notekit-bench cold --notes 100000 --dir /tmp/bench --runs 10   # new process: open + top 20
 //     swift run -c release notekit-bench time --runs 10 -- ./sqlite_top20 w1.sqlite       # a peer's, timed alike
-//     swift run -c release notekit-bench queries --notes 100000 --dir /tmp/bench --expect w2-grdb.json   # W2, on w1's store
+//     swift run -c release notekit-bench queries --notes 100000 --dir /tmp/bench --expect w2.json   # W2
 //     swift run -c release notekit-bench rows --notes 100000   # the row storage over loaded rows and over a base
 //     swift run -c release notekit-bench memory --notes 100000 --layout   # bytes per note, per phase
 //     swift run -c release notekit-bench mirror --notes 100000 --server "host=/tmp/pg dbname=postgres"   # MIRROR.md

@@ -47,7 +47,7 @@ struct BenchmarkQueriesTests {
                 "q1_to_one_path_count": "\(folder7.count)",
                 "q1_to_one_path_top20": folder7.sorted { $0.createdAt > $1.createdAt }.prefix(20).map(\.title)
                     .joined(separator: ","),
-                "q2_to_many_any": "\(notebooks.filter { f in notes.contains { $0.notebook == f && $0.isPinned } }.count)",
+                "q2_to_many_any": "\(notebooks.filter { f in pinned.contains { $0.notebook == f } }.count)",
                 "q3_to_many_count": "\(notebooks.filter { count($0) > 900 }.count)",
                 "q4_strings": "\(notes.filter { !$0.title.isEmpty }.count)",   // every body is "lorem ipsum …"
                 "q5_group_count": notebooks.filter { count($0) > 0 }.sorted { name($0) < name($1) }
