@@ -6,6 +6,7 @@
 //     swift run -c release notekit-bench open STORE     # reopens a store three times, for profiling replay
 //     swift run -c release notekit-bench cold --notes 100000 --dir /tmp/bench --runs 10   # new process: open + top 20
 //     swift run -c release notekit-bench time --runs 10 -- ./sqlite_top20 w1.sqlite       # a peer's, timed alike
+//     swift run -c release notekit-bench queries --notes 100000 --dir /tmp/bench --expect w2.json   # W2
 //     swift run -c release notekit-bench rows --notes 100000   # the row storage over loaded rows and over a base
 //     swift run -c release notekit-bench memory --notes 100000 --layout   # bytes per note, per phase
 //     swift run -c release notekit-bench mirror --notes 100000 --server "host=/tmp/pg dbname=postgres"   # MIRROR.md
@@ -28,6 +29,7 @@ let usage = """
            \(historyUsage)
            \(Cold.usage)
            \(Cold.timeUsage)
+           \(Queries.usage)
            \(RowBaseBench.usage)
            \(MemoryProbe.usage)
            \(MirrorBench.usage)
@@ -53,6 +55,7 @@ case "open":
     exit(0)
 case "cold": exit(Cold.main(rest))
 case "time": exit(Cold.timeProgram(rest))
+case "queries": exit(Queries.main(rest))
 case "rows": exit(RowBaseBench.main(rest))
 case "memory": exit(MemoryProbe.main(rest))
 case "mirror": exit(MirrorBench.main(rest))

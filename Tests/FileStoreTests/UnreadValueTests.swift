@@ -1,6 +1,7 @@
 import Foundation
 import NoteKit
 import NoteKitFileStore
+import NoteKitStressSupport
 import NoteKitTestSupport
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import NoteKitStressSupport
 import NoteKitTestSupport
 import Testing
 @testable import NoteKit
