@@ -218,6 +218,16 @@ public final class FileStore: DataStore {
         }
     }
 
+    /// Which of `ids` the store holds, by look-up: over a checkpoint, its keys are searched and no row is read.
+    ///
+    /// - Complexity: a hash look-up per identifier, or a search of the checkpoint's keys.
+    public func containedIdentifiers(_ ids: [PersistentIdentifier]) -> [Bool] {
+        state.withLock { state in
+            refreshAutomatically(&state)
+            return readingRows(&state, otherwise: ids.map { _ in false }) { try $0.contains(ids) }
+        }
+    }
+
     /// Runs a fetch over the saved rows, in memory, with the same planner as the in-memory store (declared indexes,
     /// filters run in the store).
     ///

@@ -292,6 +292,36 @@ public final class ModelContext {
         return _materialize(stored)
     }
 
+    /// The object of a relationship's target `id`: the registered one, or a new one that holds only its identifier
+    /// (a whole-row fault, as SwiftData's relationship faults): its row is read when one of its properties is first
+    /// read or changed, so that `folder.notes.count`, `isEmpty` or reading the first few notes reads no other note.
+    /// A fault whose row is gone by then (deleted in another context) reads as its declared defaults, recorded in
+    /// ``readFailures``.
+    func _target(_ id: PersistentIdentifier) -> ModelObject? {
+        if let known = registry[id] { return known }
+        guard store.containedIdentifiers([id]).first == true else { return nil }
+        return _fault(id)
+    }
+
+    /// The objects of a relationship's targets `ids`, in order, as ``_target(_:)`` gives each: the store is asked
+    /// once which of those not registered it still has.
+    func _targets(_ ids: [PersistentIdentifier]) -> [ModelObject] {
+        var objects: [ModelObject?] = ids.map { registry[$0] }
+        let unknown = objects.indices.filter { objects[$0] == nil }
+        guard !unknown.isEmpty else { return objects.map { $0! } }
+        let held = store.containedIdentifiers(unknown.map { ids[$0] })
+        for (index, isHeld) in zip(unknown, held) where isHeld { objects[index] = _fault(ids[index]) }
+        return objects.compactMap { $0 }
+    }
+
+    /// A new registered object for `id` holding nothing but its identifier: a whole-row fault.
+    private func _fault(_ id: PersistentIdentifier) -> ModelObject? {
+        guard let metadata = runtime.metadataByName[id.entityName] else { return nil }
+        let object = _materialize(metadata.faultRow(id))
+        object._$fault = metadata.wholeRowFault
+        return object
+    }
+
     /// The registered object for a snapshot the store returned, loading or refreshing it as needed.
     func _object(for snapshot: ModelSnapshot) -> ModelObject {
         if let known = registry[snapshot.id] {

@@ -38,6 +38,9 @@ final class ModelMetadata: @unchecked Sendable {
     /// The prototype, used only under this lock, to map key paths to properties.
     private let prototype: Locked<ModelObject>
     private let keyPathCache = Locked<[AnyKeyPath: PropertyReference?]>([:])
+    /// What ``faultRow(_:)`` and ``wholeRowFault`` make once.
+    private let faultPlaceholder = Locked<(AttributeValues, RelationshipValues)?>(nil)
+    private let wholeRowFaultBox = Locked<PartialFault?>(nil)
     /// Key paths through relationships already probed (``propertyPath(for:)``).
     private let pathCache = Locked<[AnyKeyPath: (hops: [Int], leaf: PropertyReference)?]>([:])
     private let inverseTable = AtomicLazyReference<InverseTable>()
@@ -377,6 +380,29 @@ final class ModelMetadata: @unchecked Sendable {
         case .uuid: return .uuid(UUID(uuid: (0x5E, 0xED, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, UInt8(slot >> 8 & 0xFF),
                                              UInt8(slot & 0xFF))))
         default: return nil
+        }
+    }
+
+    /// The row a whole-row fault of this entity holds until its row is read: the identifier, each attribute's
+    /// fallback, no relationship target, version 0 (older than any stored row, so the stored row replaces it).
+    func faultRow(_ id: PersistentIdentifier) -> ModelSnapshot {
+        let placeholder = faultPlaceholder.withLock { placeholder in
+            if let placeholder { return placeholder }
+            let made = (AttributeValues(attributes.map(\.encodedFallback)),
+                        RelationshipValues(relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }))
+            placeholder = made
+            return made
+        }
+        return ModelSnapshot(id: id, attributes: placeholder.0, relationships: placeholder.1, version: 0)
+    }
+
+    /// The fault of an object made for a relationship's target: nothing loaded.
+    var wholeRowFault: PartialFault {
+        wholeRowFaultBox.withLock { fault in
+            if let fault { return fault }
+            let made = PartialFault(loaded: attributes.map { _ in false }, relationshipsLoaded: false)
+            fault = made
+            return made
         }
     }
 

@@ -15,7 +15,10 @@ extension ModelObject {
         switch _$relationships[slot] {
         case .toOne(nil): return []
         case .toOne(let id?): return _$resolve(id).map { [$0] } ?? []
-        case .toMany(let ids): return ids.compactMap(_$resolve)
+        case .toMany(let ids):
+            // Targets not registered yet become faults together: one look-up of which the store still has, no row read.
+            if _$unmanagedTargets.isEmpty, let context = _$context { return context._targets(ids) }
+            return ids.compactMap(_$resolve)
         }
     }
 
@@ -25,7 +28,7 @@ extension ModelObject {
         // An object in a context keeps it, so only an object out of every context (never inserted, or deleted and
         // saved) gets here without one: it reaches nothing it did not remember.
         guard let context = _$context else { return nil }
-        return context._object(for: id)
+        return context._target(id)
     }
 
     /// Sets relationship `slot` to `models` and updates the inverse of every target gained or lost.

@@ -21,8 +21,21 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     final var _$id: PersistentIdentifier
     /// Attribute values in declaration order; shares its buffer with the store's row until first written.
     final var _$attributes: AttributeValues = []
-    /// Relationship targets in declaration order; shares the store's row's packing until first written.
-    final var _$relationships: RelationshipValues = []
+    /// Relationship targets in declaration order; shares the store's row's packing until first written. Reading them
+    /// on an object made for a relationship's target and not read yet (a whole-row fault) reads its row first.
+    final var _$relationships: RelationshipValues {
+        get {
+            if let fault = _$fault, !fault.relationshipsLoaded { _$fulfill() }
+            return _$relationshipStorage
+        }
+        set { _$relationshipStorage = newValue }
+        _modify {
+            if let fault = _$fault, !fault.relationshipsLoaded { _$fulfill() }
+            yield &_$relationshipStorage
+        }
+    }
+    /// The storage of ``_$relationships``, which reads it without loading a fault.
+    final var _$relationshipStorage: RelationshipValues = []
     /// The values last read from or saved to the store, without the identifier (the object's own): nil for an
     /// object the store has never seen. ``_$committed`` is this as a snapshot.
     final var _$committedValues: CommittedValues?
@@ -182,9 +195,10 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The attributes a partial fetch (``FetchDescriptor/propertiesToFetch``) left unloaded; nil (nearly always)
-    /// when every attribute is loaded. Any change to the object, and the first read of an unloaded attribute,
-    /// loads them all first, so only reads ever see an object with a fault.
+    /// The attributes a partial fetch (``FetchDescriptor/propertiesToFetch``) left unloaded, or, for an object made
+    /// for a relationship's target and not read yet, the whole row; nil (nearly always) when everything is loaded.
+    /// Any change to the object, the first read of an unloaded attribute and (for a whole-row fault) the first read
+    /// of a relationship load it all first, so only reads ever see an object with a fault.
     final var _$fault: PartialFault?
 
     enum State: Equatable {
@@ -403,28 +417,34 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     final func _$load(_ snapshot: ModelSnapshot, notify: Bool) {
         guard notify else {
             _$attributes = snapshot.attributes
-            _$relationships = snapshot.relationships
+            _$relationshipStorage = snapshot.relationships
             return
         }
         for slot in _$attributes.indices where slot < snapshot.attributes.count
             && !_$attributes.hasSameValue(at: slot, as: snapshot.attributes) {
             _$metadata.attributeNotifiers[slot].withMutation(of: self) { _$attributes[slot] = snapshot.attributes[slot] }
         }
-        for slot in _$relationships.indices where slot < snapshot.relationships.count
-            && _$relationships[slot] != snapshot.relationships[slot] {
+        for slot in _$relationshipStorage.indices where slot < snapshot.relationships.count
+            && _$relationshipStorage[slot] != snapshot.relationships[slot] {
             _$metadata.relationshipNotifiers[slot].withMutation(of: self) {
-                _$relationships[slot] = snapshot.relationships[slot]
+                _$relationshipStorage[slot] = snapshot.relationships[slot]
             }
         }
     }
 }
 
-/// Which attributes a partial fetch loaded, shared by every object it created.
+/// Which attributes a partial fetch loaded, shared by every object it created; or, for the objects made for a
+/// relationship's targets without reading their rows (SwiftData's faults), none, and no relationship either.
 final class PartialFault {
     /// Per attribute position, whether the fetch loaded it.
     let loaded: [Bool]
+    /// Whether the relationships are loaded (false for a whole-row fault).
+    let relationshipsLoaded: Bool
 
-    init(loaded: [Bool]) { self.loaded = loaded }
+    init(loaded: [Bool], relationshipsLoaded: Bool = true) {
+        self.loaded = loaded
+        self.relationshipsLoaded = relationshipsLoaded
+    }
 }
 
 /// A persisted property of a model type: its kind and its position among the type's attributes or relationships.

@@ -24,6 +24,13 @@ public protocol DataStore: AnyObject, Sendable {
     /// - Throws: ``FetchError`` when the filter cannot be evaluated (a forced unwrap of nil).
     func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult
 
+    /// Which of `ids` the store has, in order: what a context needs to make objects for a relationship's targets
+    /// without reading their rows. The default reads the rows (``snapshots(for:)``); NoteKit's stores look the
+    /// identifiers up only.
+    ///
+    /// - Complexity: NoteKit's stores: a hash look-up per identifier (over a checkpoint, its key search), no row read.
+    func containedIdentifiers(_ ids: [PersistentIdentifier]) -> [Bool]
+
     /// The identifier of the saved object whose unique constraint `constraint` has `key`, if there is one.
     func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) -> PersistentIdentifier?
 
@@ -70,6 +77,9 @@ public protocol DataStore: AnyObject, Sendable {
 }
 
 extension DataStore {
+    /// The default: whether ``snapshots(for:)`` finds each row.
+    public func containedIdentifiers(_ ids: [PersistentIdentifier]) -> [Bool] { snapshots(for: ids).map { $0 != nil } }
+
     /// The default for a store that keeps no history.
     ///
     /// - Throws: ``HistoryError/unsupported(store:)``, always.

@@ -33,6 +33,13 @@ public final class InMemoryStore: DataStore, HistoryHolding {
         storage.withLock { storage in storage.withoutBase { storage in try ids.map { try storage.snapshot(for: $0) } } }
     }
 
+    /// Which of `ids` the store holds, by look-up.
+    ///
+    /// - Complexity: a hash look-up per identifier.
+    public func containedIdentifiers(_ ids: [PersistentIdentifier]) -> [Bool] {
+        storage.withLock { storage in storage.withoutBase { storage in try storage.contains(ids) } }
+    }
+
     /// Runs `request` over the saved rows, through the best declared index when one matches the filter or the sort.
     ///
     /// - Throws: ``FetchError/unwrappedNil(entity:model:)`` when a forced unwrap in the filter meets nil.

@@ -111,6 +111,13 @@ package final class RowStorage {
         return found
     }
 
+    /// Whether the storage holds each of `ids`, without reading a row.
+    ///
+    /// - Throws: ``RowBaseFailure``.
+    package func contains(_ ids: [PersistentIdentifier]) throws -> [Bool] {
+        try ids.map { id in try numbers[id.entityName].map { try tables[$0].contains(id) } ?? false }
+    }
+
     /// The base `entity`'s rows start from, if any (for tests that count what it reads).
     package func base(of entity: String) -> (any RowBase)? { numbers[entity].flatMap { tables[$0].base } }
 
