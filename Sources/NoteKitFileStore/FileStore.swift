@@ -218,6 +218,17 @@ public final class FileStore: DataStore {
         }
     }
 
+    /// Aggregates of the saved rows (see `DataStore.aggregate(_:)`): counts per to-one target from the stored
+    /// references, anything else folded over the matching rows, as a fetch reads them.
+    ///
+    /// - Throws: NoteKit's `FetchError`.
+    public func aggregate(_ request: StoreAggregateRequest) throws -> StoreAggregateResult {
+        try state.withLock { state in
+            refreshAutomatically(&state)
+            return try readingRows(&state) { try $0.aggregate(request) }
+        }
+    }
+
     /// Which of `ids` the store holds, by look-up: over a checkpoint, its keys are searched and no row is read.
     ///
     /// - Complexity: a hash look-up per identifier, or a search of the checkpoint's keys.

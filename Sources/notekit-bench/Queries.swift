@@ -68,31 +68,22 @@ enum Queries {
             String(try context.fetchCount(FetchDescriptor<NoteRecord>(
                 predicate: #Predicate { !$0.title.isEmpty && $0.body.localizedStandardContains("IPSUM") })))
         }),
-        // Q5: how many notes each notebook holds, as "name=count" sorted by name. SwiftData has no grouped count: a
-        // user fetches the notebooks and reads each one's `notes.count`. grdb-w2's `JOIN … GROUP BY` has no row for
-        // a notebook without notes, so neither does this answer.
+        // Q5: how many notes each notebook holds, as "name=count" sorted by name: NoteKit's grouped aggregate
+        // (SwiftData has none; `notebook.notes.count` over every notebook is the other way, which reads no note
+        // either). grdb-w2's `JOIN … GROUP BY` has no row for the notes without a notebook, so neither does this.
         ("q5_group_count", { context in
-            let notebooks = try context.fetch(FetchDescriptor<NotebookRecord>(sortBy: [SortDescriptor(\.name)]))
-            var groups: [String] = []
-            for notebook in notebooks {
-                let count = notebook.notes.count
-                if count > 0 { groups.append("\(notebook.name)=\(count)") }
-            }
-            return groups.joined(separator: ",")
+            try context.aggregate(FetchDescriptor<NoteRecord>(), groupedBy: \.notebook?.name, .count)
+                .compactMap { group in group.key.map { "\($0)=\(group.values)" } }
+                .joined(separator: ",")
         }),
         // Q6: the pinned notes' count and their oldest and newest creation dates (aggregates), in whole seconds
-        // since 1970. SwiftData has no min or max: a count, then the first of each sort order.
+        // since 1970.
         ("q6_aggregates", { context in
-            let count = try context.fetchCount(FetchDescriptor<NoteRecord>(predicate: #Predicate { $0.isPinned }))
-            var oldest = FetchDescriptor<NoteRecord>(predicate: #Predicate { $0.isPinned },
-                                                     sortBy: [SortDescriptor(\.createdAt)])
-            oldest.fetchLimit = 1
-            var newest = FetchDescriptor<NoteRecord>(predicate: #Predicate { $0.isPinned },
-                                                     sortBy: [SortDescriptor(\.createdAt, order: .reverse)])
-            newest.fetchLimit = 1
-            let first = try context.fetch(oldest).first?.createdAt.timeIntervalSince1970
-            let last = try context.fetch(newest).first?.createdAt.timeIntervalSince1970
-            return "\(count),\(first.map { String(Int($0)) } ?? ""),\(last.map { String(Int($0)) } ?? "")"
+            let (count, oldest, newest) = try context.aggregate(
+                FetchDescriptor<NoteRecord>(predicate: #Predicate { $0.isPinned }), .count, .min(\.createdAt),
+                .max(\.createdAt))
+            func seconds(_ date: Date?) -> String { date.map { String(Int($0.timeIntervalSince1970)) } ?? "" }
+            return "\(count),\(seconds(oldest)),\(seconds(newest))"
         }),
         // Q7: the first 20 notes sorted by their notebook's name, then newest first (a sort through a to-one path;
         // notes without a notebook sort first).

@@ -157,6 +157,9 @@ public enum FetchError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The fetch refuses to evaluate on model objects (``ObjectEvaluation/refused``), and `parts` of its predicate
     /// or sort cannot run in the store; each says what it is and why. Nothing was fetched.
     case notRunInStore(entity: String, parts: [String])
+    /// An aggregation asks for what cannot be aggregated: `reason` says what (a key path that is not a persisted
+    /// attribute, a grouping by a to-many relationship, an order naming no aggregate).
+    case invalidAggregate(entity: String, reason: String)
     /// ``ModelContext/enumerate(_:batchSize:allowEscapingMutations:block:)`` found, at the end of batch `batch`
     /// (counted from 0), unsaved changes the walk made to `models` while `allowEscapingMutations` was false. The
     /// changes stay pending.
@@ -170,6 +173,7 @@ public enum FetchError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .unknownEntity(entity): "the container's schema has no entity \(entity)"
         case let .predicateFailed(entity, reason): "evaluating a predicate on \(entity) failed: \(reason)"
         case let .invalidBatchSize(size): "batch size \(size) is not valid: a batch holds at least 1 model"
+        case let .invalidAggregate(entity, reason): "an aggregation of \(entity) cannot be computed: \(reason)"
         case let .notRunInStore(entity, parts):
             "the fetch of \(entity) refuses evaluation on objects, and the store cannot run: "
                 + parts.joined(separator: "; ")

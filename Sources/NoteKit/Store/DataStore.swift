@@ -31,6 +31,13 @@ public protocol DataStore: AnyObject, Sendable {
     /// - Complexity: NoteKit's stores: a hash look-up per identifier (over a checkpoint, its key search), no row read.
     func containedIdentifiers(_ ids: [PersistentIdentifier]) -> [Bool]
 
+    /// Aggregates of the saved rows that match a filter, over all of them or per group (what
+    /// ``ModelContext/aggregate(_:_:)`` asks). The default fetches the matching rows and folds them; NoteKit's stores
+    /// answer from indexes and stored references where they can (a count per to-one target from its inverse).
+    ///
+    /// - Throws: ``FetchError`` as ``fetch(_:)`` does.
+    func aggregate(_ request: StoreAggregateRequest) throws -> StoreAggregateResult
+
     /// The identifier of the saved object whose unique constraint `constraint` has `key`, if there is one.
     func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) -> PersistentIdentifier?
 

@@ -77,6 +77,61 @@ extension EntityTable {
         return best?.path
     }
 
+    /// Whether `filter` is nothing but what `path` answers: equalities on its index's first attributes and a range
+    /// on the next, with constants. Every row the path reaches then matches.
+    func indexConsumes(_ filter: FetchFilter, _ path: AccessPath) -> Bool {
+        let slots = indexSlots[path.index]
+        let next = path.equalityPrefix < slots.count ? slots[path.equalityPrefix] : nil
+        return filter.conjuncts.allSatisfy { conjunct in
+            guard case let .compare(lhs, op, rhs) = conjunct else { return false }
+            let slot: Int, mirrored: FetchFilter.ComparisonOperator
+            switch (lhs, rhs) {
+            case (.attribute(let s), .value): (slot, mirrored) = (s, op)
+            case (.value, .attribute(let s)): (slot, mirrored) = (s, op.mirrored)
+            default: return false
+            }
+            if mirrored == .equal { return slots.prefix(path.equalityPrefix).contains(slot) }
+            return slot == next && path.hasRange && mirrored != .notEqual
+        }
+    }
+
+    /// Visits the entries of the index `path` scans, in its order (key, then identifier), until `body` returns
+    /// false: the base's entries less those of rows changed or deleted since, merged with the in-memory index's. No
+    /// row is read.
+    func forEachIndexEntry(_ path: AccessPath, _ body: (IndexEntry) throws -> Bool) throws {
+        var cursor = indexes[path.index].cursor(from: path.lower, to: path.upper, reverse: path.reverse)
+        func before(_ a: IndexEntry, _ b: IndexEntry) -> Bool {
+            let order = IndexTree.order(a, b)
+            return path.reverse ? order > 0 : order < 0
+        }
+        var stopped = false
+        var failure: (any Error)?
+        if let base {
+            do {
+                try base.scanIndex(path.index, from: path.lower, to: path.upper, reverse: path.reverse) { entry, number in
+                    do {
+                        while !stopped, let next = cursor.entry, before(next, entry) {
+                            stopped = try !body(next)
+                            cursor.advance()
+                        }
+                        if !stopped && !isOverridden(number) { stopped = try !body(entry) }
+                    } catch {
+                        failure = error
+                        return false
+                    }
+                    return !stopped
+                }
+            } catch {
+                throw RowBaseFailure(entity: entity.name, error: error)
+            }
+            if let failure { throw failure }
+        }
+        while !stopped, let next = cursor.entry {
+            stopped = try !body(next)
+            cursor.advance()
+        }
+    }
+
     private func tighter(_ current: (StoredValue, Bool)?, _ candidate: (StoredValue, Bool), lower: Bool)
         -> (StoredValue, Bool) {
         guard let current else { return candidate }

@@ -33,6 +33,14 @@ public final class InMemoryStore: DataStore, HistoryHolding {
         storage.withLock { storage in storage.withoutBase { storage in try ids.map { try storage.snapshot(for: $0) } } }
     }
 
+    /// Aggregates of the saved rows (see ``DataStore/aggregate(_:)``): counts per to-one target from the stored
+    /// references, anything else folded over the matching rows.
+    ///
+    /// - Throws: ``FetchError``.
+    public func aggregate(_ request: StoreAggregateRequest) throws -> StoreAggregateResult {
+        try storage.withLock { try $0.aggregate(request) }
+    }
+
     /// Which of `ids` the store holds, by look-up.
     ///
     /// - Complexity: a hash look-up per identifier.

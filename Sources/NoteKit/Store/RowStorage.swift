@@ -26,8 +26,8 @@ package final class RowStorage {
     package let schema: Schema
     /// The tables in the schema's entity order; `numbers` finds them by entity name. An array, not a dictionary
     /// of tables, so that reading a table (`tables[n].fetch(…)`) does not copy it.
-    private var tables: [EntityTable]
-    private let numbers: [String: Int]
+    var tables: [EntityTable]
+    let numbers: [String: Int]
     /// Increases by one with each applied change set.
     package private(set) var generation: UInt64 = 0
     /// A record of every change set applied, less what was deleted from history.
