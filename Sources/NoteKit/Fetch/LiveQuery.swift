@@ -53,38 +53,71 @@ import Synchronization
 /// relationships. One fetch covers every transaction committed before it, so a burst of saves costs one fetch. The
 /// context's own unsaved changes count once saved (the main context autosaves shortly after a change).
 ///
-/// **Actor and cost.** A live query runs on the main actor: use it with ``ModelContainer/mainContext`` (or a context
-/// used only on the main actor). Each relevant transaction costs one ``ModelContext/fetch(_:)`` of the descriptor
-/// on the main actor (what ``ModelContext/explain(_:)`` shows, plus one object per result not loaded yet); an
-/// irrelevant one costs a look-up per changed object. Objects already in the results are refreshed in place, so
-/// observers of their properties fire too. The subscription ends when the live query is released.
+/// **Sections.** Give `sectionBy` a key path to a `String` (or a `String?`, nil meaning the section titled "") and
+/// ``sections`` groups the results by its value, as SwiftData's `@Query(sort:sectionBy:)` and `ResultsObserver` do.
+/// The key path is prepended to the sort (unless the sort already starts with it), so each section's results are
+/// contiguous; sections come in the order of that sort, and within a section the descriptor's own sort holds:
+///
+/// ```swift
+/// // Notes listed under their folder's name, newest first within a folder.
+/// let byFolder = LiveQuery(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.createdAt, order: .reverse)]),
+///                          sectionBy: \.folder?.name, in: container.mainContext)
+/// for section in byFolder.sections { print(section.title.isEmpty ? "Unfiled" : section.title, section.count) }
+/// ```
+///
+/// The sort by a path through a to-one relationship runs in the store (see *Fetching models*).
+///
+/// **Actor and cost.** A live query belongs to the actor it is made on (the `isolation` parameter, which defaults to
+/// the caller's actor): the main actor for ``ModelContainer/mainContext``, or a ``ModelActor`` (or any other actor)
+/// that owns the context, whose live queries then keep their results current off the main actor. Use it, and its
+/// context, only on that actor; the compiler checks it, and refuses to make one outside any actor. Each relevant
+/// transaction costs one ``ModelContext/fetch(_:)`` of the descriptor on that actor (what ``ModelContext/explain(_:)``
+/// shows, plus one object per result not loaded yet); an irrelevant one costs a look-up per changed object. Objects
+/// already in the results are refreshed in place, so observers of their properties fire too. The subscription ends
+/// when the live query is released. For a live count or aggregate, see ``LiveAggregate``.
 ///
 /// ## Topics
-/// - ``init(_:in:)``
-/// - ``init(filter:sort:in:)``
-/// - ``init(sort:order:in:)``
+/// - ``init(_:in:isolation:)``
+/// - ``init(filter:sort:in:isolation:)``
+/// - ``init(sort:order:in:isolation:)``
+/// - ``init(_:sectionBy:in:isolation:)-(_,KeyPath<Model,String>Sendable,_,_)``
+/// - ``init(_:sectionBy:in:isolation:)-(_,KeyPath<Model,String?>Sendable,_,_)``
+/// - ``init(filter:sort:sectionBy:in:isolation:)-(_,_,KeyPath<Model,String>Sendable,_,_)``
+/// - ``init(filter:sort:sectionBy:in:isolation:)-(_,_,KeyPath<Model,String?>Sendable,_,_)``
 /// - ``results``
+/// - ``sections``
 /// - ``fetchError``
 /// - ``descriptor``
 /// - ``refetch()``
-@MainActor
-public final class LiveQuery<Model: PersistentModel>: Observable {
+public final class LiveQuery<Model: PersistentModel>: Observable, LiveFollowing {
     /// The context the query fetches with.
     public let context: ModelContext
 
-    /// What the query fetches. Changing it fetches again at once.
+    /// What the query fetches. Changing it fetches again at once. With `sectionBy`, the fetch sorts by the section
+    /// key path first, then by this descriptor's sort.
     public var descriptor: FetchDescriptor<Model> {
         didSet {
-            relevantEntities = Self.entities(read: descriptor, context: context)
+            relevantEntities = Self.relevantEntities(descriptor, section: section, context: context)
             refetch()
         }
     }
 
-    /// The objects that match ``descriptor``, in its order, as of the last fetch. Reading it inside
-    /// `withObservationTracking` makes the observer fire when a fetch replaces the results.
+    /// The objects that match ``descriptor``, in its order (after the section key path's, with `sectionBy`), as of
+    /// the last fetch. Reading it inside `withObservationTracking` makes the observer fire when a fetch replaces the
+    /// results.
     public var results: [Model] {
         registrar.access(self, keyPath: \.results)
         return storedResults
+    }
+
+    /// ``results`` grouped by the `sectionBy` key path's value, in the order the titles first appear; empty for a
+    /// live query made without `sectionBy` (as SwiftData's `Query.sections`). Observable like ``results``: a fetch
+    /// replaces both.
+    ///
+    /// - Complexity: O(1); the sections are grouped once per fetch, O(*n*) for *n* results.
+    public var sections: SectionedResults<Model, String> {
+        registrar.access(self, keyPath: \.results)
+        return storedSections
     }
 
     /// Why the last fetch failed (the container was closed, a predicate evaluated on objects threw), or nil when it
@@ -94,46 +127,97 @@ public final class LiveQuery<Model: PersistentModel>: Observable {
         return storedFetchError
     }
 
+    /// The section key path: the sort that goes first and how an object's title is read.
+    private struct Section {
+        var keyPath: PartialKeyPath<Model>
+        var sort: SortDescriptor<Model>
+        var title: (Model) -> String
+    }
+
     private var storedResults: [Model] = []
+    private var storedSections = SectionedResults<Model, String>()
     private var storedFetchError: (any Error)?
     private let registrar = ObservationRegistrar()
+    private let section: Section?
     /// The entities whose changes can change the results.
-    private var relevantEntities: Set<String>
+    private(set) var relevantEntities: Set<String>
     /// The store generation the last fetch saw: transactions up to it are in the results already.
-    private var fetchedGeneration: UInt64 = 0
+    private(set) var computedGeneration: UInt64 = 0
     private let subscription = Mutex<Task<Void, Never>?>(nil)
     /// How many fetches the query made (for tests that check a transaction did not cause one).
     private(set) var fetches = 0
 
-    /// A live query for `descriptor` on `context`; fetches at once.
-    ///
-    /// - Complexity: one fetch now, then one per relevant transaction (see the type's documentation).
-    public init(_ descriptor: FetchDescriptor<Model>, in context: ModelContext) {
+    private init(_ descriptor: FetchDescriptor<Model>, section: Section?, in context: ModelContext,
+                 isolation: isolated any Actor) {
         // Subscribed before the first fetch, so that nothing committed in between is missed.
         let transactions = context.store.transactions()
         self.context = context
         self.descriptor = descriptor
-        relevantEntities = Self.entities(read: descriptor, context: context)
+        self.section = section
+        relevantEntities = Self.relevantEntities(descriptor, section: section, context: context)
         refetch()
-        let task = Task { @MainActor [weak self] in
-            for await record in transactions {
-                guard let self else { return }
-                self.receive(record)
-            }
-        }
+        let task = followTransactions(self, transactions, isolation: isolation)
         subscription.withLock { $0 = task }
+    }
+
+    /// A live query for `descriptor` on `context`, belonging to `isolation` (the caller's actor); fetches at once.
+    ///
+    /// - Complexity: one fetch now, then one per relevant transaction (see the type's documentation).
+    public convenience init(_ descriptor: FetchDescriptor<Model>, in context: ModelContext,
+                            isolation: isolated any Actor = #isolation) {
+        self.init(descriptor, section: nil, in: context, isolation: isolation)
     }
 
     /// A live query with SwiftData `Query(filter:sort:)`'s parameters.
     public convenience init(filter: Predicate<Model>? = nil, sort: [SortDescriptor<Model>] = [],
-                            in context: ModelContext) {
-        self.init(FetchDescriptor(predicate: filter, sortBy: sort), in: context)
+                            in context: ModelContext, isolation: isolated any Actor = #isolation) {
+        self.init(FetchDescriptor(predicate: filter, sortBy: sort), section: nil, in: context, isolation: isolation)
     }
 
     /// A live query sorted by one key path, as SwiftData's `Query(sort:order:)`.
     public convenience init<Value: Comparable>(sort keyPath: KeyPath<Model, Value> & Sendable,
-                                               order: SortOrder = .forward, in context: ModelContext) {
-        self.init(FetchDescriptor(sortBy: [SortDescriptor(keyPath, order: order)]), in: context)
+                                               order: SortOrder = .forward, in context: ModelContext,
+                                               isolation: isolated any Actor = #isolation) {
+        self.init(FetchDescriptor(sortBy: [SortDescriptor(keyPath, order: order)]), section: nil, in: context,
+                  isolation: isolation)
+    }
+
+    /// A live query whose ``sections`` group the results by `sectionBy`, a `String` attribute or one reached through
+    /// to-one relationships (SwiftData's `@Query(sort:sectionBy:)`); fetches at once.
+    ///
+    /// - Complexity: one fetch now, then one per relevant transaction; the grouping is O(*n*) per fetch.
+    public convenience init(_ descriptor: FetchDescriptor<Model>, sectionBy: KeyPath<Model, String> & Sendable,
+                            in context: ModelContext, isolation: isolated any Actor = #isolation) {
+        let section = Section(keyPath: sectionBy, sort: SortDescriptor(sectionBy), title: { $0[keyPath: sectionBy] })
+        self.init(descriptor, section: section, in: context, isolation: isolation)
+    }
+
+    /// A live query whose ``sections`` group the results by an optional `String`, nil titled "" (as SwiftData's
+    /// `@Query(sectionBy:)` does); `\.folder?.name` sections notes by their folder's name, the unfiled ones first.
+    ///
+    /// - Complexity: as ``init(_:sectionBy:in:isolation:)-(_,KeyPath<Model,String>Sendable,_,_)``.
+    public convenience init(_ descriptor: FetchDescriptor<Model>, sectionBy: KeyPath<Model, String?> & Sendable,
+                            in context: ModelContext, isolation: isolated any Actor = #isolation) {
+        let section = Section(keyPath: sectionBy, sort: SortDescriptor(sectionBy),
+                              title: { $0[keyPath: sectionBy] ?? "" })
+        self.init(descriptor, section: section, in: context, isolation: isolation)
+    }
+
+    /// A sectioned live query with SwiftData `Query(filter:sort:sectionBy:)`'s parameters.
+    public convenience init(filter: Predicate<Model>? = nil, sort: [SortDescriptor<Model>] = [],
+                            sectionBy: KeyPath<Model, String> & Sendable, in context: ModelContext,
+                            isolation: isolated any Actor = #isolation) {
+        self.init(FetchDescriptor(predicate: filter, sortBy: sort), sectionBy: sectionBy, in: context,
+                  isolation: isolation)
+    }
+
+    /// A sectioned live query with SwiftData `Query(filter:sort:sectionBy:)`'s parameters, by an optional `String`
+    /// (nil titled "").
+    public convenience init(filter: Predicate<Model>? = nil, sort: [SortDescriptor<Model>] = [],
+                            sectionBy: KeyPath<Model, String?> & Sendable, in context: ModelContext,
+                            isolation: isolated any Actor = #isolation) {
+        self.init(FetchDescriptor(predicate: filter, sortBy: sort), sectionBy: sectionBy, in: context,
+                  isolation: isolation)
     }
 
     deinit {
@@ -142,11 +226,18 @@ public final class LiveQuery<Model: PersistentModel>: Observable {
 
     /// Fetches again now, whatever was committed.
     public func refetch() {
+        recompute()
+    }
+
+    func recompute() {
         fetches += 1
-        fetchedGeneration = context.store.generation
+        computedGeneration = context.store.generation
         do {
-            let fetched = try context.fetch(descriptor)
-            registrar.withMutation(of: self, keyPath: \.results) { storedResults = fetched }
+            let fetched = try context.fetch(Self.sectioned(descriptor, section))
+            registrar.withMutation(of: self, keyPath: \.results) {
+                storedResults = fetched
+                if let section { storedSections = SectionedResults(fetched, title: section.title) }
+            }
             if storedFetchError != nil {
                 registrar.withMutation(of: self, keyPath: \.fetchError) { storedFetchError = nil }
             }
@@ -155,27 +246,19 @@ public final class LiveQuery<Model: PersistentModel>: Observable {
         }
     }
 
-    private func receive(_ record: HistoryRecord) {
-        guard record.number > fetchedGeneration else { return }
-        let touches = record.inserted.contains { relevantEntities.contains($0.entityName) }
-            || record.updated.contains { relevantEntities.contains($0.id.entityName) }
-            || record.deleted.contains { relevantEntities.contains($0.id.entityName) }
-        if touches { refetch() }
+    /// `descriptor` sorted by the section key path first, unless its sort already starts with it.
+    private static func sectioned(_ descriptor: FetchDescriptor<Model>, _ section: Section?) -> FetchDescriptor<Model> {
+        guard let section, descriptor.sortBy.first?.keyPath != section.keyPath else { return descriptor }
+        var sorted = descriptor
+        sorted.sortBy.insert(section.sort, at: 0)
+        return sorted
     }
 
-    /// The descriptor's entity and, when its predicate or sort reads through relationships or is evaluated on
-    /// objects (which may), every entity reachable from it.
-    private static func entities(read descriptor: FetchDescriptor<Model>, context: ModelContext) -> Set<String> {
-        guard let metadata = context.runtime.metadataByName[Model.entityName] else { return [Model.entityName] }
-        var entities: Set<String> = [metadata.entityName]
-        let compiled = descriptor.compiled(for: metadata)
-        guard !compiled.isStoreEvaluable || compiled.readsOtherRows else { return entities }
-        var pending = [metadata]
-        while let next = pending.popLast() {
-            for relationship in next.relationships {
-                let destination = relationship.destinationMetadata
-                if entities.insert(destination.entityName).inserted { pending.append(destination) }
-            }
+    private static func relevantEntities(_ descriptor: FetchDescriptor<Model>, section: Section?,
+                                         context: ModelContext) -> Set<String> {
+        var entities = LiveRelevance.entities(read: descriptor, context: context)
+        if let section {
+            entities.formUnion(LiveRelevance.entities(read: [section.keyPath], of: Model.self, context: context))
         }
         return entities
     }
