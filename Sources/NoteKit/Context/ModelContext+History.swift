@@ -1,7 +1,8 @@
 import Foundation
 
 extension ModelContext {
-    /// The transactions of the store's history that `descriptor` selects, oldest first.
+    /// The transactions of the store's history that `descriptor` selects: those its predicate accepts, in the order
+    /// of its `sortBy` (oldest first when it has none), and of those the first `fetchLimit`.
     ///
     /// ```swift
     /// var descriptor = HistoryDescriptor<DefaultHistoryTransaction>()
@@ -17,7 +18,10 @@ extension ModelContext {
     ///   ``HistoryError/unsupported(store:)`` for a store without history; what evaluating the predicate throws.
     /// - Complexity: O(log transactions kept) to find where a predicate comparing `token` with a constant (and `&&` of
     ///   such comparisons) can match, then one predicate evaluation per transaction there; O(transactions kept)
-    ///   evaluations for other predicates. A transaction's ``HistoryTransaction/changes`` are built only when read.
+    ///   evaluations for other predicates. Without `sortBy`, or with one whose first descriptor is by `\.token` (or
+    ///   `\.id`), a `fetchLimit` stops the evaluations once it is reached, from the newest end for `.reverse`; any
+    ///   other order evaluates the predicate on every transaction there and sorts the m matches, O(m log m)
+    ///   comparisons. A transaction's ``HistoryTransaction/changes`` are built only when read.
     public func fetchHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws
         -> [DefaultHistoryTransaction] {
         try core.checkOpen()
@@ -39,19 +43,41 @@ extension ModelContext {
             }
         }
         let limit = descriptor.fetchLimit.flatMap { $0 > 0 ? $0 : nil } ?? .max
-        var transactions: [DefaultHistoryTransaction] = []
-        for record in log.records[TransactionBounds.of(descriptor.predicate).positions(in: log.records)] {
-            let transaction = DefaultHistoryTransaction(record: record, container: container)
-            guard try descriptor.predicate?.evaluate(transaction) ?? true else { continue }
-            transactions.append(transaction)
-            if transactions.count == limit { break }
+        let candidates = log.records[TransactionBounds.of(descriptor.predicate).positions(in: log.records)]
+        func matches(_ records: some Sequence<HistoryRecord>, upTo limit: Int) throws -> [DefaultHistoryTransaction] {
+            var transactions: [DefaultHistoryTransaction] = []
+            for record in records {
+                let transaction = DefaultHistoryTransaction(record: record, container: container)
+                guard try descriptor.predicate?.evaluate(transaction) ?? true else { continue }
+                transactions.append(transaction)
+                if transactions.count == limit { break }
+            }
+            return transactions
         }
-        return transactions
+        switch HistoryOrder(descriptor.sortBy) {
+        case .committed:
+            return try matches(candidates, upTo: limit)
+        case .newestFirst:
+            return try matches(candidates.reversed(), upTo: limit)
+        case .sorted(let descriptors):
+            // Swift's sort is stable, so transactions the descriptors leave tied stay oldest first.
+            let sorted = try matches(candidates, upTo: .max).sorted { lhs, rhs in
+                for descriptor in descriptors {
+                    switch descriptor.compare(lhs, rhs) {
+                    case .orderedAscending: return true
+                    case .orderedDescending: return false
+                    case .orderedSame: continue
+                    }
+                }
+                return false
+            }
+            return Array(sorted.prefix(limit))
+        }
     }
 
     /// Deletes the transactions `descriptor`'s predicate selects (every transaction kept, when it has none) from
     /// the store's history; a file store records the deletion and reclaims the space at its next compaction.
-    /// The descriptor's `fetchLimit` is ignored.
+    /// The descriptor's `sortBy` and `fetchLimit` are ignored: every transaction the predicate selects is deleted.
     ///
     /// Delete what every consumer has processed: `#Predicate { $0.token < oldestTokenStillNeeded }`. A consumer
     /// whose token is older then gets ``HistoryError/historyTokenExpired(oldestRetained:)`` from
@@ -82,6 +108,29 @@ extension ModelContext {
     public func currentHistoryToken() -> DefaultHistoryToken? {
         let last = store.generation
         return last == 0 ? nil : DefaultHistoryToken(transactionNumber: last)
+    }
+}
+
+/// The order a history fetch returns its matches in, read from a descriptor's `sortBy`.
+enum HistoryOrder {
+    /// The order of the log: oldest first.
+    case committed
+    /// The log's order reversed: newest first.
+    case newestFirst
+    /// Sorted by the descriptors, ties oldest first.
+    case sorted([SortDescriptor<DefaultHistoryTransaction>])
+
+    init(_ descriptors: [SortDescriptor<DefaultHistoryTransaction>]) {
+        guard let first = descriptors.first else {
+            self = .committed
+            return
+        }
+        // Transaction numbers are unique, so a first descriptor by token decides every comparison alone.
+        if first.keyPath == \DefaultHistoryTransaction.token || first.keyPath == \DefaultHistoryTransaction.id {
+            self = first.order == .forward ? .committed : .newestFirst
+        } else {
+            self = .sorted(descriptors)
+        }
     }
 }
 

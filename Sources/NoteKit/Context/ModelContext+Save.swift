@@ -58,6 +58,7 @@ extension ModelContext {
 
         for object in inserted {
             object._$state = .registered
+            object._$assignedRelationships = []
             object._$committed = ModelSnapshot(id: object._$id, attributes: object._$attributes,
                                               relationships: object._$relationships, version: generation)
         }
@@ -153,7 +154,19 @@ public enum UniquenessPolicy: Sendable, Hashable {
     /// SwiftData's behaviour: the inserted object's values update the existing object, which keeps its identity.
     /// If the context had not loaded the existing object, the inserted object takes over its identity and stays
     /// usable; otherwise the inserted object's values and relationships are merged into the loaded one and the
-    /// inserted object leaves the context.
+    /// inserted object leaves the context. Every reference to the inserted object then points at the survivor.
+    ///
+    /// What the survivor ends with:
+    /// - **Attributes**: every attribute of the inserted object, `nil` included.
+    /// - **A relationship set on the inserted object** through its property (in an initializer or after, to-one or
+    ///   to-many, empty or `nil` included) replaces the survivor's: the survivor's targets become exactly the
+    ///   inserted object's. A target it drops no longer points back at the survivor (a to-one inverse reads `nil`,
+    ///   a to-many inverse leaves it out), and stays in the store: no delete rule runs on it, as none runs when you
+    ///   remove a target from a relationship yourself.
+    /// - **A relationship not set on the inserted object** keeps the survivor's targets. If other objects'
+    ///   relationships filled it as their inverse (`note.tags = [Tag(name: "swift")]` fills the new tag's `notes`),
+    ///   the survivor gains those objects (a to-one takes the new target): a second note with a duplicate tag does
+    ///   not take the tag from the first note.
     case upsert
     /// The save throws ``SaveError/uniqueConstraintViolation(entity:properties:values:existing:)``.
     case reject
@@ -253,14 +266,17 @@ extension ModelContext {
     }
 
     /// Merges inserted `object` into `holder`, which this context already has: the holder gets the inserted values
-    /// and relationships, and the inserted object leaves the context, keeping the holder's identifier.
+    /// and relationships (see ``UniquenessPolicy/upsert``), and the inserted object leaves the context, keeping the
+    /// holder's identifier. Inverse maintenance unlinks the targets the holder loses.
     private func merge(_ object: ModelObject, into holder: ModelObject) {
         for slot in object._$attributes.indices { holder._$writeAttributeNotifying(slot, object._$attributes[slot]) }
+        let assigned = object._$assignedRelationships
         for (slot, relationship) in object._$metadata.relationships.enumerated() {
             let targets = object._$relationshipModels(at: slot)
-            guard !targets.isEmpty else { continue }
+            let replaces = assigned.contains(slot)
+            guard replaces || !targets.isEmpty else { continue }
             object._$setRelationship(at: slot, to: [])
-            holder._$setRelationship(at: slot, to: relationship.isToMany
+            holder._$setRelationship(at: slot, to: relationship.isToMany && !replaces
                                     ? holder._$relationshipModels(at: slot) + targets : targets)
         }
         registry[object._$id] = nil
@@ -270,10 +286,12 @@ extension ModelContext {
     }
 
     /// Gives inserted `object` the identity of the saved object `stored` (which this context never loaded), so
-    /// the save updates that object and the caller's reference stays the live one.
+    /// the save updates that object and the caller's reference stays the live one. Its relationships combine with
+    /// the stored ones as ``UniquenessPolicy/upsert`` says; a stored target it drops no longer points back at it.
     private func adopt(_ stored: ModelSnapshot, by object: ModelObject) {
         let oldID = object._$id, newID = stored.id
-        for (slot, relationship) in object._$metadata.relationships.enumerated() {
+        let assigned = object._$assignedRelationships
+        for slot in object._$metadata.relationships.indices {
             let inverse = object._$metadata.inverse(ofRelationship: slot)
             // Targets the inserted object brought point back at its old identifier: rename it there.
             if let inverse {
@@ -281,16 +299,21 @@ extension ModelContext {
                     target._$replaceTarget(oldID, with: newID, in: inverse.slot)
                 }
             }
-            // Stored targets the inserted object does not replace stay.
+            // A stored target the inserted object does not keep loses the object it pointed back at.
+            func unlink(_ dropped: [PersistentIdentifier]) {
+                guard let inverse else { return }
+                for id in dropped { _object(for: id)?._$removeTarget(newID, from: inverse.slot) }
+            }
+            let replaces = assigned.contains(slot)
             switch (object._$relationships[slot], stored.relationships[slot]) {
             case let (.toMany(mine), .toMany(theirs)):
                 let mineSet = Set(mine)
-                object._$relationships[slot] = .toMany(theirs.filter { !mineSet.contains($0) } + mine)
-            case (.toOne(nil), .toOne(let theirs)):
+                let others = theirs.filter { !mineSet.contains($0) }
+                if replaces { unlink(others) } else { object._$relationships[slot] = .toMany(others + mine) }
+            case (.toOne(nil), .toOne(let theirs)) where !replaces:
                 object._$relationships[slot] = .toOne(theirs)
-            case let (.toOne(mine?), .toOne(theirs?)) where mine != theirs && !relationship.isToMany:
-                // The stored target loses the object it pointed back at.
-                if let inverse, let previous = _object(for: theirs) { previous._$removeTarget(newID, from: inverse.slot) }
+            case let (.toOne(mine), .toOne(theirs?)) where mine != theirs:
+                unlink([theirs])
             default:
                 break
             }

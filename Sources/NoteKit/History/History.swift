@@ -1,8 +1,5 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
+// SortDescriptor (HistoryDescriptor.sortBy) is in Foundation proper on Linux.
 import Foundation
-#endif
 
 /// A position in a store's history (SwiftData's `HistoryToken`): tokens of later transactions compare greater.
 public protocol HistoryToken: Comparable, Codable, Hashable, Sendable {}
@@ -248,7 +245,7 @@ public struct HistoryTombstone<Model: PersistentModel>: Sendable, Hashable {
     }
 }
 
-/// Which transactions to fetch or delete (SwiftData's `HistoryDescriptor`).
+/// Which transactions to fetch or delete, in which order and how many (SwiftData's `HistoryDescriptor`).
 ///
 /// ```swift
 /// var descriptor = HistoryDescriptor<DefaultHistoryTransaction>()
@@ -256,15 +253,44 @@ public struct HistoryTombstone<Model: PersistentModel>: Sendable, Hashable {
 /// descriptor.fetchLimit = 100
 /// let transactions = try context.fetchHistory(descriptor)
 /// ```
+///
+/// ``ModelContext/fetchHistory(_:)`` applies the three together, as SwiftData does: the transactions the
+/// ``predicate`` accepts, in the order of ``sortBy``, of which the first ``fetchLimit``. The ten newest
+/// transactions of one author:
+///
+/// ```swift
+/// var newest = HistoryDescriptor<DefaultHistoryTransaction>(
+///     predicate: #Predicate { $0.author == "importer" },
+///     sortBy: [SortDescriptor(\.token, order: .reverse)])
+/// newest.fetchLimit = 10
+/// ```
 public struct HistoryDescriptor<Transaction: HistoryTransaction>: Sendable {
     /// Which transactions; nil for every transaction kept.
     public var predicate: Predicate<Transaction>?
-    /// The most transactions ``ModelContext/fetchHistory(_:)`` returns, oldest first; nil or 0 for no limit.
+    /// The order of the transactions ``ModelContext/fetchHistory(_:)`` returns; empty (the default) for the order
+    /// they were committed in, oldest first.
+    ///
+    /// Any key path a `SortDescriptor` accepts sorts as the descriptor's own `compare(_:_:)` orders it, in memory:
+    /// `\.token` (or `\.id`, the same) orders by transaction number, `\.timestamp` by commit time, `\.author`
+    /// by the saving context's ``ModelContext/author`` (with the descriptor's string comparator; a transaction
+    /// without an author comes first in `.forward` order, as Foundation orders nil). The descriptors apply in
+    /// order; transactions they leave tied stay in the order they were committed, oldest first.
+    /// ``ModelContext/deleteHistory(_:)`` ignores the order.
+    public var sortBy: [SortDescriptor<Transaction>]
+    /// The most transactions ``ModelContext/fetchHistory(_:)`` returns: the first ones in the order of ``sortBy``
+    /// (the oldest, without one); nil or 0 for no limit.
     public var fetchLimit: Int?
 
-    /// A descriptor of the transactions `predicate` accepts (all kept, when nil).
+    /// A descriptor of the transactions `predicate` accepts (all kept, when nil), oldest first.
     public init(predicate: Predicate<Transaction>? = nil) {
+        self.init(predicate: predicate, sortBy: [])
+    }
+
+    /// A descriptor of the transactions `predicate` accepts (all kept, when nil), in the order of `sortBy`
+    /// (oldest first, when empty).
+    public init(predicate: Predicate<Transaction>? = nil, sortBy: [SortDescriptor<Transaction>] = []) {
         self.predicate = predicate
+        self.sortBy = sortBy
     }
 }
 

@@ -64,6 +64,15 @@ extension ModelObject {
         for target in added { target._$linkInverse(inverse.slot, to: self, forwardSlot: slot) }
     }
 
+    /// Records that relationship `slot` was set through its property, on an object the store has not seen yet
+    /// whose entity has a unique constraint (``_$assignedRelationships``): an upsert gives the survivor exactly its
+    /// targets. Other objects record nothing, so that setting their relationships costs no allocation.
+    final func _$noteRelationshipAssigned(_ slot: Int) {
+        guard _$committedValues == nil, !_$isMaterializing, !_$isPrototype,
+              !_$metadata.uniqueConstraints.isEmpty else { return }
+        _$assignedRelationships.insert(slot)
+    }
+
     /// Makes this object and `targets` share one context: relating an object to one that belongs to a context
     /// inserts it (and what it reaches) into that context; unmanaged objects remember each other.
     private func _$adoptContext(of targets: [ModelObject]) {

@@ -70,6 +70,9 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     private final class Extra {
         /// Targets of relationships set while the object had no context, kept until it is inserted.
         var unmanagedTargets: [PersistentIdentifier: ModelObject] = [:]
+        /// The relationships set through their properties before the object's first save (see
+        /// ``_$assignedRelationships``).
+        var assignedRelationships: Set<Int> = []
         /// Whether the object is the prototype a type's metadata is built with.
         var isPrototype = false
         /// The persisted properties the prototype's code read, in order.
@@ -79,6 +82,12 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
         var probesPaths = false
         /// The probes of destinations handed out, in order.
         var probeTargets: [ModelObject] = []
+
+        /// Whether every field holds its initial value, so that dropping this changes nothing.
+        var isEmpty: Bool {
+            unmanagedTargets.isEmpty && assignedRelationships.isEmpty && !isPrototype && probeLog.isEmpty
+                && !probesPaths && probeTargets.isEmpty
+        }
     }
 
     private final var extra: Extra {
@@ -96,6 +105,20 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
             extra.unmanagedTargets = newValue
         }
         _modify { yield &extra.unmanagedTargets }
+    }
+
+    /// The slots of the relationships set through their properties (in an initializer or after) since the object was
+    /// made, recorded until its first save for an object whose entity has a unique constraint: if that save finds its
+    /// key taken, these relationships replace the survivor's and the others add to it
+    /// (``ModelContext/resolveUniqueInserts()``). Relationships filled as another object's inverse are not in it.
+    final var _$assignedRelationships: Set<Int> {
+        get { _$extra?.assignedRelationships ?? [] }
+        set {
+            guard _$extra != nil || !newValue.isEmpty else { return }
+            extra.assignedRelationships = newValue
+            // Cleared at the first save: a saved object keeps no side allocation it no longer needs.
+            if newValue.isEmpty, _$extra?.isEmpty == true { _$extra = nil }
+        }
     }
 
     final var _$isPrototype: Bool {

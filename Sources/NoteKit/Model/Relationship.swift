@@ -128,6 +128,7 @@ public struct Relationship<Value> {
         where Value: RelationshipValue {
         let slot = Int(stamp &- model._$relationshipFrame)
         model._$metadata.relationshipNotifiers[slot].register(wrappedKeyPath)
+        model._$noteRelationshipAssigned(slot)
         model._$setRelationship(at: slot, to: newValue.models)
     }
 }
