@@ -61,7 +61,7 @@ struct UniquenessTests {
         context.insert(again)
         try context.save()
         #expect(carol.name == "Caroline", "the held object shows the new values")
-        #expect(carol.groups.map(\.title) == ["Friends"], "and gains the inserted object's relationships")
+        #expect(carol.groups.map(\.title) == ["Friends"], "and takes the relationships set on the inserted object")
         #expect(friends.members.count == 1 && friends.members.first === carol)
         #expect(again.modelContext == nil && again.persistentModelID == carol.persistentModelID)
         #expect(try context.fetchCount(FetchDescriptor<Contact>()) == 1)
