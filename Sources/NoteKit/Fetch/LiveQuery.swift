@@ -130,7 +130,9 @@ public final class LiveQuery<Model: PersistentModel>: Observable, LiveFollowing 
     /// The section key path: the sort that goes first and how an object's title is read.
     private struct Section {
         var keyPath: PartialKeyPath<Model>
-        var sort: SortDescriptor<Model>
+        /// One descriptor. An array: a `SortDescriptor` held inline makes an optimized build name the layout of a
+        /// type Linux's Foundation does not export (`SortDescriptor.AllowedComparison`), and fail to link.
+        var sort: [SortDescriptor<Model>]
         var title: (Model) -> String
     }
 
@@ -188,7 +190,7 @@ public final class LiveQuery<Model: PersistentModel>: Observable, LiveFollowing 
     /// - Complexity: one fetch now, then one per relevant transaction; the grouping is O(*n*) per fetch.
     public convenience init(_ descriptor: FetchDescriptor<Model>, sectionBy: KeyPath<Model, String> & Sendable,
                             in context: ModelContext, isolation: isolated any Actor = #isolation) {
-        let section = Section(keyPath: sectionBy, sort: SortDescriptor(sectionBy), title: { $0[keyPath: sectionBy] })
+        let section = Section(keyPath: sectionBy, sort: [SortDescriptor(sectionBy)], title: { $0[keyPath: sectionBy] })
         self.init(descriptor, section: section, in: context, isolation: isolation)
     }
 
@@ -198,7 +200,7 @@ public final class LiveQuery<Model: PersistentModel>: Observable, LiveFollowing 
     /// - Complexity: as ``init(_:sectionBy:in:isolation:)-(_,KeyPath<Model,String>Sendable,_,_)``.
     public convenience init(_ descriptor: FetchDescriptor<Model>, sectionBy: KeyPath<Model, String?> & Sendable,
                             in context: ModelContext, isolation: isolated any Actor = #isolation) {
-        let section = Section(keyPath: sectionBy, sort: SortDescriptor(sectionBy),
+        let section = Section(keyPath: sectionBy, sort: [SortDescriptor(sectionBy)],
                               title: { $0[keyPath: sectionBy] ?? "" })
         self.init(descriptor, section: section, in: context, isolation: isolation)
     }
@@ -250,7 +252,7 @@ public final class LiveQuery<Model: PersistentModel>: Observable, LiveFollowing 
     private static func sectioned(_ descriptor: FetchDescriptor<Model>, _ section: Section?) -> FetchDescriptor<Model> {
         guard let section, descriptor.sortBy.first?.keyPath != section.keyPath else { return descriptor }
         var sorted = descriptor
-        sorted.sortBy.insert(section.sort, at: 0)
+        sorted.sortBy.insert(contentsOf: section.sort, at: 0)
         return sorted
     }
 
@@ -263,3 +265,4 @@ public final class LiveQuery<Model: PersistentModel>: Observable, LiveFollowing 
         return entities
     }
 }
+
