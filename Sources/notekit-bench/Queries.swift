@@ -19,6 +19,8 @@ enum Queries {
         var directory = URL(fileURLWithPath: FileManager.default.temporaryDirectory.path)
         var runs = 7
         var expect: URL?
+        /// The questions to ask (`--only q4_strings,q8_text_contains`); nil for all.
+        var only: Set<String>?
     }
 
     enum QueriesError: Error, CustomStringConvertible {
@@ -36,7 +38,7 @@ enum Queries {
         }
     }
 
-    static let usage = "notekit-bench queries [--notes N] [--dir DIR] [--expect FILE] [--runs K]"
+    static let usage = "notekit-bench queries [--notes N] [--dir DIR] [--expect FILE] [--runs K] [--only Q,Q…]"
 
     /// The questions, in grdb-w2's order and under its names; each returns its answer as grdb-w2 prints it
     /// (before a long answer becomes a digest).
@@ -106,7 +108,7 @@ enum Queries {
     static func main(_ words: [String]) -> Int32 {
         let options: Options
         do throws(UsageError) {
-            let arguments = Arguments.readOrExit(words, options: ["notes", "dir", "runs", "expect"],
+            let arguments = Arguments.readOrExit(words, options: ["notes", "dir", "runs", "expect", "only"],
                                                  usage: "usage: \(usage)")
             options = try parse(arguments)
         } catch {
@@ -138,6 +140,15 @@ enum Queries {
         if let expect = arguments.options["expect"] { options.expect = URL(fileURLWithPath: expect) }
         options.notes = try Cold.positiveCount("notes", in: arguments) ?? options.notes
         options.runs = try Cold.positiveCount("runs", in: arguments) ?? options.runs
+        if let only = arguments.options["only"] {
+            let names = Set(only.split(separator: ",").map(String.init))
+            let known = Set(questions.map(\.name))
+            guard !names.isEmpty, names.isSubset(of: known) else {
+                throw UsageError.invalidValue(option: "only", value: only,
+                                              expected: "question names among " + questions.map(\.name).joined(separator: ","))
+            }
+            options.only = names
+        }
         return options
     }
 
@@ -179,7 +190,7 @@ enum Queries {
         var fields = ["\"engine\":\"notekit\"", "\"notes\":\(options.notes)", "\"runs\":\(options.runs)",
                       "\"open_ms\":\(number(openMilliseconds, 1))"]
         var answers: [(name: String, answer: String)] = []
-        for (name, ask) in questions {
+        for (name, ask) in questions where options.only?.contains(name) ?? true {
             let answer = try ask(context)   // the warm-up
             var times: [Double] = []
             for _ in 0..<options.runs {

@@ -256,6 +256,15 @@ public struct StoreFetchRequest: Sendable {
         for key in sort { key.operand.markAttributes(&marks) }
         return marks.allSatisfy { $0 } ? nil : marks
     }
+
+    /// The attributes the filter and the sort read, one flag per position: all a store needs to decode of a row to
+    /// decide whether it matches and where it goes; nil when that is every attribute.
+    func matchedAttributes(attributeCount: Int) -> [Bool]? {
+        var marks = [Bool](repeating: false, count: attributeCount)
+        filter?.markAttributes(&marks)
+        for key in sort { key.operand.markAttributes(&marks) }
+        return marks.allSatisfy { $0 } ? nil : marks
+    }
 }
 
 extension FetchFilter {

@@ -165,12 +165,32 @@ extension EntityTable {
                 plan.indexRange = path.hasRange
                 plan.sortedByIndex = path.deliversOrder
             }
-            // Only a base decodes rows, so only a fetch over one can leave attributes out.
-            let decoding = request.resultType == .snapshots
-                ? request.decodedAttributes(attributeCount: entity.attributes.count) : nil
+            // Only a base decodes rows, so only a fetch over one can leave attributes out. A count or identifiers
+            // decode what the filter and sort read; rows asked for whole under a limit and sorted after the scan
+            // too, and the few that make the answer are read whole after (a top k decodes no match whole but its k).
+            let attributeCount = entity.attributes.count
+            var decoding = request.resultType == .snapshots
+                ? request.decodedAttributes(attributeCount: attributeCount) : nil
+            var completeWindow = false
+            if decoding == nil, request.attributes == nil, decodesInPart {
+                switch request.resultType {
+                case .count, .identifiers: decoding = request.matchedAttributes(attributeCount: attributeCount)
+                case .snapshots where limit != nil && !(path?.deliversOrder ?? request.sort.isEmpty):
+                    // A scan in the answer's order stops at the limit, reading no more rows than it returns: only
+                    // one that must sort every match gains by decoding them in part.
+                    decoding = request.matchedAttributes(attributeCount: attributeCount)
+                    completeWindow = decoding != nil
+                case .snapshots: break
+                }
+            }
             (matched, examined) = try matchOverBase(request, filter: filter, lookup: lookup, path: path, limit: limit,
                                                     decoding: decoding)
-            loaded = decoding
+            if completeWindow {
+                let end = min(matched.count, limit ?? matched.count)
+                try completeRows(&matched, in: min(request.offset, end)..<end)
+            } else {
+                loaded = decoding
+            }
         } else if let path {
             plan.index = indexSlots[path.index].map { entity.attributes[$0].name }
             plan.indexEqualityPrefix = path.equalityPrefix
@@ -220,6 +240,30 @@ extension EntityTable {
         return result
     }
 
+    /// Whether a fetch that needs only what its filter and sort read decodes only that of the base's rows: when the
+    /// entity has more rows than the base keeps decoded (``RowBase/keptRows``). A smaller one is read whole, and
+    /// stays decoded for the next query.
+    private var decodesInPart: Bool {
+        guard let base else { return false }
+        return base.count > base.keptRows
+    }
+
+    /// Replaces the rows of `matched` in `window` that a scan read in part from the base with the whole rows.
+    /// Rows in memory are whole already.
+    private func completeRows(_ matched: inout [ModelSnapshot], in window: Range<Int>) throws {
+        guard !window.isEmpty else { return }
+        let partial = window.filter { memoryPosition(matched[$0].id) == nil }
+        guard !partial.isEmpty else { return }
+        let whole = try readBase(partial.map { matched[$0].id })
+        for (position, located) in zip(partial, whole) {
+            guard let located else {
+                throw RowBaseFailure(entity: entity.name, error: RowBaseMismatch(
+                    description: "\(matched[position].id), read in part, is not found again"))
+            }
+            matched[position] = located.row
+        }
+    }
+
     /// Runs `request` over the rows of `candidates` (a relationship plan's, ``RowStorage/relationshipCandidates(_:)``):
     /// its other conjuncts are checked on those rows only. A count that nothing else constrains is the number of
     /// candidates, without reading a row.
@@ -246,6 +290,8 @@ extension EntityTable {
             case nil: unread.append(id)
             }
         }
+        // Whole rows, as memory keeps them: a relationship's candidates are few, and what was read stays decoded for
+        // the next query (the same folder's notes, again).
         located += try readBase(unread).compactMap { $0 }
         located.sort { $0.position < $1.position }
         var matched: [ModelSnapshot] = []

@@ -45,10 +45,18 @@ package protocol RowBase: AnyObject, Sendable {
     /// entry's whole row.
     func scanIndex(_ index: Int, from lower: IndexBound?, to upper: IndexBound?, reverse: Bool,
                    decoding attributes: [Bool], _ body: (IndexEntry, Int, ModelSnapshot) throws -> Bool) throws
+
+    /// How many whole rows the base keeps once read, to answer later reads without decoding them again (0, the
+    /// default: none). A fetch that needs only some attributes of the rows it examines decodes only those when the
+    /// entity has more rows than this: its rows would not stay kept anyway. An entity that fits is read whole, so
+    /// that the next query finds its rows decoded.
+    var keptRows: Int { get }
 }
 
 extension RowBase {
     package func rows(_ numbers: [Int], decoding attributes: [Bool]) throws -> [ModelSnapshot] { try rows(numbers) }
+
+    package var keptRows: Int { 0 }
 
     package func scanIndex(_ index: Int, from lower: IndexBound?, to upper: IndexBound?, reverse: Bool,
                            decoding attributes: [Bool],

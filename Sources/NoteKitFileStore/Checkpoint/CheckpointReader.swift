@@ -274,6 +274,8 @@ final class CheckpointFile: Sendable {
     let rowBytes: Range<Int>
     let blobs: BlobStore?
     private let pages = Locked(RecentlyRead<[UInt8]>(limit: CheckpointFile.pageCacheLimit))
+    /// The pages checked against their checksums already (a page read again after it left ``pages`` is not).
+    private let checkedPages = Locked(CheckedOnce())
 
     init(checkpoint: any StoreReadableFile, segment: any StoreReadableFile, lastTransaction: UInt64,
          rowBytes: Range<Int>, blobs: BlobStore?) {
@@ -294,12 +296,15 @@ final class CheckpointFile: Sendable {
         guard bytes.count == Checkpoint.pageSize else {
             throw CheckpointDamage(file: path, offset: offset + bytes.count, reason: "page \(number) is cut short")
         }
-        let intact = bytes.withUnsafeBytes { buffer in
-            CRC32C.masked(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[..<Checkpoint.pageBody])))
-                == UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: Checkpoint.pageBody, as: UInt32.self))
-        }
-        guard intact else {
-            throw CheckpointDamage(file: path, offset: offset, reason: "page \(number) fails its checksum")
+        if !checkedPages.withLock({ $0.contains(number) }) {
+            let intact = bytes.withUnsafeBytes { buffer in
+                CRC32C.masked(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[..<Checkpoint.pageBody])))
+                    == UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: Checkpoint.pageBody, as: UInt32.self))
+            }
+            guard intact else {
+                throw CheckpointDamage(file: path, offset: offset, reason: "page \(number) fails its checksum")
+            }
+            checkedPages.withLock { $0.insert(number) }
         }
         pages.withLock { $0.insert(bytes, for: number) }
         return bytes
@@ -332,6 +337,8 @@ final class CheckpointRowBase: RowBase {
     private let indexSlots: [[Int]]
     private let uniqueSlots: [[Int]]
     private let cache = Locked(RecentlyRead<ModelSnapshot>(limit: CheckpointRowBase.rowCacheLimit))
+    /// The rows checked against their checksums already.
+    private let checkedRows = Locked(CheckedOnce())
 
     /// The number of whole rows kept at most, to answer the next reads of them without decoding: about 2 MB of
     /// notes. Objects fetched hold their rows themselves; what is kept here serves the next fetch.
@@ -339,6 +346,8 @@ final class CheckpointRowBase: RowBase {
 
     /// The number of rows kept, for tests.
     var rowsKept: Int { cache.withLock { $0.count } }
+
+    var keptRows: Int { Self.rowCacheLimit }
 
     /// The attribute values decoded from this checkpoint's rows so far (all its entities'), for tests.
     var valuesDecoded: Int { file.valuesDecoded }
@@ -424,6 +433,9 @@ final class CheckpointRowBase: RowBase {
         guard !wanted.isEmpty else { return found.map { $0! } }
         let order = wanted.sorted { $0.value.offset < $1.value.offset }
         let decoder = RecordDecoderV1(blobs: file.blobs)
+        let checked = checkedRows.withLock { $0 }
+        var newlyChecked: [Int] = []
+        defer { if !newlyChecked.isEmpty { checkedRows.withLock { for number in newlyChecked { $0.insert(number) } } } }
         var decoded: [Int: ModelSnapshot] = [:]
         var valuesDecoded = 0
         defer { file.countDecoded(valuesDecoded) }
@@ -446,9 +458,12 @@ final class CheckpointRowBase: RowBase {
             try bytes.withUnsafeBytes { buffer in
                 for (number, place) in order[start..<end] {
                     let row = UnsafeRawBufferPointer(rebasing: buffer[(place.offset - runStart)..<(place.offset - runStart + place.length)])
-                    guard CRC32C.masked(CRC32C.checksum(row)) == place.checksum else {
-                        throw CheckpointDamage(file: file.segmentPath, offset: place.offset,
-                                               reason: "row \(number) of \(entityName) fails its checksum")
+                    if !checked.contains(number) {
+                        guard CRC32C.masked(CRC32C.checksum(row)) == place.checksum else {
+                            throw CheckpointDamage(file: file.segmentPath, offset: place.offset,
+                                                   reason: "row \(number) of \(entityName) fails its checksum")
+                        }
+                        newlyChecked.append(number)
                     }
                     do {
                         var snapshot = try decoder.decodeRow(row, offset: place.offset, file: file.segmentPath,
