@@ -280,6 +280,15 @@ extension EntityTable {
         }
         let remaining = try candidates.remaining.isEmpty ? nil
             : PreparedFilter(candidates.remaining.count == 1 ? candidates.remaining[0] : .and(candidates.remaining))
+        let limit = request.limit.map { request.offset + $0 }
+        if let limit, request.resultType != .count,
+           let (ordered, walked) = try orderedCandidates(request, candidates.ids, remaining: remaining, lookup: lookup,
+                                                         limit: limit) {
+            result.plan.relationshipPlan! += "; read in the order of index \(ordered.index), \(walked) entries walked"
+            result.plan.sortedByIndex = true
+            result.plan.recordsExamined = candidates.examined + ordered.read
+            return Self.window(ordered.rows, of: request, limit: limit, into: result)
+        }
         // The candidates' rows, in insertion order (a base row's number, then the rows inserted since).
         var located: [Located] = []
         var unread: [PersistentIdentifier] = []
@@ -299,11 +308,17 @@ extension EntityTable {
             if let remaining, try !Self.matches(remaining, candidate.row, lookup: lookup, entity: entity.name) { continue }
             matched.append(candidate.row)
         }
-        let limit = request.limit.map { request.offset + $0 }
         if !request.sort.isEmpty {
             try Self.sortRows(&matched, by: request.sort, entity: entity.name, lookup: lookup, limit: limit)
         }
         result.plan.recordsExamined = candidates.examined + located.count
+        return Self.window(matched, of: request, limit: limit, into: result)
+    }
+
+    /// `result` with the window of `matched` (every match, in the answer's order) that `request` asks for.
+    private static func window(_ matched: [ModelSnapshot], of request: StoreFetchRequest, limit: Int?,
+                               into result: StoreFetchResult) -> StoreFetchResult {
+        var result = result
         result.count = max(0, min(matched.count - request.offset, request.limit ?? .max))
         let window = request.offset < matched.count
             ? matched[request.offset..<min(matched.count, limit ?? matched.count)] : []
@@ -314,6 +329,85 @@ extension EntityTable {
         }
         result.plan.recordsReturned = request.resultType == .count ? result.count : window.count
         return result
+    }
+
+    /// The first `limit` rows of `candidates` that match `remaining`, in `request`'s order, read by walking an index
+    /// that gives that order: the walk reads no row but the candidates it reaches, so a top k of a folder's notes
+    /// reads about k rows rather than every note of the folder. The base's part of the index is walked by row
+    /// number (``RowBase/indexRowNumbers(_:reverse:_:)``), the rows in memory by the index in memory, and the two
+    /// merged.
+    ///
+    /// Nil, for the caller to read every candidate, when the table has no base, no index gives the order, or the
+    /// walk passes 64 entries a candidate before the window fills (the candidates lie far apart in the index's
+    /// order, and reading them is cheaper).
+    ///
+    /// - Returns: the rows, the index's attributes (for `explain`), how many rows were read, and entries walked.
+    private func orderedCandidates(_ request: StoreFetchRequest, _ candidates: Set<PersistentIdentifier>,
+                                   remaining: PreparedFilter?, lookup: RowLookup, limit: Int) throws
+        -> ((rows: [ModelSnapshot], index: String, read: Int), Int)? {
+        guard let base, limit > 0, !candidates.isEmpty,
+              let path = accessPath(filter: nil, sort: request.sort), path.deliversOrder else { return nil }
+        let slots = indexSlots[path.index]
+        // The candidates in memory by identifier, those in the base by row number.
+        var inMemory = Set<PersistentIdentifier>(), baseKeys: [UUID] = []
+        for id in candidates where request.excluding.isEmpty || !request.excluding.contains(id) {
+            if memoryPosition(id) != nil { inMemory.insert(id) } else if deletedIDs[id] == nil { baseKeys.append(id.primaryKey) }
+        }
+        let numbers = Set(try reading { try base.rowNumbers(of: baseKeys) }.compactMap { $0 })
+        let budget = max(1024, candidates.count * 64)
+        var rows: [ModelSnapshot] = [], read = 0, walked = 0, exhausted = false
+        var cursor = indexes[path.index].cursor(from: nil, to: nil, reverse: path.reverse)
+        func precedes(_ a: IndexEntry, _ b: IndexEntry) -> Bool {
+            let order = IndexTree.order(a, b)
+            return path.reverse ? order > 0 : order < 0
+        }
+        /// Adds `row` when it matches; whether the window still wants more.
+        func take(_ row: ModelSnapshot) throws -> Bool {
+            read += 1
+            if let remaining, try !Self.matches(remaining, row, lookup: lookup, entity: entity.name) { return true }
+            rows.append(row)
+            return rows.count < limit
+        }
+        /// Takes the candidates in memory that come before `entry` (all that are left, when nil).
+        func takeMemory(before entry: IndexEntry?) throws -> Bool {
+            while let next = cursor.entry, entry.map({ precedes(next, $0) }) ?? true {
+                cursor.advance()
+                guard inMemory.contains(next.id), let position = memoryPosition(next.id) else { continue }
+                if try !take(memoryRow(position)) { return false }
+            }
+            return true
+        }
+        var previous: IndexEntry?, wantsMore = true, failure: (any Error)?
+        try reading {
+            try base.indexRowNumbers(path.index, reverse: path.reverse) { number in
+                walked += 1
+                if walked > budget {
+                    exhausted = true
+                    return false
+                }
+                guard numbers.contains(number), !isOverridden(number) else { return true }
+                // What the rows read or the filter throw is the fetch's, not the index walk's.
+                do {
+                    let row = try baseRows([number])[0]
+                    let entry = IndexEntry(key: slots.map { row.attributes[$0] }, id: row.id)
+                    if let previous, !precedes(previous, entry) {
+                        throw RowBaseFailure(entity: entity.name, error: RowBaseMismatch(
+                            description: "index \(path.index) gives row \(number) out of its order"))
+                    }
+                    previous = entry
+                    wantsMore = try takeMemory(before: entry)
+                    if wantsMore { wantsMore = try take(row) }
+                } catch {
+                    failure = error
+                    return false
+                }
+                return wantsMore
+            }
+        }
+        if let failure { throw failure }
+        if exhausted { return nil }
+        if wantsMore { _ = try takeMemory(before: nil) }
+        return ((rows, slots.map { entity.attributes[$0].name }.joined(separator: ", "), read), walked)
     }
 
     /// The rows of a fetch over a base that match its filter, in the answer's order (before its offset and limit),

@@ -46,6 +46,19 @@ package protocol RowBase: AnyObject, Sendable {
     func scanIndex(_ index: Int, from lower: IndexBound?, to upper: IndexBound?, reverse: Bool,
                    decoding attributes: [Bool], _ body: (IndexEntry, Int, ModelSnapshot) throws -> Bool) throws
 
+    /// Visits the row numbers of the entries of the entity's declared index `index`, in the index's order (reversed
+    /// when `reverse`), without reading a row: what a walk of the index in order needs when it only asks whether each
+    /// row is one of a few it knows by number (``EntityTable``'s ordered reads of a relationship's rows). `body`
+    /// returns false to stop. The order of the keys is not checked here: a caller checks the rows it reads. The
+    /// default reads the entries through ``scanIndex(_:from:to:reverse:_:)``.
+    ///
+    /// - Complexity: O(entries visited), one page read per page of row numbers.
+    func indexRowNumbers(_ index: Int, reverse: Bool, _ body: (Int) throws -> Bool) throws
+
+    /// The row numbers of the objects whose primary keys are `primaryKeys`, in that order (nil for one the base
+    /// does not hold). The default asks ``rowNumber(of:)`` for each.
+    func rowNumbers(of primaryKeys: [UUID]) throws -> [Int?]
+
     /// How many whole rows the base keeps once read, to answer later reads without decoding them again (0, the
     /// default: none). A fetch that needs only some attributes of the rows it examines decodes only those when the
     /// entity has more rows than this: its rows would not stay kept anyway. An entity that fits is read whole, so
@@ -57,6 +70,12 @@ extension RowBase {
     package func rows(_ numbers: [Int], decoding attributes: [Bool]) throws -> [ModelSnapshot] { try rows(numbers) }
 
     package var keptRows: Int { 0 }
+
+    package func indexRowNumbers(_ index: Int, reverse: Bool, _ body: (Int) throws -> Bool) throws {
+        try scanIndex(index, from: nil, to: nil, reverse: reverse) { _, number in try body(number) }
+    }
+
+    package func rowNumbers(of primaryKeys: [UUID]) throws -> [Int?] { try primaryKeys.map { try rowNumber(of: $0) } }
 
     package func scanIndex(_ index: Int, from lower: IndexBound?, to upper: IndexBound?, reverse: Bool,
                            decoding attributes: [Bool],

@@ -100,7 +100,7 @@ extension RowStorage {
 
     /// The relationship of the destination of `entity`'s relationship `slot` that is its inverse, and the
     /// destination; nil without an inverse.
-    private func inverse(of slot: Int, in entity: Schema.Entity) -> (Int, Schema.Entity)? {
+    func inverse(of slot: Int, in entity: Schema.Entity) -> (Int, Schema.Entity)? {
         let relationship = entity.relationships[slot]
         guard let name = relationship.inverse, let destination = schema.entity(named: relationship.destination),
               let inverse = destination.relationshipIndex(named: name) else { return nil }

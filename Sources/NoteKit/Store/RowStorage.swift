@@ -330,6 +330,7 @@ package final class RowStorage {
         let lookup = lookup(over: request.overlay)
         // A plan through relationships reads the other entities as the store holds them: not with a caller's unsaved
         // changes laid over them.
+        if let sorted = try fetchSortedThroughRelationship(request) { return sorted }
         if request.overlay.isEmpty, let narrowed = try relationshipCandidates(request) {
             return try tables[number].fetch(request, candidates: narrowed, lookup: lookup)
         }

@@ -377,6 +377,81 @@ final class CheckpointRowBase: RowBase {
         return number
     }
 
+    func indexRowNumbers(_ index: Int, reverse: Bool, _ body: (Int) throws -> Bool) throws {
+        guard index >= 0, index < described.indexes.count else { throw damage("\(entityName) has no index \(index)") }
+        let section = described.indexes[index].section
+        let perPage = Checkpoint.perPage(Checkpoint.rowNumberSize)
+        guard section.entries > 0 else { return }
+        // A page at a time: its row numbers are read from one copy of it, without a look-up per entry.
+        var position = reverse ? section.entries - 1 : 0
+        while reverse ? position >= 0 : position < section.entries {
+            let pageIndex = position / perPage
+            let page = try file.page(section.page + pageIndex)
+            let first = pageIndex * perPage, last = min(section.entries, first + perPage) - 1
+            let stop = try page.withUnsafeBytes { buffer -> Bool in
+                for entry in reverse ? Array(stride(from: position, through: first, by: -1))
+                    : Array(position...last) {
+                    let at = (entry - first) * Checkpoint.rowNumberSize
+                    let number = Int(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: at, as: UInt32.self)))
+                    guard number < count else {
+                        throw damage("row number \(number) of \(entityName) is out of range (\(count) rows)",
+                                     page: section.page + pageIndex)
+                    }
+                    if try !body(number) { return true }
+                }
+                return false
+            }
+            if stop { return }
+            position = reverse ? first - 1 : last + 1
+        }
+    }
+
+    func rowNumbers(of primaryKeys: [UUID]) throws -> [Int?] {
+        // In key order, each search starts where the one before ended and gallops forward: keys close together
+        // (a folder's notes among a million) cost a few probes each, most on a page just read.
+        let targets = primaryKeys.map(IndexEntryWords.words)
+        let order = targets.indices.sorted { targets[$0] < targets[$1] }
+        var found = [Int?](repeating: nil, count: primaryKeys.count)
+        var cached: (number: Int, bytes: [UInt8])?
+        func entry(_ position: Int) throws -> (words: (UInt64, UInt64), number: Int) {
+            let perPage = Checkpoint.perPage(Checkpoint.idEntrySize)
+            let pageNumber = described.ids.page + position / perPage
+            if cached?.number != pageNumber { cached = (pageNumber, try file.page(pageNumber)) }
+            let at = (position % perPage) * Checkpoint.idEntrySize
+            return cached!.bytes.withUnsafeBytes { buffer in
+                ((UInt64(bigEndian: buffer.loadUnaligned(fromByteOffset: at, as: UInt64.self)),
+                  UInt64(bigEndian: buffer.loadUnaligned(fromByteOffset: at + 8, as: UInt64.self))),
+                 Int(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: at + 16, as: UInt32.self))))
+            }
+        }
+        var start = 0
+        for slot in order {
+            let target = targets[slot]
+            // Gallop: the first position at or past the target lies in start..<hi.
+            var step = 1, hi = start
+            while hi < count, try entry(hi).words < target {
+                start = hi + 1
+                hi += step
+                step *= 2
+            }
+            var lo = start
+            hi = min(hi + 1, count)
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if try entry(mid).words < target { lo = mid + 1 } else { hi = mid }
+            }
+            start = lo
+            guard lo < count else { continue }
+            let (words, number) = try entry(lo)
+            guard words == target else { continue }
+            guard number < count else {
+                throw damage("row number \(number) of \(entityName) is out of range (\(count) rows)")
+            }
+            found[slot] = number
+        }
+        return found
+    }
+
     func rowNumber(of primaryKey: UUID) throws -> Int? {
         let target = IndexEntryWords.words(primaryKey)
         var lo = 0, hi = count
