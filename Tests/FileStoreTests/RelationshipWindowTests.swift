@@ -104,6 +104,43 @@ struct RelationshipWindowTests {
                 // The folders named, then about the window's rows: not the folder's 250 notes (500 for F3).
                 #expect(plan.recordsExamined < 40, "\(round), \(name): \(plan)")
             }
+            // The count of F3's notes (two folders) adds up the lengths of their stored inverse lists.
+            let inF3 = FetchDescriptor<WindowNote>(predicate: #Predicate { $0.folder?.name == "F3" })
+            let context = ModelContext(container)
+            #expect(try context.fetchCount(inF3)
+                    == context.fetch(FetchDescriptor<WindowNote>()).filter { $0.folder?.name == "F3" }.count)
+            var counting = try context.container.store.fetch(StoreFetchRequest(
+                entity: "WindowNote", filter: .compare(.related(0, .attribute(0), required: false), .equal,
+                                                       .value(.string("F3"))), resultType: .count))
+            #expect(counting.plan.relationshipPlan?.contains("the lengths of the inverse WindowFolder.notes") == true,
+                    "\(round): \(counting.plan)")
+            #expect(counting.count == (try context.fetchCount(inF3)))
+            counting = try context.container.store.fetch(StoreFetchRequest(
+                entity: "WindowNote", filter: .compare(.related(0, .attribute(0), required: false), .equal,
+                                                       .value(.string("none"))), resultType: .count))
+            #expect(counting.count == 0)
+            if round == "checkpoint" { try Self.change(container) }
+        }
+    }
+
+    @Test("A count and the extremes over an index range count the checkpoint's entries and read the extremes' rows")
+    func indexRangeAggregateReadsTheExtremes() throws {
+        let container = try Self.checkpointed()
+        let rating = try #require(container.schema.entity(named: "WindowNote")?.attributeIndex(named: "rating"))
+        let request = StoreAggregateRequest(
+            entity: "WindowNote",
+            filter: .and([.compare(.attribute(rating), .greaterOrEqual, .value(.int(100))),
+                          .compare(.attribute(rating), .less, .value(.int(300)))]),
+            operations: [.init(.count), .init(.minimum, .attribute(rating)), .init(.maximum, .attribute(rating))])
+        for round in ["checkpoint", "changes since"] {
+            let ratings = try ModelContext(container).fetch(FetchDescriptor<WindowNote>()).map(\.rating)
+                .filter { $0 >= 100 && $0 < 300 }
+            let result = try container.store.aggregate(request)
+            #expect(result.groups.map(\.values) == [[.int(Int64(ratings.count)), .int(Int64(ratings.min()!)),
+                                                      .int(Int64(ratings.max()!))]], "\(round)")
+            // The range holds about 1,200 notes: their rows are not read, the bounds' binary searches and the
+            // extremes' are (and the rows changed since, from memory).
+            #expect(result.plan.recordsExamined < 200, "\(round): \(result.plan)")
             if round == "checkpoint" { try Self.change(container) }
         }
     }

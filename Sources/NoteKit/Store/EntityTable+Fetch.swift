@@ -379,7 +379,7 @@ extension EntityTable {
         }
         var previous: IndexEntry?, wantsMore = true, failure: (any Error)?
         try reading {
-            try base.indexRowNumbers(path.index, reverse: path.reverse) { number in
+            try base.indexRowNumbers(path.index, from: nil, to: nil, reverse: path.reverse) { number in
                 walked += 1
                 if walked > budget {
                     exhausted = true

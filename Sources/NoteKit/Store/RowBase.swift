@@ -46,14 +46,17 @@ package protocol RowBase: AnyObject, Sendable {
     func scanIndex(_ index: Int, from lower: IndexBound?, to upper: IndexBound?, reverse: Bool,
                    decoding attributes: [Bool], _ body: (IndexEntry, Int, ModelSnapshot) throws -> Bool) throws
 
-    /// Visits the row numbers of the entries of the entity's declared index `index`, in the index's order (reversed
-    /// when `reverse`), without reading a row: what a walk of the index in order needs when it only asks whether each
-    /// row is one of a few it knows by number (``EntityTable``'s ordered reads of a relationship's rows). `body`
-    /// returns false to stop. The order of the keys is not checked here: a caller checks the rows it reads. The
-    /// default reads the entries through ``scanIndex(_:from:to:reverse:_:)``.
+    /// Visits the row numbers of the entries of the entity's declared index `index` between `lower` and `upper`
+    /// (nil: unbounded), in the index's order (reversed when `reverse`), reading no row but those the bounds' binary
+    /// searches probe: what a walk of the index needs when it only asks whether each row is one of a few it knows by
+    /// number (an ordered read of a relationship's rows), or counts the entries of a range. `body` returns false to
+    /// stop. The order of the keys is not checked here: a caller checks the rows it reads. The default reads the
+    /// entries through ``scanIndex(_:from:to:reverse:_:)``.
     ///
-    /// - Complexity: O(entries visited), one page read per page of row numbers.
-    func indexRowNumbers(_ index: Int, reverse: Bool, _ body: (Int) throws -> Bool) throws
+    /// - Complexity: O(log `count`) rows read for the bounds, then O(entries visited), one page read per page of row
+    ///   numbers.
+    func indexRowNumbers(_ index: Int, from lower: IndexBound?, to upper: IndexBound?, reverse: Bool,
+                         _ body: (Int) throws -> Bool) throws
 
     /// The row numbers of the objects whose primary keys are `primaryKeys`, in that order (nil for one the base
     /// does not hold). The default asks ``rowNumber(of:)`` for each.
@@ -71,8 +74,9 @@ extension RowBase {
 
     package var keptRows: Int { 0 }
 
-    package func indexRowNumbers(_ index: Int, reverse: Bool, _ body: (Int) throws -> Bool) throws {
-        try scanIndex(index, from: nil, to: nil, reverse: reverse) { _, number in try body(number) }
+    package func indexRowNumbers(_ index: Int, from lower: IndexBound?, to upper: IndexBound?, reverse: Bool,
+                                 _ body: (Int) throws -> Bool) throws {
+        try scanIndex(index, from: lower, to: upper, reverse: reverse) { _, number in try body(number) }
     }
 
     package func rowNumbers(of primaryKeys: [UUID]) throws -> [Int?] { try primaryKeys.map { try rowNumber(of: $0) } }

@@ -56,11 +56,32 @@ extension RowStorage {
         }
         var accumulators = request.operations.map { AggregateAccumulator($0.kind) }
         var examined = 0
-        try table.forEachIndexEntry(path) { entry in
-            examined += 1
-            let value = next == nil ? StoredValue.null : entry.key[path.equalityPrefix]
-            for index in accumulators.indices { try accumulators[index].add(value) }
-            return true
+        if table.base != nil {
+            // The base's entries are counted by row number, and only the extremes' rows are read; the rows in memory
+            // (changed or inserted since) come from the index in memory.
+            let summary = try table.baseIndexSummary(path, extremes: next != nil)
+            examined = summary.rowsRead
+            for index in accumulators.indices {
+                switch accumulators[index].kind {
+                case .count: accumulators[index].add(count: summary.count)
+                case .minimum: if let first = summary.firstNonNull { try accumulators[index].add(first) }
+                default: if let last = summary.last { try accumulators[index].add(last) }
+                }
+            }
+            var cursor = table.indexes[path.index].cursor(from: path.lower, to: path.upper)
+            while let entry = cursor.entry {
+                examined += 1
+                let value = next == nil ? StoredValue.null : entry.key[path.equalityPrefix]
+                for index in accumulators.indices { try accumulators[index].add(value) }
+                cursor.advance()
+            }
+        } else {
+            try table.forEachIndexEntry(path) { entry in
+                examined += 1
+                let value = next == nil ? StoredValue.null : entry.key[path.equalityPrefix]
+                for index in accumulators.indices { try accumulators[index].add(value) }
+                return true
+            }
         }
         var plan = FetchPlan(entity: request.entity, index: slots.map { table.entity.attributes[$0].name },
                              indexEqualityPrefix: path.equalityPrefix, indexRange: path.hasRange)
@@ -104,5 +125,40 @@ extension RowStorage {
         plan.recordsExamined = targets.count
         plan.recordsReturned = folding.groups.count
         return StoreAggregateResult(groups: folding.result(), plan: plan)
+    }
+}
+
+extension EntityTable {
+    /// What an aggregate over the base's entries of `path`'s index range needs: how many there are (less those of
+    /// rows changed or deleted since), and, when `extremes`, the first non-null and the last value of the attribute
+    /// after the range's equalities (the range's minimum and maximum: nulls sort first). Counts by row number,
+    /// reading the rows of the extremes alone.
+    ///
+    /// - Throws: ``RowBaseFailure``.
+    func baseIndexSummary(_ path: AccessPath, extremes: Bool) throws
+        -> (count: Int, firstNonNull: StoredValue?, last: StoredValue?, rowsRead: Int) {
+        guard let base else { return (0, nil, nil, 0) }
+        var numbers: [Int] = []
+        try reading {
+            try base.indexRowNumbers(path.index, from: path.lower, to: path.upper, reverse: false) { number in
+                if !isOverridden(number) { numbers.append(number) }
+                return true
+            }
+        }
+        guard extremes, !numbers.isEmpty else { return (numbers.count, nil, nil, 0) }
+        let slot = indexSlots[path.index][path.equalityPrefix]
+        var decoding = [Bool](repeating: false, count: entity.attributes.count)
+        decoding[slot] = true
+        var rowsRead = 1
+        let last = try baseRows([numbers[numbers.count - 1]], decoding: decoding)[0].attributes[slot]
+        var firstNonNull: StoredValue?
+        // Nulls come first: the first non-null is the first entry but when the attribute is optional.
+        for number in numbers where firstNonNull == nil {
+            rowsRead += 1
+            let value = try baseRows([number], decoding: decoding)[0].attributes[slot]
+            if !value.isNull { firstNonNull = value }
+            if number == numbers[numbers.count - 1] { break }
+        }
+        return (numbers.count, firstNonNull, last, rowsRead)
     }
 }

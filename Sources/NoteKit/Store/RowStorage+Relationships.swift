@@ -51,6 +51,38 @@ extension RowStorage {
         return found
     }
 
+    /// The count of a fetch whose whole filter is an equality on a path through a to-one relationship with an inverse
+    /// (`$0.folder?.name == "Work"`): the lengths of the matching targets' inverse lists added up, without collecting
+    /// the rows they name (a row has one target, so no row is in two lists). Nil for any other request.
+    ///
+    /// - Throws: ``RowBaseFailure``, or what the fetch of the targets throws.
+    func countThroughToOne(_ request: StoreFetchRequest) throws -> StoreFetchResult? {
+        guard request.resultType == .count, request.excluding.isEmpty, request.overlay.isEmpty,
+              case let .compare(lhs, .equal, rhs)? = request.filter,
+              let entity = schema.entity(named: request.entity) else { return nil }
+        let (path, value): (FetchOperand, StoredValue)
+        if case .value(let constant) = rhs { (path, value) = (lhs, constant) }
+        else if case .value(let constant) = lhs { (path, value) = (rhs, constant) }
+        else { return nil }
+        guard !value.isNull, case let .related(slot, inner, _) = path, !inner.readsEnclosingScope,
+              !entity.relationships[slot].isToMany, let (inverse, destination) = inverse(of: slot, in: entity) else {
+            return nil
+        }
+        let targets = try fetch(StoreFetchRequest(entity: destination.name, filter: .compare(inner, .equal, .value(value)),
+                                                  resultType: .identifiers))
+        var count = 0
+        for row in try snapshots(for: targets.identifiers) { count += row?.relationships[inverse].count ?? 0 }
+        var plan = FetchPlan(entity: entity.name)
+        plan.relationshipPlan = "\(entity.name).\(entity.relationships[slot].name): \(targets.plan) where "
+            + "\(inner) == \(value), then the lengths of the inverse \(destination.name)."
+            + destination.relationships[inverse].name
+        plan.recordsExamined = targets.plan.recordsExamined + targets.identifiers.count
+        var result = StoreFetchResult(plan: plan)
+        result.count = max(0, min(count - request.offset, request.limit ?? .max))
+        result.plan.recordsReturned = result.count
+        return result
+    }
+
     /// The rows of `entity` that satisfy `conjunct`, when a relationship plan answers it.
     private func candidates(for conjunct: FetchFilter, in entity: Schema.Entity) throws
         -> (Set<PersistentIdentifier>, String, Int)? {

@@ -331,6 +331,7 @@ package final class RowStorage {
         // A plan through relationships reads the other entities as the store holds them: not with a caller's unsaved
         // changes laid over them.
         if let sorted = try fetchSortedThroughRelationship(request) { return sorted }
+        if let counted = try countThroughToOne(request) { return counted }
         if request.overlay.isEmpty, let narrowed = try relationshipCandidates(request) {
             return try tables[number].fetch(request, candidates: narrowed, lookup: lookup)
         }

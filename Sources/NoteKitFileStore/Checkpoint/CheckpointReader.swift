@@ -377,21 +377,51 @@ final class CheckpointRowBase: RowBase {
         return number
     }
 
-    func indexRowNumbers(_ index: Int, reverse: Bool, _ body: (Int) throws -> Bool) throws {
+    /// The positions `lo..<hi` of the entries of index `index` between `lower` and `upper`, found by binary searches
+    /// that decode each probed row's index attributes alone, or whole rows (which stay kept) unless `keyOnly`.
+    private func positions(_ index: Int, from lower: IndexBound?, to upper: IndexBound?, keyOnly: Bool = true) throws
+        -> (Int, Int) {
         guard index >= 0, index < described.indexes.count else { throw damage("\(entityName) has no index \(index)") }
         let section = described.indexes[index].section
+        guard lower != nil || upper != nil else { return (0, section.entries) }
+        let slots = indexSlots[index]
+        var only: [Bool]?
+        if keyOnly {
+            var marks = [Bool](repeating: false, count: entity.attributes.count)
+            for slot in slots { marks[slot] = true }
+            only = marks
+        }
+        /// The first position whose entry's key prefix is past the bound (`after`) or at or after it.
+        func position(of bound: IndexBound, after: Bool) throws -> Int {
+            var lo = 0, hi = section.entries
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                let row = try rows([try rowNumber(at: mid, of: section)], only: only)[0]
+                let c = IndexEntry.compare(slots.map { row.attributes[$0] }, prefix: bound.values)
+                if after ? c > 0 : c >= 0 { hi = mid } else { lo = mid + 1 }
+            }
+            return lo
+        }
+        return (try lower.map { try position(of: $0, after: !$0.isInclusive) } ?? 0,
+                try upper.map { try position(of: $0, after: $0.isInclusive) } ?? section.entries)
+    }
+
+    func indexRowNumbers(_ index: Int, from lower: IndexBound?, to upper: IndexBound?, reverse: Bool,
+                         _ body: (Int) throws -> Bool) throws {
+        let (lo, hi) = try positions(index, from: lower, to: upper)
+        let section = described.indexes[index].section
         let perPage = Checkpoint.perPage(Checkpoint.rowNumberSize)
-        guard section.entries > 0 else { return }
+        guard lo < hi else { return }
         // A page at a time: its row numbers are read from one copy of it, without a look-up per entry.
-        var position = reverse ? section.entries - 1 : 0
-        while reverse ? position >= 0 : position < section.entries {
+        var position = reverse ? hi - 1 : lo
+        while reverse ? position >= lo : position < hi {
             let pageIndex = position / perPage
             let page = try file.page(section.page + pageIndex)
-            let first = pageIndex * perPage, last = min(section.entries, first + perPage) - 1
+            let first = max(lo, pageIndex * perPage), last = min(hi, pageIndex * perPage + perPage) - 1
             let stop = try page.withUnsafeBytes { buffer -> Bool in
                 for entry in reverse ? Array(stride(from: position, through: first, by: -1))
                     : Array(position...last) {
-                    let at = (entry - first) * Checkpoint.rowNumberSize
+                    let at = (entry - pageIndex * perPage) * Checkpoint.rowNumberSize
                     let number = Int(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: at, as: UInt32.self)))
                     guard number < count else {
                         throw damage("row number \(number) of \(entityName) is out of range (\(count) rows)",
@@ -583,27 +613,13 @@ final class CheckpointRowBase: RowBase {
         guard index >= 0, index < described.indexes.count else { throw damage("\(entityName) has no index \(index)") }
         let section = described.indexes[index].section
         let slots = indexSlots[index]
-        // Constants, so that the functions below capture them by value.
-        let (keyOnly, wanted) = only.map { only -> ([Bool]?, [Bool]?) in
-            var keys = [Bool](repeating: false, count: only.count), wanted = only
-            for slot in slots {
-                keys[slot] = true
-                wanted[slot] = true
-            }
-            return (keys, wanted)
-        } ?? (nil, nil)
-        func row(_ number: Int) throws -> ModelSnapshot { try rows([number], only: keyOnly)[0] }
-        func entry(_ row: ModelSnapshot) -> IndexEntry { IndexEntry(key: slots.map { row.attributes[$0] }, id: row.id) }
-        /// The first position whose entry's key prefix is past the bound (`after`) or at or after it.
-        func position(of bound: IndexBound, after: Bool) throws -> Int {
-            var lo = 0, hi = section.entries
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                let c = IndexEntry.compare(entry(try row(try rowNumber(at: mid, of: section))).key, prefix: bound.values)
-                if after ? c > 0 : c >= 0 { hi = mid } else { lo = mid + 1 }
-            }
-            return lo
+        // A constant, so that the functions below capture it by value.
+        let wanted = only.map { only -> [Bool] in
+            var wanted = only
+            for slot in slots { wanted[slot] = true }
+            return wanted
         }
+        func entry(_ row: ModelSnapshot) -> IndexEntry { IndexEntry(key: slots.map { row.attributes[$0] }, id: row.id) }
         func within(_ key: [StoredValue]) -> Bool {
             if let lower {
                 let c = IndexEntry.compare(key, prefix: lower.values)
@@ -615,8 +631,7 @@ final class CheckpointRowBase: RowBase {
             }
             return true
         }
-        let lo = try lower.map { try position(of: $0, after: !$0.isInclusive) } ?? 0
-        let hi = try upper.map { try position(of: $0, after: $0.isInclusive) } ?? section.entries
+        let (lo, hi) = try positions(index, from: lower, to: upper, keyOnly: only != nil)
         guard lo < hi else { return }
         var previous: IndexEntry?
         var next = reverse ? hi - 1 : lo
