@@ -125,15 +125,13 @@ extension FileStore {
         case .transaction(let transaction):
             let path = layout.segment(entry.segment)
             guard transaction.number == lastTransaction + 1 else {
-                throw FileStoreError.danglingReference(
-                    file: path, offset: entry.offset,
-                    reason: "transaction \(transaction.number) follows transaction \(lastTransaction)")
+                let conflict = TransactionConflict.outOfSequence(number: transaction.number, last: lastTransaction)
+                throw FileStoreError.danglingReference(file: path, offset: entry.offset, reason: conflict.description)
             }
-            do {
-                try rows.validate(transaction.changes)
-            } catch let error as SaveError {
-                throw FileStoreError.danglingReference(file: path, offset: entry.offset,
-                                                       reason: "transaction \(transaction.number): \(error)")
+            // Checked as a save checks it (types and unique keys too), and said as a replay says it.
+            if let conflict = try rows.conflict(in: transaction.changes) {
+                let conflict = TransactionConflict.changes(number: transaction.number, conflict)
+                throw FileStoreError.danglingReference(file: path, offset: entry.offset, reason: conflict.description)
             }
             let changes = transaction.changes
             let record = rows.apply(changes, timestamp: transaction.time)

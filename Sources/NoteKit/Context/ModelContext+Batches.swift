@@ -107,8 +107,7 @@ extension ModelContext {
             zip(batch, _objects(for: batch)).map { id, object in
                 guard let object else {
                     let standIn = T()
-                    standIn._$id = id
-                    standIn._$state = .deleted
+                    standIn._$becomeStandIn(forDeleted: id)
                     return standIn
                 }
                 return unsafeDowncast(object, to: T.self)

@@ -86,11 +86,10 @@ extension ModelContext {
                 // Never saved: the object simply leaves the context.
                 record(object)
                 registry[object._$id] = nil
-                object._$state = .deleted
-                object._$context = nil
+                object._$delete()
             case .registered:
                 _willChange(object)
-                object._$state = .deleted
+                object._$delete()
                 list(object, in: .deleted)
             case .deleted, .unmanaged:
                 break

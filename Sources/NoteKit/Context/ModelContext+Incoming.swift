@@ -77,8 +77,8 @@ extension ModelContext {
                                                                              : .toOne(nil) }
                 object = _materialize(ModelSnapshot(id: incoming.id, attributes: attributes,
                                                     relationships: relationships), registering: false)
-                object._$committed = nil
-                object._$context = nil
+                // A new object with the incoming values: the copy is handed on out of any context.
+                object._$leave(deleted: false)
                 _insertGraph(object)
             }
             present.append((object, metadata, incoming))

@@ -56,26 +56,20 @@ extension ModelContext {
 
         let generation = changes.isEmpty ? store.generation : try store.save(changes).generation
 
-        for object in inserted {
-            object._$state = .registered
-            object._$assignedRelationships = []
-            object._$committed = ModelSnapshot(id: object._$id, attributes: object._$attributes,
-                                              relationships: object._$relationships, version: generation)
-        }
-        for object in changed { object._$isChanged = false }
+        for object in inserted { object._$commitInsert(generation: generation) }
+        for object in changed { object._$commitChanges() }
         // The store merged only what changed; read back what it now holds for objects it updated.
         let stored = store.snapshots(for: updatedObjects.map(\._$id))
         for (object, snapshot) in zip(updatedObjects, stored) {
             guard let snapshot else { continue }
-            object._$load(snapshot, notify: true)
-            object._$committed = snapshot
+            object._$takeSaved(snapshot)
         }
         for object in changed where object._$committed != nil && !updatedObjects.contains(where: { $0 === object }) {
             object._$load(object._$committed!, notify: false)
         }
         for object in deleted {
             registry[object._$id] = nil
-            object._$context = nil
+            object._$leave(deleted: true)
         }
         clearLists()
         if !changes.isEmpty { postDidSave(changes, transaction: generation) }
@@ -280,9 +274,7 @@ extension ModelContext {
                                     ? holder._$relationshipModels(at: slot) + targets : targets)
         }
         registry[object._$id] = nil
-        object._$state = .unmanaged
-        object._$context = nil
-        object._$id = holder._$id
+        object._$mergeAway(into: holder)
     }
 
     /// Gives inserted `object` the identity of the saved object `stored` (which this context never loaded), so
@@ -319,10 +311,8 @@ extension ModelContext {
             }
         }
         registry[oldID] = nil
-        object._$id = newID
+        object._$adoptIdentity(of: stored)
         registry[newID] = object
-        object._$committed = stored
-        object._$state = .registered
         _willChange(object)
     }
 }

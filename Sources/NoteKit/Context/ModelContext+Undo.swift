@@ -109,42 +109,30 @@ extension ModelContext {
         switch (image.isInContext, stored) {
         case (true, true):
             // Deleted and not saved yet: the delete is withdrawn.
-            object._$state = .registered
+            object._$undelete()
             registry[object._$id] = object
             updateChangedFlag(of: object)
         case (true, false):
             // Never saved, or its delete was saved: it is inserted again, with the same identifier.
-            object._$context = self
-            object._$state = .inserted
-            object._$committed = nil
-            object._$isChanged = false
+            object._$insert(into: self)
             object._$unmanagedTargets = [:]
             registry[object._$id] = object
             list(object, in: .inserted)
         case (false, true):
             // Saved: the next save deletes it.
-            object._$state = .deleted
+            object._$delete()
             registry[object._$id] = object
             list(object, in: .deleted)
         case (false, false):
             // Never saved: it leaves the context, as a rollback would take it out.
             if registry[object._$id] === object { registry[object._$id] = nil }
-            object._$context = nil
-            object._$isChanged = false
-            if image.isDeleted {
-                object._$state = .deleted
-            } else {
-                object._$state = .unmanaged
-                object._$unmanagedTargets = targets
-            }
+            object._$leave(deleted: image.isDeleted)
+            if !image.isDeleted { object._$unmanagedTargets = targets }
         }
     }
 
     /// Lists a registered object as changed exactly when its values differ from the saved ones.
     private func updateChangedFlag(of object: ModelObject) {
-        guard let committed = object._$committed else { return }
-        object._$isChanged = object._$attributes != committed.attributes
-            || object._$relationships != committed.relationships
-        if object._$isChanged { list(object, in: .changed) }
+        if object._$updateChangedFlag() { list(object, in: .changed) }
     }
 }

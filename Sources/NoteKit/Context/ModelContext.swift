@@ -228,8 +228,7 @@ public final class ModelContext {
                 precondition(next._$context == nil || next._$context === self,
                              "\(next) belongs to another context")
                 record(next)
-                next._$context = self
-                next._$state = .inserted
+                next._$insert(into: self)
                 registry[next._$id] = next
                 list(next, in: .inserted)
                 // Only objects still related are inserted; one set and later replaced stays out.
@@ -240,15 +239,13 @@ public final class ModelContext {
                 }
             case .deleted where next._$context === self:
                 record(next)
-                next._$state = next._$committed == nil ? .inserted : .registered
+                next._$undelete()
                 registry[next._$id] = next
                 if next._$state == .inserted { list(next, in: .inserted) }
             case .deleted:
                 // Deleted and saved elsewhere: insert it again as a new object with the same identity.
                 record(next)
-                next._$context = self
-                next._$state = .inserted
-                next._$committed = nil
+                next._$insert(into: self)
                 registry[next._$id] = next
                 list(next, in: .inserted)
             case .inserted, .registered:
@@ -362,24 +359,15 @@ public final class ModelContext {
 
     /// Fills the unloaded attributes of `object` from `row`, its whole saved row (nil: gone), then refreshes it.
     private func _fill(_ object: ModelObject, from row: ModelSnapshot?) {
-        guard let fault = object._$fault else { return }
-        object._$fault = nil
-        var committed = object._$committed ?? object._$snapshot
-        for slot in fault.loaded.indices where !fault.loaded[slot] {
-            let value: StoredValue
-            if let row {
-                value = row.attributes[slot]
-            } else {
-                let attribute = object._$metadata.attributes[slot]
-                value = attribute.encodedFallback
-                _recordReadFailure(.init(model: object._$id, property: attribute.name,
-                                         reason: "the object was deleted from the store before this property, which "
-                                             + "its fetch did not load (propertiesToFetch), was first read"))
-            }
-            object._$attributes[slot] = value
-            committed.attributes[slot] = value
+        guard object._$fault != nil else { return }
+        object._$fillUnloaded { slot in
+            if let row { return row.attributes[slot] }
+            let attribute = object._$metadata.attributes[slot]
+            _recordReadFailure(.init(model: object._$id, property: attribute.name,
+                                     reason: "the object was deleted from the store before this property, which "
+                                         + "its fetch did not load (propertiesToFetch), was first read"))
+            return attribute.encodedFallback
         }
-        object._$committed = committed
         if let row { _refresh(object, from: row) }
     }
 
@@ -388,8 +376,7 @@ public final class ModelContext {
     private func _refresh(_ object: ModelObject, from snapshot: ModelSnapshot) {
         if object._$fault != nil { return _fill(object, from: snapshot) }
         guard let committed = object._$committed, snapshot.version > committed.version else { return }
-        object._$load(snapshot, notify: true)
-        object._$committed = snapshot
+        object._$takeSaved(snapshot)
     }
 
     /// Creates the object for a stored row without evaluating its declared defaults, and registers it (or, when
@@ -410,12 +397,8 @@ public final class ModelContext {
             stack.materialization = nil
             object._$isMaterializing = false
         }
-        object._$id = snapshot.id
-        object._$load(snapshot, notify: false)
-        object._$committed = snapshot
-        object._$context = self
+        object._$attach(to: snapshot, in: self, registering: registering)
         guard registering else { return object }
-        object._$state = .registered
         registry[snapshot.id] = object
         return object
     }
@@ -426,10 +409,7 @@ public final class ModelContext {
     func _willChange(_ object: ModelObject) {
         if autosaveEnabled { scheduleAutosave() }
         record(object)
-        if object._$state == .registered && !object._$isChanged {
-            object._$isChanged = true
-            list(object, in: .changed)
-        }
+        if object._$noteChange() { list(object, in: .changed) }
     }
 
     func _recordReadFailure(_ failure: ReadFailure) {
@@ -460,13 +440,10 @@ public final class ModelContext {
         undoManager?.removeAllActions()
         for object in insertedObjects {
             registry[object._$id] = nil
-            object._$context = nil
-            object._$state = .unmanaged
+            object._$leave(deleted: false)
         }
         for object in changedObjects + deletedObjects {
-            if let committed = object._$committed { object._$load(committed, notify: true) }
-            object._$isChanged = false
-            object._$state = .registered
+            object._$revert()
             registry[object._$id] = object
         }
         clearLists()
@@ -523,9 +500,7 @@ public final class ModelContext {
             let object = entry.object
             object._$load(ModelSnapshot(id: object._$id, attributes: entry.attributes,
                                        relationships: entry.relationships), notify: true)
-            object._$state = entry.state
-            object._$isChanged = entry.isChanged
-            object._$context = entry.context
+            object._$restore(state: entry.state, isChanged: entry.isChanged, context: entry.context)
             object._$unmanagedTargets = entry.unmanagedTargets
             registry[object._$id] = entry.context === self && entry.state != .unmanaged ? object : nil
         }

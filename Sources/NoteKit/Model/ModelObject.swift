@@ -18,6 +18,8 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     // MARK: Storage (internal: subclasses in other modules never see these names)
 
     final var _$metadata: ModelMetadata!
+    /// The object's identifier: given by its initializer, and changed after that only by the lifecycle steps (see
+    /// *Lifecycle* below); its setter stays internal for the initializers of other files (``DynamicModel``) and tests.
     final var _$id: PersistentIdentifier
     /// Attribute values in declaration order; shares its buffer with the store's row until first written.
     final var _$attributes: AttributeValues = []
@@ -38,19 +40,19 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     final var _$relationshipStorage: RelationshipValues = []
     /// The values last read from or saved to the store, without the identifier (the object's own): nil for an
     /// object the store has never seen. ``_$committed`` is this as a snapshot.
-    final var _$committedValues: CommittedValues?
+    final private(set) var _$committedValues: CommittedValues?
     /// The object's context, kept alive by the object so that results outlive the code that fetched them; the
     /// context's registry does not keep its objects (pending ones aside), so there is no cycle once changes are
     /// saved (see ``ObjectRegistry``).
-    final var _$context: ModelContext? {
+    final private(set) var _$context: ModelContext? {
         didSet {
             // Leaving a context takes the object out of its registry, which does not keep it alive.
             if let oldValue, oldValue !== _$context { oldValue.registry.forget(self) }
         }
     }
-    final var _$state: State = .unmanaged
+    final private(set) var _$state: State = .unmanaged
     /// Whether the object has changes its context has not saved (meaningful for registered objects).
-    final var _$isChanged = false
+    final private(set) var _$isChanged = false
     /// Which of its context's change lists the object is in.
     final var _$listed: Listing = []
     /// True while the engine loads a row into a fresh object: property writes in a user's `init()` are ignored.
@@ -196,7 +198,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
 
     /// The values last read from or saved to the store, as a snapshot of this object; nil for an object the
     /// store has never seen.
-    final var _$committed: ModelSnapshot? {
+    final private(set) var _$committed: ModelSnapshot? {
         get {
             _$committedValues.map {
                 ModelSnapshot(id: _$id, attributes: $0.attributes, relationships: $0.relationships, version: $0.version)
@@ -453,6 +455,176 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
                 _$relationshipStorage[slot] = snapshot.relationships[slot]
             }
         }
+    }
+}
+
+// MARK: - Lifecycle
+
+/// An object's lifecycle: the named steps that move it between its states. They are the only code that writes its
+/// state, its saved row and its context (their setters are private to this file), and its identifier once it has
+/// one. A ``ModelContext`` takes each step by name; the step sets every field it concerns, so that no object is ever
+/// seen half-moved.
+///
+/// - ``_$insert(into:)``: unmanaged, or deleted and saved elsewhere → inserted.
+/// - ``_$attach(to:in:registering:)``: a row the store returned → registered.
+/// - ``_$commitInsert(generation:)``: inserted → registered, when the save is done.
+/// - ``_$delete()``: registered → deleted (until the save); inserted → deleted, in no context.
+/// - ``_$undelete()``: deleted, not saved → registered, or inserted when never saved.
+/// - ``_$leave(deleted:)``: out of the context, unmanaged (rollback, undo) or deleted (a saved delete).
+/// - ``_$noteChange()``: registered → changed, before its values first change after a save.
+/// - ``_$commitChanges()``: changed → unchanged, when the save is done.
+/// - ``_$updateChangedFlag()``: changed or not, as its values compare with the saved row (undo's restore).
+/// - ``_$revert()``: changed or deleted → registered, with the saved values (rollback).
+/// - ``_$restore(state:isChanged:context:)``: back where a transaction that threw found it.
+/// - ``_$adoptIdentity(of:)`` and ``_$mergeAway(into:)``: an inserted object whose unique key was taken (upsert).
+/// - ``_$takeSaved(_:)`` and ``_$fillUnloaded(_:)``: a registered object reads its newer saved row, or the values a
+///   partial fetch left out.
+/// - ``_$becomeStandIn(forDeleted:)``: a new object stands for one deleted before a batched fetch reached it.
+///
+/// What stays with the context: its registry, its change lists, the undo and transaction records, and telling
+/// observers.
+extension ModelObject {
+    // MARK: Joining and leaving a context
+
+    /// Insert: the object, in no context (or deleted and saved elsewhere), joins `context` as a new object that its
+    /// next save inserts. A saved row it had belongs to the store that deleted it, and is forgotten.
+    final func _$insert(into context: ModelContext) {
+        _$context = context
+        _$state = .inserted
+        _$committedValues = nil
+        _$isChanged = false
+    }
+
+    /// Attach: the object takes stored `row`'s identifier and values, as saved, in `context`; `registering` makes it
+    /// the context's registered object (otherwise it is a detached copy that reads like the saved object).
+    final func _$attach(to row: ModelSnapshot, in context: ModelContext, registering: Bool) {
+        _$id = row.id
+        _$load(row, notify: false)
+        _$committed = row
+        _$context = context
+        if registering { _$state = .registered }
+    }
+
+    /// Leave: the object is in no context any more, and unmanaged (`deleted` false: a rollback or an undo of its
+    /// insert, a copy handed on as a new object) or deleted (a saved delete, an unsaved object deleted). Out of a
+    /// context no saved row or change of the object counts: inserting it again makes a new object.
+    final func _$leave(deleted: Bool) {
+        _$context = nil
+        _$state = deleted ? .deleted : .unmanaged
+        if !deleted { _$committedValues = nil }
+        _$isChanged = false
+    }
+
+    /// A stand-in for object `id`, deleted and saved before it could be read: deleted, in no context, holding its
+    /// declared defaults.
+    final func _$becomeStandIn(forDeleted id: PersistentIdentifier) {
+        _$id = id
+        _$state = .deleted
+    }
+
+    // MARK: Deleting
+
+    /// Delete: an inserted object simply leaves its context (nothing was saved); a registered one is deleted by the
+    /// context's next save.
+    final func _$delete() {
+        switch _$state {
+        case .inserted: _$leave(deleted: true)
+        case .registered: _$state = .deleted
+        case .deleted, .unmanaged: break
+        }
+    }
+
+    /// Undelete: an object deleted and not saved since is back, registered when the store has it, inserted again
+    /// otherwise.
+    final func _$undelete() {
+        _$state = _$committedValues == nil ? .inserted : .registered
+    }
+
+    // MARK: Saving and reading back
+
+    /// Save of an insert: the store now holds the object's current values, written at `generation`.
+    final func _$commitInsert(generation: UInt64) {
+        _$state = .registered
+        _$isChanged = false
+        _$assignedRelationships = []
+        _$committed = ModelSnapshot(id: _$id, attributes: _$attributes, relationships: _$relationships,
+                                    version: generation)
+    }
+
+    /// Save of changes: the store now holds what changed in the object, which is unchanged until its next change.
+    final func _$commitChanges() {
+        _$isChanged = false
+    }
+
+    /// The store's newer (or just saved) row of the object: its values become the object's, observers are told
+    /// what changed, and it is the saved row from now on.
+    final func _$takeSaved(_ row: ModelSnapshot) {
+        _$load(row, notify: true)
+        _$committed = row
+    }
+
+    /// Gives each attribute a partial fetch left out its value (`value(slot)`: the saved one, read now), in the
+    /// object and in its saved row; the object is whole from then on.
+    final func _$fillUnloaded(_ value: (Int) -> StoredValue) {
+        guard let fault = _$fault else { return }
+        _$fault = nil
+        var committed = _$committed ?? _$snapshot
+        for slot in fault.loaded.indices where !fault.loaded[slot] {
+            let filled = value(slot)
+            _$attributes[slot] = filled
+            committed.attributes[slot] = filled
+        }
+        _$committed = committed
+    }
+
+    // MARK: Changing
+
+    /// Change: the object's values are about to change. A registered object that was unchanged is changed from now
+    /// on, and the result is true, so that its context lists it once; any other object is left as it is.
+    final func _$noteChange() -> Bool {
+        guard _$state == .registered, !_$isChanged else { return false }
+        _$isChanged = true
+        return true
+    }
+
+    /// Undo's restore of values: a saved object is changed exactly when its values differ from its saved row (its
+    /// changes were undone, or redone). Returns whether it is changed; an object never saved is left as it is.
+    final func _$updateChangedFlag() -> Bool {
+        guard let committed = _$committedValues else { return false }
+        _$isChanged = _$attributes != committed.attributes || _$relationships != committed.relationships
+        return _$isChanged
+    }
+
+    /// Revert (a rollback): the object gets its saved values back (observers are told), registered and unchanged.
+    final func _$revert() {
+        if let committed = _$committed { _$load(committed, notify: true) }
+        _$isChanged = false
+        _$state = .registered
+    }
+
+    /// Restore (a transaction that threw): the object is back in the state, the change flag and the context it had
+    /// when the transaction first touched it.
+    final func _$restore(state: State, isChanged: Bool, context: ModelContext?) {
+        _$state = state
+        _$isChanged = isChanged
+        _$context = context
+    }
+
+    // MARK: Unique keys (upsert)
+
+    /// Adopt an identity: the inserted object becomes saved object `stored`, which its context never loaded: it takes
+    /// the identifier and the saved row, and the save updates that object with the inserted values.
+    final func _$adoptIdentity(of stored: ModelSnapshot) {
+        _$id = stored.id
+        _$committed = stored
+        _$state = .registered
+    }
+
+    /// Merged away: the inserted object's values went to `survivor`, which its context had; it leaves the context
+    /// and names the survivor, as every reference to it now does.
+    final func _$mergeAway(into survivor: ModelObject) {
+        _$leave(deleted: false)
+        _$id = survivor._$id
     }
 }
 

@@ -49,8 +49,9 @@ public protocol DataStore: AnyObject, Sendable {
     /// Applies `changes` atomically: all of them or, when it throws, none.
     ///
     /// - Throws: ``SaveError`` (a unique constraint violated by another context's save, an object that no
-    ///   longer exists), or the store's own I/O errors. A store never reports success for changes it did not
-    ///   make durable by its own standard.
+    ///   longer exists; in NoteKit's stores also an object the change set inserts twice, deletes twice, or updates
+    ///   and deletes: ``SaveError/duplicateIdentifier(_:)``, ``SaveError/objectNotFound(_:)``), or the store's own
+    ///   I/O errors. A store never reports success for changes it did not make durable by its own standard.
     /// - Returns: the store generation the save produced (its transaction's number in both NoteKit stores).
     func save(_ changes: ChangeSet) throws -> SaveResult
 
@@ -328,9 +329,10 @@ public enum SaveError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Another object of `entity` already has `values` for the unique `properties`.
     case uniqueConstraintViolation(entity: String, properties: [String], values: [StoredValue],
                                    existing: PersistentIdentifier)
-    /// An update or delete names an object the store does not have (deleted by another context).
+    /// An update or delete names an object the store does not have (deleted by another context), or one the change
+    /// set deletes (an update of it, or a second delete).
     case objectNotFound(PersistentIdentifier)
-    /// An insert names an object the store already has.
+    /// An insert names an object the store already has, or one the change set inserts twice.
     case duplicateIdentifier(PersistentIdentifier)
     /// A relationship of a saved object would have fewer or more targets than its bounds allow.
     case relationshipCountOutOfRange(model: PersistentIdentifier, property: String, count: Int, minimum: Int,

@@ -59,68 +59,74 @@ extension StoredValue {
 }
 
 extension RowStorage {
-    /// Checks that every value `changes` writes is one its attribute's type admits
-    /// (``Schema/AttributeType/admits(_:external:)``), that an inserted row has a value for each attribute and targets
-    /// for each relationship of its entity, and that each change names an attribute or relationship of the entity
-    /// with targets of its kind. Typed models cannot make a change set that fails it; dynamic models, a custom
-    /// ``DataStore`` client or a bug can, and a store would then hold a value it cannot read back.
-    ///
-    /// - Throws: ``SaveError/valueDoesNotMatchType(model:property:expected:found:)``.
-    func checkTypes(_ changes: ChangeSet) throws {
+    /// The first value `changes` writes that its attribute's type does not admit
+    /// (``Schema/AttributeType/admits(_:external:)``), an inserted row without a value for each attribute or targets
+    /// for each relationship of its entity, or a change naming no attribute or relationship of the entity, or targets
+    /// of the wrong kind, as a ``ChangeConflict/valueDoesNotMatchType(model:property:expected:found:)``. Typed models
+    /// cannot make a change set that has one; dynamic models, a custom ``DataStore`` client or a bug can, and a store
+    /// would then hold a value it cannot read back.
+    func typeConflict(in changes: ChangeSet) -> ChangeConflict? {
         for row in changes.inserted {
             guard let entity = schema.entity(named: row.id.entityName) else { continue }
             guard row.attributes.count == entity.attributes.count else {
-                throw SaveError.valueDoesNotMatchType(model: row.id, property: "(its attributes)",
-                                                      expected: "\(entity.attributes.count) values",
-                                                      found: "\(row.attributes.count)")
+                return .valueDoesNotMatchType(model: row.id, property: "(its attributes)",
+                                              expected: "\(entity.attributes.count) values",
+                                              found: "\(row.attributes.count)")
             }
             for (slot, attribute) in entity.attributes.enumerated() {
-                try check(row.attributes[slot], of: attribute, in: row.id)
+                if let conflict = check(row.attributes[slot], of: attribute, in: row.id) { return conflict }
             }
             guard row.relationships.count == entity.relationships.count else {
-                throw SaveError.valueDoesNotMatchType(model: row.id, property: "(its relationships)",
-                                                      expected: "\(entity.relationships.count) relationships",
-                                                      found: "\(row.relationships.count)")
+                return .valueDoesNotMatchType(model: row.id, property: "(its relationships)",
+                                              expected: "\(entity.relationships.count) relationships",
+                                              found: "\(row.relationships.count)")
             }
             for (slot, relationship) in entity.relationships.enumerated() {
                 let isToMany = if case .toMany = row.relationships[slot] { true } else { false }
-                try check(isToMany: isToMany, of: relationship, in: row.id)
+                if let conflict = check(isToMany: isToMany, of: relationship, in: row.id) { return conflict }
             }
         }
         for update in changes.updated {
             guard let entity = schema.entity(named: update.id.entityName) else { continue }
             for change in update.attributes {
                 guard entity.attributes.indices.contains(change.index) else {
-                    throw SaveError.valueDoesNotMatchType(model: update.id, property: "(attribute \(change.index))",
-                                                          expected: "one of \(entity.attributes.count) attributes",
-                                                          found: "position \(change.index)")
+                    return .valueDoesNotMatchType(model: update.id, property: "(attribute \(change.index))",
+                                                  expected: "one of \(entity.attributes.count) attributes",
+                                                  found: "position \(change.index)")
                 }
-                try check(change.value, of: entity.attributes[change.index], in: update.id)
+                if let conflict = check(change.value, of: entity.attributes[change.index], in: update.id) {
+                    return conflict
+                }
             }
             for change in update.relationships {
                 guard entity.relationships.indices.contains(change.index) else {
-                    throw SaveError.valueDoesNotMatchType(model: update.id, property: "(relationship \(change.index))",
-                                                          expected: "one of \(entity.relationships.count) relationships",
-                                                          found: "position \(change.index)")
+                    return .valueDoesNotMatchType(model: update.id, property: "(relationship \(change.index))",
+                                                  expected: "one of \(entity.relationships.count) relationships",
+                                                  found: "position \(change.index)")
                 }
                 let isToMany = if case .toMany = change.kind { true } else { false }
-                try check(isToMany: isToMany, of: entity.relationships[change.index], in: update.id)
+                if let conflict = check(isToMany: isToMany, of: entity.relationships[change.index], in: update.id) {
+                    return conflict
+                }
             }
         }
+        return nil
     }
 
-    private func check(_ value: StoredValue, of attribute: Schema.Attribute, in model: PersistentIdentifier) throws {
+    private func check(_ value: StoredValue, of attribute: Schema.Attribute,
+                       in model: PersistentIdentifier) -> ChangeConflict? {
         let external = attribute.has(.externalStorage)
-        guard !attribute.type.admits(value, external: external) else { return }
-        throw SaveError.valueDoesNotMatchType(
+        guard !attribute.type.admits(value, external: external) else { return nil }
+        return .valueDoesNotMatchType(
             model: model, property: attribute.name,
             expected: external ? "\(attribute.type) in external storage" : "\(attribute.type)",
             found: value.kindDescription)
     }
 
-    private func check(isToMany: Bool, of relationship: Schema.Relationship, in model: PersistentIdentifier) throws {
-        guard isToMany != relationship.isToMany else { return }
-        throw SaveError.valueDoesNotMatchType(
+    private func check(isToMany: Bool, of relationship: Schema.Relationship,
+                       in model: PersistentIdentifier) -> ChangeConflict? {
+        guard isToMany != relationship.isToMany else { return nil }
+        return .valueDoesNotMatchType(
             model: model, property: relationship.name,
             expected: relationship.isToMany ? "a to-many relationship" : "a to-one relationship",
             found: isToMany ? "to-many targets" : "a to-one target")

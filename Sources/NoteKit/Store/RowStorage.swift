@@ -207,33 +207,30 @@ package final class RowStorage {
         for (entity, rows) in read { tables[numbers[entity]!].prepared.merge(rows) { $1 } }
     }
 
-    /// Checks that `changes` can be applied: inserted objects are new, updated and deleted ones exist, and no
-    /// unique constraint would hold two objects with the same key; over a base, first ``prepare(_:)``s them.
+    /// Checks that `changes` can be applied (``conflict(in:)``); over a base, first ``prepare(_:)``s them.
     ///
-    /// - Throws: ``SaveError``, or ``RowBaseFailure``; nothing is changed either way.
+    /// - Throws: the ``SaveError`` of the first conflict (``SaveError/init(_:in:)``), or ``RowBaseFailure``; nothing
+    ///   is changed either way.
     package func validate(_ changes: ChangeSet) throws {
-        try checkTypes(changes)
+        if let conflict = try conflict(in: changes) { throw SaveError(conflict, in: schema) }
+    }
+
+    /// The first reason `changes` cannot be applied, or nil: a value its attribute's type does not admit
+    /// (``typeConflict(in:)``), then what the rule of every store finds (``ChangeSet/conflict(with:)``), then a
+    /// unique key two rows would share. Over a base, ``prepare(_:)``s them first.
+    ///
+    /// - Throws: ``RowBaseFailure``; nothing is changed.
+    package func conflict(in changes: ChangeSet) throws -> ChangeConflict? {
+        if let conflict = typeConflict(in: changes) { return conflict }
         try prepare(changes)
-        var touched = Set<String>()
-        for row in changes.inserted {
-            guard let number = numbers[row.id.entityName] else { throw SaveError.objectNotFound(row.id) }
-            if try tables[number].contains(row.id) { throw SaveError.duplicateIdentifier(row.id) }
-            touched.insert(row.id.entityName)
+        if let conflict = try changes.conflict(with: self) { return conflict }
+        for number in tables.indices where !tables[number].uniqueSlots.isEmpty {
+            let name = tables[number].entity.name
+            guard changes.inserted.contains(where: { $0.id.entityName == name })
+                || changes.updated.contains(where: { $0.id.entityName == name }) else { continue }
+            if let conflict = try tables[number].uniqueConflict(changes) { return conflict }
         }
-        for update in changes.updated {
-            guard let number = numbers[update.id.entityName], tables[number].resolved(update.id) != nil else {
-                throw SaveError.objectNotFound(update.id)
-            }
-            touched.insert(update.id.entityName)
-        }
-        for deletion in changes.deleted {
-            guard let number = numbers[deletion.id.entityName], tables[number].resolved(deletion.id) != nil else {
-                throw SaveError.objectNotFound(deletion.id)
-            }
-        }
-        for name in touched where !(tables[numbers[name]!].uniqueSlots.isEmpty) {
-            try tables[numbers[name]!].validateUniqueness(changes)
-        }
+        return nil
     }
 
     /// Applies a validated change set, stamping the rows it writes with the next generation, and records it in
@@ -249,7 +246,8 @@ package final class RowStorage {
         return record
     }
 
-    /// Applies a validated change set without recording history (the record was read from a log).
+    /// Applies a validated change set without recording history (the record was read from a log), through the
+    /// applier every store shares (``ChangeSet/apply(to:version:noAction:)``).
     ///
     /// A deleted object's `.noAction` relationships change nothing in the context, but their targets' inverse
     /// would still name the deleted object here: those references are dropped, so that a predicate on the
@@ -259,27 +257,8 @@ package final class RowStorage {
     ///   changed since. Reads nothing from a base, so it cannot fail.
     package func applyRows(_ changes: ChangeSet) {
         generation += 1
-        let references = noActionReferences.updates(deleting: changes.deleted) {
-            guard let number = self.numbers[$0.entityName] else { return nil }
-            return self.tables[number].resolved($0)?.row
-        }
-        for update in references {
-            if let number = numbers[update.id.entityName] { tables[number].update(update, version: generation) }
-        }
-        for deletion in changes.deleted {
-            if let number = numbers[deletion.id.entityName] { tables[number].remove(deletion.id) }
-        }
-        for update in changes.updated {
-            if let number = numbers[update.id.entityName] { tables[number].update(update, version: generation) }
-        }
-        var inserted: [String: [ModelSnapshot]] = [:]
-        for var row in changes.inserted {
-            row.version = generation
-            inserted[row.id.entityName, default: []].append(row)
-        }
-        for (entity, rows) in inserted {
-            if let number = numbers[entity] { tables[number].insert(rows) }
-        }
+        var rows = self
+        changes.apply(to: &rows, version: generation, noAction: noActionReferences)
         if hasBase {
             for number in tables.indices where !tables[number].prepared.isEmpty { tables[number].prepared = [:] }
         }
@@ -349,6 +328,47 @@ package final class RowStorage {
 
     /// Reads rows of any entity by identifier, for a filter or sort that follows relationships.
     package var lookup: RowLookup { RowLookup { [unowned self] id in try self.snapshot(for: id) } }
+}
+
+/// The store's tables as the applier of change sets sees them (``ChangeSet/conflict(with:)``,
+/// ``ChangeSet/apply(to:version:noAction:)``). Over a base, the rows a change set touches are read before it is
+/// applied (``RowStorage/prepare(_:)``), so applying it reads nothing from the base.
+extension RowStorage: ChangeableRows {
+    package typealias ReadFailure = any Error
+
+    package func hasEntity(of id: PersistentIdentifier) -> Bool { numbers[id.entityName] != nil }
+
+    /// - Throws: ``RowBaseFailure``.
+    package func contains(_ id: PersistentIdentifier) throws -> Bool {
+        guard let number = numbers[id.entityName] else { return false }
+        return try tables[number].contains(id)
+    }
+
+    package func row(_ id: PersistentIdentifier) -> ModelSnapshot? {
+        guard let number = numbers[id.entityName] else { return nil }
+        return tables[number].resolved(id)?.row
+    }
+
+    package func remove(_ id: PersistentIdentifier) {
+        if let number = numbers[id.entityName] { tables[number].remove(id) }
+    }
+
+    package func update(_ update: ModelUpdate, version: UInt64) {
+        if let number = numbers[update.id.entityName] { tables[number].update(update, version: version) }
+    }
+
+    /// Inserts each entity's rows as one batch (``EntityTable/insert(_:)``: a large one builds the indexes in one
+    /// sort).
+    package func insert(_ rows: [ModelSnapshot], version: UInt64) {
+        var byEntity: [String: [ModelSnapshot]] = [:]
+        for var row in rows {
+            row.version = version
+            byEntity[row.id.entityName, default: []].append(row)
+        }
+        for (entity, rows) in byEntity {
+            if let number = numbers[entity] { tables[number].insert(rows) }
+        }
+    }
 }
 
 /// A read of an entity's ``RowBase`` that threw, or answered what was not asked: the storage changed nothing, and
@@ -700,8 +720,10 @@ struct EntityTable {
         }
     }
 
-    /// Throws when, after `changes`, two rows of this entity would share a unique key.
-    func validateUniqueness(_ changes: ChangeSet) throws {
+    /// The first unique key two rows of this entity would share after `changes`, if any.
+    ///
+    /// - Throws: ``RowBaseFailure``.
+    func uniqueConflict(_ changes: ChangeSet) throws -> ChangeConflict? {
         let name = entity.name
         let deletedNow = Set(changes.deleted.lazy.map(\.id).filter { $0.entityName == name })
         // The rows this save writes, in their new state.
@@ -719,17 +741,18 @@ struct EntityTable {
                 let key = Self.key(row, slots)
                 guard Self.isConstraining(key) else { continue }
                 if let other = claimed[key] {
-                    throw SaveError.uniqueConstraintViolation(
-                        entity: name, properties: slots.map { entity.attributes[$0].name }, values: key, existing: other)
+                    return .uniqueKeyTaken(entity: name, properties: slots.map { entity.attributes[$0].name },
+                                           values: key, existing: other)
                 }
                 claimed[key] = row.id
                 if let holder = try uniqueHolder(number, key: key), holder != row.id, !deletedNow.contains(holder) {
                     // The holder may be giving the key up in this same save.
                     if let newHolderRow = updatedKeys[holder], Self.key(newHolderRow, slots) != key { continue }
-                    throw SaveError.uniqueConstraintViolation(
-                        entity: name, properties: slots.map { entity.attributes[$0].name }, values: key, existing: holder)
+                    return .uniqueKeyTaken(entity: name, properties: slots.map { entity.attributes[$0].name },
+                                           values: key, existing: holder)
                 }
             }
         }
+        return nil
     }
 }

@@ -208,8 +208,8 @@ public enum StoreVerifier {
                             }
                             for row in rows { lastWrite[row.id] = (path, recordStart) }
                         case .transaction(let transaction):
-                            if let reason = objects.apply(transaction, consecutive: false) {
-                                problem(path, recordStart, .danglingReference, reason)
+                            if let conflict = objects.apply(transaction, consecutive: false) {
+                                problem(path, recordStart, .danglingReference, conflict.description)
                             }
                             for row in transaction.changes.inserted { lastWrite[row.id] = (path, recordStart) }
                             for update in transaction.changes.updated { lastWrite[update.id] = (path, recordStart) }

@@ -638,8 +638,8 @@ struct LogReplay {
             }
             operationsLogged += rows.count
         case .transaction(let transaction):
-            if let reason = objects.apply(transaction) {
-                throw FileStoreError.danglingReference(file: file, offset: offset, reason: reason)
+            if let conflict = objects.apply(transaction) {
+                throw FileStoreError.danglingReference(file: file, offset: offset, reason: conflict.description)
             }
             let changes = transaction.changes
             operationsLogged += changes.inserted.count + changes.updated.count + changes.deleted.count

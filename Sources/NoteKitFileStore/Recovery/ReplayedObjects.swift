@@ -66,9 +66,6 @@ struct ReplayedObjects {
         return numbers[id.entityName]
     }
 
-    /// The live object `id`, if any.
-    private func row(_ id: PersistentIdentifier) -> ModelSnapshot? { table(of: id).flatMap { tables[$0].row(id) } }
-
     /// Starts over from a snapshot of the state after transaction `last`.
     mutating func beginSnapshot(after last: UInt64) {
         tables = []
@@ -85,14 +82,14 @@ struct ReplayedObjects {
             let id = rows[index].id
             if contains(id) || !seen.insert(id).inserted { return "\(id) appears twice in the snapshot" }
         }
-        insert(rows, version: lastTransaction)
+        append(rows, version: lastTransaction)
         return nil
     }
 
     /// Appends `rows` (none of which is here) to their entities' tables, stamped with `version`. Each table makes
     /// room for its own rows of the batch up front: growing by doubling would hold the old and the new buffers at
     /// once, at the replay's peak (a bulk insert's record decoded, its bytes still read).
-    private mutating func insert(_ rows: [ModelSnapshot], version: UInt64) {
+    private mutating func append(_ rows: [ModelSnapshot], version: UInt64) {
         // By index, and reading `id` in place: a `for row in rows` copies every snapshot (a retain and a release of
         // each of its buffers) only to read its identifier.
         var numbers: [Int] = []
@@ -112,74 +109,30 @@ struct ReplayedObjects {
         }
     }
 
-    /// Applies `transaction` whole, or returns why it does not apply (and changes nothing).
+    /// Applies `transaction` whole through the applier every store shares (``ChangeSet/conflict(with:)``,
+    /// ``ChangeSet/apply(to:version:noAction:)``), or returns why it does not apply (and changes nothing).
     ///
     /// References that a `.noAction` delete leaves behind are dropped, as every store drops them (see
     /// ``NoActionReferences``), by the rules of the schema last given to ``schemaInForce(_:)``.
     ///
     /// - Parameter consecutive: whether its number must be the next one (replay), or merely a later one (salvage,
     ///   which keeps what still applies after a gap).
-    mutating func apply(_ transaction: Transaction, consecutive: Bool = true) -> String? {
-        guard consecutive ? transaction.number == lastTransaction + 1 : transaction.number > lastTransaction else {
-            return "transaction \(transaction.number) follows transaction \(lastTransaction)"
-        }
-        let changes = transaction.changes
-        var deleted = Set<PersistentIdentifier>(minimumCapacity: changes.deleted.count)
-        for deletion in changes.deleted {
-            guard contains(deletion.id), deleted.insert(deletion.id).inserted else {
-                return "transaction \(transaction.number) deletes \(deletion.id), which does not exist"
-            }
-        }
-        for update in changes.updated where !contains(update.id) || deleted.contains(update.id) {
-            return "transaction \(transaction.number) updates \(update.id), which does not exist"
-        }
-        var inserted = Set<PersistentIdentifier>(minimumCapacity: changes.inserted.count)
-        for index in changes.inserted.indices {
-            let id = changes.inserted[index].id
-            if (contains(id) && !deleted.contains(id)) || !inserted.insert(id).inserted {
-                return "transaction \(transaction.number) inserts \(id), which already exists"
-            }
-        }
+    mutating func apply(_ transaction: Transaction, consecutive: Bool = true) -> TransactionConflict? {
         let number = transaction.number
-        if let noAction, !noAction.isEmpty {
-            for update in noAction.updates(deleting: changes.deleted, row: { self.row($0) }) {
-                tables[table(of: update.id)!].modify(update.id) { $0.applying(update, version: number) }
-            }
+        guard consecutive ? number == lastTransaction + 1 : number > lastTransaction else {
+            return .outOfSequence(number: number, last: lastTransaction)
         }
-        for deletion in changes.deleted { tables[table(of: deletion.id)!].remove(deletion.id) }
-        for update in changes.updated {
-            tables[table(of: update.id)!].modify(update.id) { $0.applying(update, version: number) }
-        }
-        if !changes.inserted.isEmpty { insert(changes.inserted, version: number) }
+        if let conflict = transaction.changes.conflict(with: self) { return .changes(number: number, conflict) }
+        let noAction = noAction
+        transaction.changes.apply(to: &self, version: number, noAction: noAction)
         lastTransaction = number
         return nil
     }
 
-    /// Whether object `id` exists.
-    func contains(_ id: PersistentIdentifier) -> Bool { table(of: id).map { tables[$0].contains(id) } ?? false }
-
-    /// The first relationship `changes` would set to an object that does not exist once they are applied: a
-    /// salvage that keeps transactions after a lost one leaves such a transaction out, so that no relationship of
-    /// its result points at nothing.
-    func danglingTarget(in changes: ChangeSet) -> (source: PersistentIdentifier, target: PersistentIdentifier)? {
-        let deleted = Set(changes.deleted.map(\.id)), inserted = Set(changes.inserted.map(\.id))
-        func exists(_ id: PersistentIdentifier) -> Bool {
-            inserted.contains(id) || (contains(id) && !deleted.contains(id))
-        }
-        for row in changes.inserted {
-            for target in row.relationships.flatMap(\.identifiers) where !exists(target) { return (row.id, target) }
-        }
-        for update in changes.updated {
-            for change in update.relationships {
-                switch change.kind {
-                case .toOne(let target?) where !exists(target): return (update.id, target)
-                case .toMany(let added, _):
-                    if let target = added.first(where: { !exists($0) }) { return (update.id, target) }
-                default: break
-                }
-            }
-        }
-        return nil
+    /// The first relationship `changes` would set to an object that does not exist once they are applied
+    /// (``ChangeSet/missingTarget(with:)``), as the conflict of transaction `number`.
+    func missingTarget(in changes: ChangeSet, number: UInt64) -> TransactionConflict? {
+        changes.missingTarget(with: self).map { .changes(number: number, $0) }
     }
 
     /// Converts every object from `previous` to the migration's schema and applies the values it recorded, as one
@@ -197,7 +150,7 @@ struct ReplayedObjects {
         for row in converted { next.tables[next.table(of: row.id, make: true)!].append(row) }
         let transaction = Transaction(number: migration.number, time: migration.time,
                                       changes: ChangeSet(updated: migration.fills))
-        if let reason = next.apply(transaction, consecutive: consecutive) { return reason }
+        if let conflict = next.apply(transaction, consecutive: consecutive) { return conflict.description }
         self = next
         return nil
     }
@@ -209,4 +162,26 @@ struct ReplayedObjects {
         for update in updates { byID[update.id] = update }
         return rows.map { row in byID[row.id].map { row.applying($0, version: version) } ?? row }
     }
+}
+
+/// The objects as the applier of change sets sees them: all in memory, so no read fails; a table is made for an
+/// entity when its first row is inserted (a replay decodes every row against the schema in force, so each names a
+/// known entity).
+extension ReplayedObjects: ChangeableRows {
+    typealias ReadFailure = Never
+
+    func hasEntity(of id: PersistentIdentifier) -> Bool { true }
+
+    /// Whether object `id` exists.
+    func contains(_ id: PersistentIdentifier) -> Bool { table(of: id).map { tables[$0].contains(id) } ?? false }
+
+    func row(_ id: PersistentIdentifier) -> ModelSnapshot? { table(of: id).flatMap { tables[$0].row(id) } }
+
+    mutating func remove(_ id: PersistentIdentifier) { tables[table(of: id)!].remove(id) }
+
+    mutating func update(_ update: ModelUpdate, version: UInt64) {
+        tables[table(of: update.id)!].modify(update.id) { $0.applying(update, version: version) }
+    }
+
+    mutating func insert(_ rows: [ModelSnapshot], version: UInt64) { append(rows, version: version) }
 }

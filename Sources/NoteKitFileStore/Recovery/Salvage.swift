@@ -451,7 +451,7 @@ private struct SalvageState {
         case .transaction(let transaction):
             let consecutive = mode == .consistentPrefix
             return take(transaction.number, at: place, changes: transaction.changes) {
-                $0.apply(transaction, consecutive: consecutive)
+                $0.apply(transaction, consecutive: consecutive)?.description
             }
         case .segment, .schema, .manifest, .migration, .history, .trim:
             // A salvaged store starts a new history: what a damaged log says of it is not worth the doubt.
@@ -483,8 +483,8 @@ private struct SalvageState {
                 + "first transaction lost"
         }
         var reason: String?
-        if mode == .bestEffort, let (source, target) = objects.danglingTarget(in: changes) {
-            reason = "transaction \(number) sets \(source) to point at \(target), which does not exist"
+        if mode == .bestEffort, let conflict = objects.missingTarget(in: changes, number: number) {
+            reason = conflict.description
         } else {
             reason = body(&objects)
         }
