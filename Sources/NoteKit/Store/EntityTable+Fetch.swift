@@ -334,8 +334,8 @@ extension EntityTable {
     /// The first `limit` rows of `candidates` that match `remaining`, in `request`'s order, read by walking an index
     /// that gives that order: the walk reads no row but the candidates it reaches, so a top k of a folder's notes
     /// reads about k rows rather than every note of the folder. The base's part of the index is walked by row
-    /// number (``RowBase/indexRowNumbers(_:reverse:_:)``), the rows in memory by the index in memory, and the two
-    /// merged.
+    /// number (``RowBase/indexRowNumbers(_:from:to:reverse:_:)``), the rows in memory by the index in memory, and
+    /// the two merged.
     ///
     /// Nil, for the caller to read every candidate, when the table has no base, no index gives the order, or the
     /// walk passes 64 entries a candidate before the window fills (the candidates lie far apart in the index's
@@ -351,7 +351,11 @@ extension EntityTable {
         // The candidates in memory by identifier, those in the base by row number.
         var inMemory = Set<PersistentIdentifier>(), baseKeys: [UUID] = []
         for id in candidates where request.excluding.isEmpty || !request.excluding.contains(id) {
-            if memoryPosition(id) != nil { inMemory.insert(id) } else if deletedIDs[id] == nil { baseKeys.append(id.primaryKey) }
+            if memoryPosition(id) != nil {
+                inMemory.insert(id)
+            } else if deletedIDs[id] == nil {
+                baseKeys.append(id.primaryKey)
+            }
         }
         let numbers = Set(try reading { try base.rowNumbers(of: baseKeys) }.compactMap { $0 })
         let budget = max(1024, candidates.count * 64)

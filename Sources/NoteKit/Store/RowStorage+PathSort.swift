@@ -36,8 +36,8 @@ extension RowStorage {
         let rest = request.sort.count > 1 ? Array(request.sort.dropFirst())
             : [FetchSortKey(.identifier, ascending: first.ascending)]
 
-        let targets = try fetch(StoreFetchRequest(entity: destination.name,
-                                                  sort: [FetchSortKey(.attribute(attribute), ascending: first.ascending)]))
+        let byValue = FetchSortKey(.attribute(attribute), ascending: first.ascending)
+        let targets = try fetch(StoreFetchRequest(entity: destination.name, sort: [byValue]))
         var groups: [[ModelSnapshot]] = []
         var referenced = 0, nullValued = false
         for target in targets.snapshots {

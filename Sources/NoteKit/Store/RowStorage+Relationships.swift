@@ -68,7 +68,8 @@ extension RowStorage {
               !entity.relationships[slot].isToMany, let (inverse, destination) = inverse(of: slot, in: entity) else {
             return nil
         }
-        let targets = try fetch(StoreFetchRequest(entity: destination.name, filter: .compare(inner, .equal, .value(value)),
+        let targets = try fetch(StoreFetchRequest(entity: destination.name,
+                                                  filter: .compare(inner, .equal, .value(value)),
                                                   resultType: .identifiers))
         var count = 0
         for row in try snapshots(for: targets.identifiers) { count += row?.relationships[inverse].count ?? 0 }
