@@ -9,6 +9,7 @@ extension ProcessStressTests {
     /// The share test, bounded for `swift test` (docs/reliability/share.md): writer processes sharing one store per
     /// save, killed at random and restarted, and reader processes running every read path on it at the same time.
     ///
+    /// 2.5 seconds in `swift test`, 4 with `NOTEKIT_LONG_TESTS=1` (``LongTests``).
     /// `NOTEKIT_SHARE_SEED=N` replays a seed; `NOTEKIT_SHARE_SECONDS=S`, `NOTEKIT_SHARE_WRITERS=N` and
     /// `NOTEKIT_SHARE_READERS=M` change the run. The long mode is run by hand:
     /// `swift run -c release notekit-stress share --writers 3 --readers 3 --seconds 120 --seed N`.
@@ -19,7 +20,7 @@ extension ProcessStressTests {
             let environment = ProcessInfo.processInfo.environment
             let seed = environment["NOTEKIT_SHARE_SEED"].flatMap { UInt64($0) }
                 ?? UInt64.random(in: 1...UInt64(UInt32.max))
-            let seconds = environment["NOTEKIT_SHARE_SECONDS"].flatMap { Double($0) } ?? 4
+            let seconds = LongTests.value("NOTEKIT_SHARE_SECONDS", bounded: 2.5, long: 4.0)
             let writers = environment["NOTEKIT_SHARE_WRITERS"].flatMap { Int($0) } ?? 2
             let readers = environment["NOTEKIT_SHARE_READERS"].flatMap { Int($0) } ?? 2
             TestOutput.summary("share test: seed \(seed) (replay with NOTEKIT_SHARE_SEED=\(seed))")
