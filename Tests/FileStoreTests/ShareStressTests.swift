@@ -16,7 +16,7 @@ extension ProcessStressTests {
     @Suite("Share test: writers killed at random and readers on every read path, on one store")
     struct ShareStressTests {
         @Test("Readers racing killed writers, rotations and compactions never see damage, and no acknowledged save is lost")
-        func readersAndKilledWriters() throws {
+        func readersAndKilledWriters() async throws {
             let environment = ProcessInfo.processInfo.environment
             let seed = environment["NOTEKIT_SHARE_SEED"].flatMap { UInt64($0) }
                 ?? UInt64.random(in: 1...UInt64(UInt32.max))
@@ -26,9 +26,10 @@ extension ProcessStressTests {
             TestOutput.summary("share test: seed \(seed) (replay with NOTEKIT_SHARE_SEED=\(seed))")
             let directory = TemporaryStores.newURL("share")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let summary = try ShareStressDriver.run(.init(executable: KillTests.executable, directory: directory,
-                                                          seed: seed, writers: writers, readers: readers,
-                                                          seconds: seconds))
+            // The driver waits on its children most of the time: on a thread of its own, not the suite's.
+            let options = ShareStressDriver.Options(executable: KillTests.executable, directory: directory, seed: seed,
+                                                    writers: writers, readers: readers, seconds: seconds)
+            let summary = try await OwnThread.run { try ShareStressDriver.run(options) }
             TestOutput.summary("\(summary)")
             #expect(summary.falseDamageReports == 0 && summary.damageReports == 0, "\(summary)")
             #expect(summary.acknowledgedLost == 0, "\(summary)")
