@@ -25,13 +25,13 @@ struct FaultInjectionTests {
     static let full = ProcessInfo.processInfo.environment["NOTEKIT_FAULTS_FULL"] == "1"
     static let everyN = LongTests.isOn("NOTEKIT_FAULTS_EVERY_N")
 
-    /// The N to fail after `nth`: the next one with every N; bounded, the next one up to 4 (a store's first calls of
-    /// each kind: creation, the first save), then every 4th, each kind of fault starting from another, so that
-    /// between them the kinds still fail every N of the operations they share (writes, flushes, renames, creations).
+    /// The N to fail after `nth`: the next one with every N; bounded, the next one up to 3 (a store's first calls of
+    /// each kind: creation, the first save), then every 5th, each of the five kinds of fault from another offset, so
+    /// that between them the kinds still fail every N of the writes, and most N of the operations the others share.
     static func nth(after nth: Int, kind: FaultKind) -> Int {
-        guard !everyN, nth >= 4 else { return nth + 1 }
-        let offset = FaultKind.allCases.firstIndex(of: kind)! % 4
-        return nth + 1 + (4 - (nth + 1 + offset) % 4) % 4
+        guard !everyN, nth >= 3 else { return nth + 1 }
+        let offset = FaultKind.allCases.firstIndex(of: kind)!
+        return nth + 1 + (5 - (nth + 1 + offset) % 5) % 5
     }
 
     /// A way for calls to fail.
