@@ -27,8 +27,9 @@ struct FileStoreRecoveryTests {
         return try context.fetch(FetchDescriptor<Note>()).map(\.title)
     }
 
-    /// Every offset with `NOTEKIT_LONG_TESTS=1`; bounded, the record's header, its middle, its end and every 23rd
-    /// offset (``LongTests/offsets(_:records:variable:head:stride:)``).
+    /// Every offset with `NOTEKIT_LONG_TESTS=1`; bounded, the first and last digits of the record's length and
+    /// checksum and the spaces after them, its middle, its end and every 41st offset
+    /// (``LongTests/offsets(_:records:variable:stride:)``).
     @Test("Truncating the last record at every byte offset reopens with exactly the earlier transactions")
     func truncationAtEveryOffset() throws {
         let original = try threeTransactions()

@@ -23,20 +23,21 @@ public enum LongTests {
 extension LongTests {
     /// The offsets of a file that a test damaging it "at every offset" tries: each one of `range` with
     /// `NOTEKIT_LONG_TESTS=1` (or `variable` set to 1); bounded, those where the file's structure changes and a
-    /// sample between them: every offset before the first record (the magic line), each record's first `head` bytes
-    /// (its frame's header and the start of its payload), the middle of its payload, its last two bytes and its end,
-    /// the range's ends, and every `stride`th offset. A cut or a flip anywhere inside a payload meets the same check
-    /// (the frame's length or checksum), which the middle and the sample exercise.
+    /// sample between them: every offset before the first record (the magic line); in each record (`records`, each
+    /// framed as `llllllll cccccccc payload\n`) the first and last digit of its length and of its checksum, the
+    /// spaces after them, the first two bytes of its payload, the payload's middle, its last two bytes and its end;
+    /// the range's ends; and every `stride`th offset. A cut or a flip anywhere inside a payload meets the same check
+    /// (the frame's length or its checksum), which the middle and the sample exercise.
     public static func offsets(_ range: ClosedRange<Int>, records: [Range<Int>], variable: String? = nil,
-                               head: Int = 20, stride: Int = 23) -> [Int] {
+                               stride: Int = 41) -> [Int] {
         if variable.map(isOn) ?? isEnabled { return Array(range) }
         var chosen: Set<Int> = [range.lowerBound, range.upperBound]
         chosen.formUnion(Swift.stride(from: range.lowerBound, through: range.upperBound, by: stride))
         chosen.formUnion(range.lowerBound..<(records.first?.lowerBound ?? range.lowerBound))
         for record in records {
-            chosen.formUnion(record.lowerBound..<min(record.upperBound, record.lowerBound + head))
-            chosen.formUnion([(record.lowerBound + record.upperBound) / 2, record.upperBound - 2, record.upperBound - 1,
-                              record.upperBound])
+            let start = record.lowerBound, end = record.upperBound
+            chosen.formUnion([0, 7, 8, 9, 16, 17, 18, 19].map { start + $0 }.filter { $0 < end })
+            chosen.formUnion([(start + end) / 2, end - 2, end - 1, end])
         }
         return chosen.filter(range.contains).sorted()
     }
