@@ -29,7 +29,7 @@ extension ProcessStressTests {
             // The driver waits on its children most of the time: on a thread of its own, not the suite's.
             let options = ShareStressDriver.Options(executable: KillTests.executable, directory: directory, seed: seed,
                                                     writers: writers, readers: readers, seconds: seconds)
-            let summary = try await OwnThread.run { try ShareStressDriver.run(options) }
+            let summary = try await ProcessStressTests.run { try ShareStressDriver.run(options) }
             TestOutput.summary("\(summary)")
             #expect(summary.falseDamageReports == 0 && summary.damageReports == 0, "\(summary)")
             #expect(summary.acknowledgedLost == 0, "\(summary)")
