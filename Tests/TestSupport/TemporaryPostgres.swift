@@ -140,7 +140,7 @@ public final class TemporaryPostgres: @unchecked Sendable {
         return TemporaryPostgres(database: name, on: server)
     }
 
-    /// The server ``database()`` makes databases on, and whether it started.
+    /// The server ``database()`` makes databases on, started at its first call (or why it could not start).
     private static let shared = Result { () throws(Failure) -> TemporaryPostgres in
         let server: TemporaryPostgres
         do { server = try TemporaryPostgres() } catch { throw error as? Failure ?? Failure(description: "\(error)") }
@@ -198,7 +198,8 @@ public final class TemporaryPostgres: @unchecked Sendable {
         isRunning = false
     }
 
-    /// Stops the server if it runs and removes the directory. Called by the end of the object too.
+    /// Stops the server if it runs and removes the directory; for a database on the shared server, drops the
+    /// database. Called by the end of the object too.
     public func stop() {
         guard ownsServer else {
             // Connections a test left open (a mirror's sync loop) are closed by the drop.
