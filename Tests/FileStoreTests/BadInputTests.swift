@@ -18,10 +18,20 @@ import Darwin
 /// includes everything before the damage, or fails with a typed error that names the file (and the byte offset, for
 /// damage inside a file), having written nothing; it never crashes, hangs or allocates without bound.
 ///
-/// `NOTEKIT_BADINPUT_SEEDS=N` sets the number of random-flip seeds (500 by default).
+/// Bounded in `swift test` (``LongTests``): cuts at the offsets where a file's structure changes and every 41st
+/// between (``LongTests/offsets(_:records:variable:stride:)``), 100 random-flip seeds. `NOTEKIT_LONG_TESTS=1`
+/// cuts at every offset and flips 500 seeds; `NOTEKIT_BADINPUT_EVERY_OFFSET=1` cuts at every offset alone;
+/// `NOTEKIT_BADINPUT_SEEDS=N` sets the number of random-flip seeds.
 @Suite("Bad input: a damaged or hostile store opens with committed data, or is refused by a typed error")
 struct BadInputTests {
-    static let seeds = ProcessInfo.processInfo.environment["NOTEKIT_BADINPUT_SEEDS"].flatMap(Int.init) ?? 500
+    static let seeds = LongTests.value("NOTEKIT_BADINPUT_SEEDS", bounded: 100, long: 500)
+
+    /// The offsets of `store`'s segment `index` a cut is tried at.
+    static func cuts(_ store: SmallStore, segment index: Int) -> [Int] {
+        LongTests.offsets(0...store.files[store.segments[index]]!.count,
+                          records: store.records[index].map { $0.start..<$0.end },
+                          variable: "NOTEKIT_BADINPUT_EVERY_OFFSET")
+    }
 
     // MARK: Truncation, flips, appended bytes
 
@@ -36,13 +46,14 @@ struct BadInputTests {
             let segment = store.segments[index]
             let bytes = store.files[segment]!
             let directory = CaseDirectory()
-            for cut in 0...bytes.count {
+            let cuts = BadInputTests.cuts(store, segment: index)
+            for cut in cuts {
                 var files = store.files
                 files[segment] = Array(bytes.prefix(cut))
                 let expected = store.expectation(forDamageIn: index, at: cut, cut: true)
                 store.check(files, expected, "\(segment) cut at \(cut)", in: directory)
             }
-            TestOutput.summary("BadInput: \(bytes.count + 1) truncations of \(segment), "
+            TestOutput.summary("BadInput: \(cuts.count) truncations of \(segment) (\(bytes.count) bytes), "
                                + "segment \(index + 1) of \(store.segments.count)")
         }
     }
@@ -56,13 +67,14 @@ struct BadInputTests {
             let segment = store.segments[0]
             let bytes = store.files[segment]!
             let directory = CaseDirectory()
-            for cut in 0...bytes.count {
+            let cuts = BadInputTests.cuts(store, segment: 0)
+            for cut in cuts {
                 var files = store.files
                 files[segment] = Array(bytes.prefix(cut))
                 store.check(files, store.expectation(forDamageIn: 0, at: cut, cut: true), "\(segment) cut at \(cut)",
                             in: directory)
             }
-            TestOutput.summary("BadInput: \(bytes.count + 1) truncations of a just-compacted segment")
+            TestOutput.summary("BadInput: \(cuts.count) truncations of a just-compacted segment (\(bytes.count) bytes)")
         }
     }
 
@@ -229,7 +241,10 @@ struct BadInputTests {
             var files = store.files
             files["MANIFEST"] = nil
             store.check(files, .refused(file: "MANIFEST"), "MANIFEST missing")
-            for cut in 0..<manifest.count {
+            // The manifest is its magic line and one record, to its end: the last offset is the whole file.
+            let record = manifest.firstIndex(of: 0x0A)! + 1..<manifest.count
+            for cut in LongTests.offsets(0...manifest.count, records: [record],
+                                         variable: "NOTEKIT_BADINPUT_EVERY_OFFSET").dropLast() {
                 files = store.files
                 files["MANIFEST"] = Array(manifest.prefix(cut))
                 cases += 1

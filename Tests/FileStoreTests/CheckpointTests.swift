@@ -59,6 +59,18 @@ enum CheckpointFixture {
     static let models: [any PersistentModel.Type] = [CheckpointItem.self, CheckpointGroup.self]
     static func schema() throws -> Schema { try Schema(models) }
 
+    /// A closed store of 3,000 items (``store(count:compact:url:configure:)``), made once a process: a test that
+    /// reads or damages such a store works on a copy of it (``copyOfShared()``) rather than making its own, which
+    /// took a second or two of a debug build each time.
+    private static let shared = Result { () throws -> URL in
+        let (url, container) = try store(count: 3_000)
+        try StoreFiles.close(container)
+        return url
+    }
+
+    /// A copy of the shared store of 3,000 items, the test's own.
+    static func copyOfShared() throws -> URL { try StoreFiles.copy(shared.get()) }
+
     /// A store of `count` items in three groups, some updated, some deleted, with a few attachments; compacted
     /// when `compact`. History is kept (the opening then has `history` records too).
     static func store(count: Int, compact: Bool = true, url: URL = TemporaryStores.newURL(),
@@ -284,16 +296,23 @@ struct CheckpointWritingTests {
 
 @Suite("Checkpoint reading")
 struct CheckpointReadingTests {
-    /// A compacted store, its checkpoint's bytes, and the answers of the intact checkpoint.
-    private static func fixture(count: Int = 3_000) throws -> (URL, [UInt8], [CheckpointFixture.Answers]) {
-        let (url, container) = try CheckpointFixture.store(count: count)
-        try StoreFiles.close(container)
+    /// A compacted store of the test's own (a copy of ``CheckpointFixture``'s shared one), its checkpoint's bytes,
+    /// and the answers of the intact checkpoint (the shared store's, asked once).
+    private static func fixture() throws -> (URL, [UInt8], [CheckpointFixture.Answers]) {
+        let url = try CheckpointFixture.copyOfShared()
+        let (bytes, answers) = try intact.get()
+        return (url, bytes, answers)
+    }
+
+    private static let intact = Result { () throws -> ([UInt8], [CheckpointFixture.Answers]) in
+        let url = try CheckpointFixture.copyOfShared()
+        defer { try? FileManager.default.removeItem(at: url) }
         let bytes = try POSIXFileSystem().read(CheckpointFixture.layout(url).checkpoint)
         let reader = try CheckpointFixture.open(url).get()
         let answers = try CheckpointFixture.schema().entities.map {
             try CheckpointFixture.answers(reader.bases[$0.name]!, entity: $0)
         }
-        return (url, bytes, answers)
+        return (bytes, answers)
     }
 
     enum Outcome: Equatable {

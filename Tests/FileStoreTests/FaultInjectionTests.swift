@@ -16,11 +16,23 @@ import Testing
 /// power loss right then every acknowledged save is still there.
 ///
 /// The disk is a ``SimulatedDisk``: in memory, so thousands of runs take seconds, and it knows what a power loss
-/// would keep (including Linux's habit of dropping the pages of a failed `fsync`). Every N of every failure kind
-/// runs by default; `NOTEKIT_FAULTS_FULL=1` adds failure variants (see ``FaultKind/failures``).
+/// would keep (including Linux's habit of dropping the pages of a failed `fsync`). `swift test` runs every kind,
+/// operation and failure, bounded in N (``nth(after:kind:)``); `NOTEKIT_LONG_TESTS=1` (``LongTests``), or
+/// `NOTEKIT_FAULTS_EVERY_N=1`, runs every N; `NOTEKIT_FAULTS_FULL=1` adds failure variants (see
+/// ``FaultKind/failures``).
 @Suite("Fault injection: each I/O call fails in turn; saves throw, the store stays consistent")
 struct FaultInjectionTests {
     static let full = ProcessInfo.processInfo.environment["NOTEKIT_FAULTS_FULL"] == "1"
+    static let everyN = LongTests.isOn("NOTEKIT_FAULTS_EVERY_N")
+
+    /// The N to fail after `nth`: the next one with every N; bounded, the next one up to 3 (a store's first calls of
+    /// each kind: creation, the first save), then every 5th, each of the five kinds of fault from another offset, so
+    /// that between them the kinds still fail every N of the writes, and most N of the operations the others share.
+    static func nth(after nth: Int, kind: FaultKind) -> Int {
+        guard !everyN, nth >= 3 else { return nth + 1 }
+        let offset = FaultKind.allCases.firstIndex(of: kind)!
+        return nth + 1 + (5 - (nth + 1 + offset) % 5) % 5
+    }
 
     /// A way for calls to fail.
     enum FaultKind: String, CaseIterable, Sendable, CustomStringConvertible {
@@ -70,7 +82,7 @@ struct FaultInjectionTests {
                     tally.add(run, rule: rule)
                     if run.injected == 0 { break }
                     // N goes on past the calls a run without faults makes: a run that recovers makes more.
-                    nth += 1
+                    nth = Self.nth(after: nth, kind: kind)
                 }
             }
         }

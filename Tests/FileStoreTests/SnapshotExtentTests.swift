@@ -66,6 +66,11 @@ private struct CompactedStore {
 
 @Suite("Snapshot extent: a compaction's snapshot is used whole or not at all")
 struct SnapshotExtentTests {
+    /// Where the compacted segment is cut, in tenths of it: each one with `NOTEKIT_LONG_TESTS=1` (``LongTests``);
+    /// bounded, seven of them, still from nothing through the `rows` records (the last one holds its last tenth)
+    /// to the whole segment.
+    static let tenths = LongTests.isEnabled ? Array(0...10) : [0, 1, 3, 5, 7, 9, 10]
+
     /// The counter and the number of notes of a salvaged store.
     private func state(_ url: URL) throws -> (counter: [String], notes: Int) {
         let container = try StoreFiles.open(url, NotesSchema.models) { $0.mode = .readOnly }
@@ -77,7 +82,7 @@ struct SnapshotExtentTests {
     func cutCompactedSegment() throws {
         let store = try CompactedStore.shared.get()
         let bytes = store.after[store.compacted]!
-        for tenth in 0...10 {
+        for tenth in Self.tenths {
             let cut = bytes.count * tenth / 10
             var files = store.after
             files[store.compacted] = bytes.prefix(cut)
@@ -123,7 +128,7 @@ struct SnapshotExtentTests {
     func cutBesideOlderSegments() throws {
         let store = try CompactedStore.shared.get()
         let bytes = store.after[store.compacted]!
-        for tenth in 0...10 {
+        for tenth in Self.tenths {
             let cut = bytes.count * tenth / 10
             // A copy taken while the compaction deleted the older segments, or a disk that lost the new one's tail.
             var files = store.before

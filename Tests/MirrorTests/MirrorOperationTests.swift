@@ -30,7 +30,7 @@ struct MirrorOperationTests {
 
     @Test("Background syncing sends a local save soon after it, and resumes by itself after the server restarts")
     func backgroundSyncSurvivesRestart() throws {
-        let zone = try MirrorZone(.file)
+        let zone = try MirrorZone(.file, ownServer: true)
         defer { withExtendedLifetime(zone) {} }
         let server = zone.server
         let (app, mirror) = try zone.device()
@@ -125,7 +125,7 @@ struct MirrorOperationTests {
 
     @Test("notekit mirror init makes the tables from the store's own schema; status shows pending work and cursors")
     func commandLine() throws {
-        let server = try TemporaryPostgres()
+        let server = try TemporaryPostgres.database()
         defer { server.stop() }
         let url = TemporaryStores.newURL()
         let app = try ModelContainer(for: Schema(ModelContainer.fieldNotesModels),
@@ -171,7 +171,7 @@ struct MirrorOperationTests {
 
     @Test("notekit mirror sync, without the app's types, sends an extension's saves and applies another machine's changes with their delete rules")
     func commandLineSync() throws {
-        let server = try TemporaryPostgres()
+        let server = try TemporaryPostgres.database()
         defer { server.stop() }
         let connection = server.connectionString
         let configuration = MirrorConfiguration(connectionString: connection, zone: Self.zone)

@@ -7,8 +7,8 @@ import Testing
 @testable import NoteKitMirror
 
 /// Issue 18, item 2: `initializeMirrorSchema` (seed 001's `initializeCloudKitSchema`) creates or updates the
-/// server's tables for a schema, and running it twice changes nothing. Each test has a PostgreSQL server of its
-/// own (``TemporaryPostgres``).
+/// server's tables for a schema, and running it twice changes nothing. Each test has a PostgreSQL database of its
+/// own (``TemporaryPostgres/database()``).
 @Suite("The server's tables for a schema", .enabled(if: TemporaryPostgres.runsServerTests,
                                                      Comment(rawValue: TemporaryPostgres.unavailableReason ?? "")))
 struct MirrorSchemaTests {
@@ -41,7 +41,7 @@ struct MirrorSchemaTests {
 
     @Test("initializeMirrorSchema creates NoteKit's tables, a table an entity and a value and clock column a property")
     func createsTables() throws {
-        let server = try TemporaryPostgres()
+        let server = try TemporaryPostgres.database()
         defer { server.stop() }
         let container = try ModelContainer(for: Schema(versionedSchema: FieldNotesSchemaV2.self),
                                            configurations: [ModelConfiguration(isStoredInMemoryOnly: true)])
@@ -66,7 +66,7 @@ struct MirrorSchemaTests {
 
     @Test("Running initializeMirrorSchema twice changes nothing")
     func idempotent() throws {
-        let server = try TemporaryPostgres()
+        let server = try TemporaryPostgres.database()
         defer { server.stop() }
         let schema = try Schema(versionedSchema: FieldNotesSchemaV2.self)
         let configuration = MirrorConfiguration(connectionString: server.connectionString, zone: Self.zone)
@@ -79,7 +79,7 @@ struct MirrorSchemaTests {
 
     @Test("A newer schema adds its columns and drops none; an older one is refused as behind the zone")
     func schemaVersions() throws {
-        let server = try TemporaryPostgres()
+        let server = try TemporaryPostgres.database()
         defer { server.stop() }
         let v1 = try Schema(versionedSchema: FieldNotesSchemaV1.self)
         let v2 = try Schema(versionedSchema: FieldNotesSchemaV2.self)
@@ -101,7 +101,7 @@ struct MirrorSchemaTests {
 
     @Test("Two devices initializing at once both succeed, and the tables are made once")
     func concurrentInitialization() throws {
-        let server = try TemporaryPostgres()
+        let server = try TemporaryPostgres.database()
         defer { server.stop() }
         let schema = try Schema(versionedSchema: FieldNotesSchemaV2.self)
         let configuration = MirrorConfiguration(connectionString: server.connectionString, zone: Self.zone)
@@ -117,7 +117,7 @@ struct MirrorSchemaTests {
 
     @Test("A table of NoteKit's name that NoteKit did not make is refused, and nothing is created")
     func foreignTable() throws {
-        let server = try TemporaryPostgres()
+        let server = try TemporaryPostgres.database()
         defer { server.stop() }
         let connection = try PostgresConnection(server.connectionString)
         try connection.execute("CREATE SCHEMA notekit", purpose: "set up")
@@ -145,7 +145,7 @@ struct MirrorSchemaTests {
 struct PostgresConnectionTests {
     @Test("A value is read back exactly, whitespace and all; NULL reads as nil")
     func valuesExactly() throws {
-        let server = try TemporaryPostgres()
+        let server = try TemporaryPostgres.database()
         defer { server.stop() }
         let connection = try PostgresConnection(server.connectionString)
         let value = "  two spaces before, a tab and a newline after\t\n"

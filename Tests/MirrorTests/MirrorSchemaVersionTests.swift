@@ -57,7 +57,7 @@ enum TagSchemaV110: VersionedSchema {
 struct MirrorSchemaVersionTests {
     @Test("An older device edits what it knows; the fields it does not know stay on the server and reach newer devices")
     func olderDeviceKeepsUnknownFields() throws {
-        let server = try TemporaryPostgres()
+        let server = try TemporaryPostgres.database()
         defer { server.stop() }
         let configuration = MirrorConfiguration(connectionString: server.connectionString, zone: "memos")
         let newer = try ModelContainer(for: Schema(versionedSchema: MemoSchemaV210.self),
@@ -104,7 +104,7 @@ struct MirrorSchemaVersionTests {
 
     @Test("An older device that merges two objects of one unique key keeps the fields only the newer one knows")
     func olderDeviceMergeKeepsUnknownFields() throws {
-        let server = try TemporaryPostgres()
+        let server = try TemporaryPostgres.database()
         defer { server.stop() }
         let configuration = MirrorConfiguration(connectionString: server.connectionString, zone: "tags")
         let newer = try ModelContainer(for: Schema(versionedSchema: TagSchemaV110.self),

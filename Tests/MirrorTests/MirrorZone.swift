@@ -4,8 +4,9 @@ import NoteKitStressSupport
 import NoteKitTestSupport
 @testable import NoteKitMirror
 
-/// A server of a test's own with a zone's tables for a schema, and a way to make devices (stores of one kind, each
-/// with its mirror) of it. The server stops when the zone is released.
+/// A database of a test's own with a zone's tables for a schema, and a way to make devices (stores of one kind, each
+/// with its mirror) of it: on the process's shared server, or, with `ownServer` (a test that stops and restarts it),
+/// on a server of the test's own. The database is dropped, or the server stopped, when the zone is released.
 final class MirrorZone {
     let server: TemporaryPostgres
     let configuration: MirrorConfiguration
@@ -13,10 +14,10 @@ final class MirrorZone {
     let models: [any PersistentModel.Type]
 
     init(_ kind: StoreKind, zone: String = StoreMirrorTests.zone,
-         models: [any PersistentModel.Type] = ModelContainer.fieldNotesModels) throws {
+         models: [any PersistentModel.Type] = ModelContainer.fieldNotesModels, ownServer: Bool = false) throws {
         self.kind = kind
         self.models = models
-        server = try TemporaryPostgres()
+        server = ownServer ? try TemporaryPostgres() : try TemporaryPostgres.database()
         configuration = MirrorConfiguration(connectionString: server.connectionString, zone: zone)
         try configuration.initializeSchema(for: Schema(models))
     }

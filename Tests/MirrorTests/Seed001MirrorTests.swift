@@ -16,7 +16,7 @@ struct Seed001MirrorTests {
 
     @Test("An extension's write reaches another machine through the app's background sync")
     func extensionWriteReachesAnotherMachine() throws {
-        let server = try TemporaryPostgres()
+        let server = try TemporaryPostgres.database()
         defer { server.stop() }
         let configuration = MirrorConfiguration(connectionString: server.connectionString, zone: Self.zone)
         try configuration.initializeSchema(for: Schema(ModelContainer.fieldNotesModels))

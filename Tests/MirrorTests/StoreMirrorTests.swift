@@ -365,7 +365,7 @@ struct StoreMirrorTests {
 
     @Test("Syncing before the server has the schema's tables (or this version's columns), or with a schema behind the zone, is refused")
     func refusedBeforeWriting() throws {
-        let server = try TemporaryPostgres()
+        let server = try TemporaryPostgres.database()
         defer { server.stop() }
         let configuration = MirrorConfiguration(connectionString: server.connectionString, zone: Self.zone)
         let container = try ModelContainer.fieldNotes()

@@ -6,7 +6,7 @@ import Testing
 
 /// The store evaluates a compiled predicate exactly as Swift does.
 ///
-/// Each run inserts about two hundred ``Specimen``s with random values (nils, duplicates, negative numbers and
+/// Each run inserts a few hundred ``Specimen``s (half as many in a bounded run) with random values (nils, duplicates, negative numbers and
 /// negative zero, infinities, strings that differ by case, accents, canonical equivalence and emoji), then
 /// compares what `context.fetch` returns (on the compiled path: the test asserts it is not evaluated in memory)
 /// with a reference computed on the model objects with `Predicate.evaluate` and `SortDescriptor.compare`, for
@@ -18,14 +18,19 @@ import Testing
 /// pending (so the context's merge of pending changes is held to the same standard).
 ///
 /// A failure names its seed. Replay it with `NOTEKIT_DIFFERENTIAL_SEED=<seed> swift test --filter Differential`.
+/// `swift test` runs one seed on each store with 90 specimens, every predicate, sort and window on them;
+/// `NOTEKIT_LONG_TESTS=1` (``LongTests``) two seeds with 180 (`NOTEKIT_DIFFERENTIAL_SPECIMENS=N` sets the number).
 @Suite("Predicates: the store evaluates compiled predicates as Swift does")
 struct PredicateDifferentialTests {
     static let seeds: [UInt64] = {
         if let text = ProcessInfo.processInfo.environment["NOTEKIT_DIFFERENTIAL_SEED"], let seed = UInt64(text) {
             return [seed]
         }
-        return [0x5EED_0001, 0xC0FF_EE42]
+        return LongTests.isEnabled ? [0x5EED_0001, 0xC0FF_EE42] : [0x5EED_0001]
     }()
+
+    /// The specimens inserted first; the edits, deletes and inserts that follow are in proportion.
+    static let specimens = LongTests.value("NOTEKIT_DIFFERENTIAL_SPECIMENS", bounded: 90, long: 180)
 
     @Test("Random objects: store results equal Predicate.evaluate + SortDescriptor.compare",
           arguments: StoreKind.allCases, seeds)
@@ -36,7 +41,8 @@ struct PredicateDifferentialTests {
         let sites = ["north", "south", "east", "west"].map(Site.init(code:))
         for site in sites { context.insert(site) }
         var live: [Specimen] = []
-        for _ in 0..<180 {
+        let n = Self.specimens
+        for _ in 0..<n {
             let specimen = Specimen()
             Self.randomize(specimen, sites: sites, rng: &rng)
             context.insert(specimen)
@@ -47,11 +53,11 @@ struct PredicateDifferentialTests {
         try compare(cases, in: context, live: live, phase: "saved", seed: seed, insertionOrdered: true)
 
         // Saved edits, deletes and inserts: the indexes must follow.
-        for specimen in live.shuffled(using: &rng).prefix(80) { Self.mutate(specimen, sites: sites, rng: &rng) }
-        let doomed = Set(live.shuffled(using: &rng).prefix(30).map(ObjectIdentifier.init))
+        for specimen in live.shuffled(using: &rng).prefix(n * 4 / 9) { Self.mutate(specimen, sites: sites, rng: &rng) }
+        let doomed = Set(live.shuffled(using: &rng).prefix(n / 6).map(ObjectIdentifier.init))
         for specimen in live where doomed.contains(ObjectIdentifier(specimen)) { try context.delete(specimen) }
         live.removeAll { doomed.contains(ObjectIdentifier($0)) }
-        for _ in 0..<30 {
+        for _ in 0..<n / 6 {
             let specimen = Specimen()
             Self.randomize(specimen, sites: sites, rng: &rng)
             context.insert(specimen)
@@ -72,11 +78,11 @@ struct PredicateDifferentialTests {
         }
 
         // Unsaved edits, deletes and inserts: fetches merge them, and must still agree with Swift.
-        for specimen in live.shuffled(using: &rng).prefix(60) { Self.mutate(specimen, sites: sites, rng: &rng) }
-        let pendingDeletes = Set(live.shuffled(using: &rng).prefix(25).map(ObjectIdentifier.init))
+        for specimen in live.shuffled(using: &rng).prefix(n / 3) { Self.mutate(specimen, sites: sites, rng: &rng) }
+        let pendingDeletes = Set(live.shuffled(using: &rng).prefix(n * 5 / 36).map(ObjectIdentifier.init))
         for specimen in live where pendingDeletes.contains(ObjectIdentifier(specimen)) { try context.delete(specimen) }
         live.removeAll { pendingDeletes.contains(ObjectIdentifier($0)) }
-        for _ in 0..<25 {
+        for _ in 0..<n * 5 / 36 {
             let specimen = Specimen()
             Self.randomize(specimen, sites: sites, rng: &rng)
             context.insert(specimen)

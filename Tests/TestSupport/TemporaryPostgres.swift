@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -10,6 +11,10 @@ import Darwin
 /// refuses to run as root, so under root the server runs as the `postgres` user (or `nobody`) through `runuser`.
 ///
 /// ``stop()`` (or the end of the object) stops the server and removes the directory.
+///
+/// A test that never stops its server takes a database of its own on a server the process shares instead
+/// (``database()``): a cluster is a thousand files, each a slow create and delete on the test machines' disk (about a
+/// second of system time a server), where a database is a few hundred, and the server's start and stop are waits.
 public final class TemporaryPostgres: @unchecked Sendable {
     /// Why the harness cannot run here, or nil when it can: the reason a test that needs a server is skipped.
     public static let unavailableReason: String? = {
@@ -64,9 +69,15 @@ public final class TemporaryPostgres: @unchecked Sendable {
     public let port = 5432
     /// The database role the tests connect as (the cluster's superuser).
     public let user = "notekit"
-    /// A libpq connection string to the server's `postgres` database over its socket.
-    public var connectionString: String { connectionString(database: "postgres") }
+    /// The database ``connectionString`` names: `postgres` on a server of the test's own, one made for the test on
+    /// the shared server (``database()``).
+    public let database: String
+    /// A libpq connection string to ``database`` over the server's socket.
+    public var connectionString: String { connectionString(database: database) }
+    /// Whether this object started its server and stops it, rather than holding a database on the shared one.
+    private let ownsServer: Bool
     private var isRunning = false
+    private var isDropped = false
 
     /// A connection string to `database` on this server.
     public func connectionString(database: String) -> String {
@@ -86,6 +97,8 @@ public final class TemporaryPostgres: @unchecked Sendable {
         Self.reapAbandoned
         directory = URL(fileURLWithPath: "/tmp").appendingPathComponent(
             "notekit-pg-" + UUID().uuidString.prefix(8).lowercased())
+        database = "postgres"
+        ownsServer = true
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false,
                                                 attributes: [.posixPermissions: 0o700])
         do {
@@ -106,7 +119,36 @@ public final class TemporaryPostgres: @unchecked Sendable {
         }
     }
 
+    /// A database of its own on `server`, which `createdb` made.
+    private init(database: String, on server: TemporaryPostgres) {
+        directory = server.directory
+        self.database = database
+        ownsServer = false
+    }
+
     deinit { stop() }
+
+    /// A new, empty database on the server this process shares, started by the first call and stopped when the
+    /// process ends: for a test that never stops its server (``stopServer(immediately:)`` is refused). ``stop()``,
+    /// or the end of the object, drops the database.
+    ///
+    /// - Throws: ``Failure`` when the server cannot start or `createdb` fails.
+    public static func database() throws -> TemporaryPostgres {
+        let server = try shared.get()
+        let name = "test_" + UUID().uuidString.prefix(8).lowercased()
+        try Self.server("createdb", ["-h", server.directory.path, "-p", String(server.port), "-U", server.user, name])
+        return TemporaryPostgres(database: name, on: server)
+    }
+
+    /// The server ``database()`` makes databases on, started at its first call (or why it could not start).
+    private static let shared = Result { () throws(Failure) -> TemporaryPostgres in
+        let server: TemporaryPostgres
+        do { server = try TemporaryPostgres() } catch { throw error as? Failure ?? Failure(description: "\(error)") }
+        sharedServer.withLock { $0 = server }
+        atexit { TemporaryPostgres.sharedServer.withLock { $0?.stop() } }
+        return server
+    }
+    private static let sharedServer = Mutex<TemporaryPostgres?>(nil)
 
     /// Stops the servers of test processes that died without stopping them (killed, or stopped in a debugger),
     /// once a process: each directory records its owner's process identifier.
@@ -135,6 +177,7 @@ public final class TemporaryPostgres: @unchecked Sendable {
 
     /// Starts the server (again, after ``stopServer(immediately:)``), waiting until it accepts connections.
     public func start() throws {
+        precondition(ownsServer, "a database on the shared server cannot start it: use a TemporaryPostgres() of its own")
         // No TCP at all: the socket in the directory is the only way in. fsync off: the tests do not lose power.
         let options = "-k \(directory.path) -c listen_addresses= -p \(port) -c fsync=off -c max_connections=200"
         let log = directory.appendingPathComponent("server.log")
@@ -150,12 +193,23 @@ public final class TemporaryPostgres: @unchecked Sendable {
     /// Stops the server and keeps its data, for a test of a server that goes away and comes back:
     /// `immediately` kills it as a crash would (`pg_ctl -m immediate`).
     public func stopServer(immediately: Bool = false) throws {
+        precondition(ownsServer, "a database on the shared server cannot stop it: use a TemporaryPostgres() of its own")
         try server("pg_ctl", ["-D", dataDirectory, "-m", immediately ? "immediate" : "fast", "-w", "-t", "60", "stop"])
         isRunning = false
     }
 
-    /// Stops the server if it runs and removes the directory. Called by the end of the object too.
+    /// Stops the server if it runs and removes the directory; for a database on the shared server, drops the
+    /// database. Called by the end of the object too.
     public func stop() {
+        guard ownsServer else {
+            // Connections a test left open (a mirror's sync loop) are closed by the drop.
+            if !isDropped {
+                isDropped = true
+                _ = try? Self.server("dropdb", ["--force", "-h", directory.path, "-p", String(port), "-U", user,
+                                                database])
+            }
+            return
+        }
         if isRunning { try? stopServer(immediately: true) }
         try? FileManager.default.removeItem(at: directory)
     }

@@ -82,6 +82,10 @@ public enum KillDriver {
         public var tornTails = 0
         /// Kills per moment aimed at (startup, save, blob, large, rotate, compaction, trim, ack).
         public var killsByMoment: [String: Int] = [:]
+        /// Whether some kill aimed at each moment (the first eight kills of a run aim at one each).
+        public var aimedAtEveryMoment: Bool {
+            Moment.allCases.allSatisfy { killsByMoment[$0.rawValue, default: 0] > 0 }
+        }
         /// Bytes of the store's files at the end.
         public var storeBytes = 0
         /// Writers sharing the store (``SharedKillDriver``); 1 for ``KillDriver``.
@@ -178,7 +182,7 @@ struct Track {
 }
 
 /// Where a kill is aimed.
-enum Moment: String {
+enum Moment: String, CaseIterable {
     /// While the child starts and opens the store (recovery included), or creates a new one.
     case startup
     /// Right after an acknowledgement: between saves.
@@ -210,6 +214,7 @@ private struct Run {
     mutating func go() throws -> KillDriver.Summary {
         var main = try Track(url: options.directory.appendingPathComponent("kill.notekit"), seed: options.seed)
         var creationsLeft = options.creationKills
+        var mainKills = 0
         if creationsLeft > 0 { aim.creationTime = try timeCreation() }
         while summary.kills < options.kills {
             if let limit = options.timeLimit, elapsed > limit, summary.kills >= options.minimumKills { break }
@@ -223,7 +228,8 @@ private struct Run {
                 try? FileManager.default.removeItem(at: fresh.url)
                 summary.creationKills += 1
             } else {
-                try round(&main, moment: KillAim.nextMoment(&rng))
+                try round(&main, moment: KillAim.moment(ofKill: mainKills, &rng))
+                mainKills += 1
             }
             if summary.kills % options.progressEvery == 0 {
                 options.progress?("kill \(summary.kills): step \(main.step), \(summary.acknowledged) saves acknowledged, "

@@ -12,6 +12,16 @@ struct KillAim {
     var saveTime = 0.01
     var compactionTime = 0.05
 
+    /// The moments the first kills of a run aim at, one each, before the others are drawn at random: a short run
+    /// (`swift test`'s bounded one) still aims at every moment. A startup comes last, when the shared test has a
+    /// writer it restarted to aim it at.
+    static let inTurn: [Moment] = [.save, .ack, .blob, .large, .rotate, .compaction, .trim, .startup]
+
+    /// The moment the kill numbered `index` (from 0) aims at: ``inTurn``'s first, then ``nextMoment(_:)``'s.
+    static func moment(ofKill index: Int, _ rng: inout SeededGenerator) -> Moment {
+        index < inTurn.count ? inTurn[index] : nextMoment(&rng)
+    }
+
     /// A moment to aim at, weighted towards saves.
     static func nextMoment(_ rng: inout SeededGenerator) -> Moment {
         switch Int.random(in: 0..<100, using: &rng) {

@@ -133,7 +133,7 @@ private struct SharedRun {
         var restarted: Writer?
         while summary.kills < options.kills {
             if let limit = options.timeLimit, elapsed > limit, summary.kills >= options.minimumKills { break }
-            var moment = KillAim.nextMoment(&rng)
+            var moment = KillAim.moment(ofKill: summary.kills, &rng)
             let victim: Writer
             if moment == .startup, let fresh = restarted {
                 victim = fresh

@@ -1,4 +1,5 @@
 import Foundation
+import NoteKitTestSupport
 import Testing
 
 /// Type-checks a Swift source file against the NoteKit module this test run was built with, using the toolchain's
@@ -14,6 +15,10 @@ struct SnippetCompiler {
 
     let swiftc: URL
     let moduleDirectory: URL
+    /// The compiled modules (Glibc's, Foundation's C modules, CLibPQ's) every compile of this process shares: built
+    /// by the first compile, a second or so, and read by the others, a tenth of a second each. The cache does not
+    /// hold NoteKit's modules, which are read from `moduleDirectory`. Removed when the process ends.
+    static let moduleCache = TemporaryStores.newURL("swift-module-cache")
 
     /// The compiler, or nil when `swiftc` or the built module cannot be found (see ``unavailableReason``).
     static let shared: SnippetCompiler? = {
@@ -33,7 +38,7 @@ struct SnippetCompiler {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("notekit-snippet-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let cache = directory.appendingPathComponent("cache").path
+        let cache = Self.moduleCache.path
         if let module {
             let file = directory.appendingPathComponent("\(module.name).swift")
             try Data(module.source.utf8).write(to: file)
