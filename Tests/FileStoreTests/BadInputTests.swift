@@ -19,12 +19,12 @@ import Darwin
 /// damage inside a file), having written nothing; it never crashes, hangs or allocates without bound.
 ///
 /// Bounded in `swift test` (``LongTests``): cuts at the offsets where a file's structure changes and every 41st
-/// between (``LongTests/offsets(_:records:variable:stride:)``), 100 random-flip seeds. `NOTEKIT_LONG_TESTS=1`
+/// between (``LongTests/offsets(_:records:variable:stride:)``), 50 random-flip seeds. `NOTEKIT_LONG_TESTS=1`
 /// cuts at every offset and flips 500 seeds; `NOTEKIT_BADINPUT_EVERY_OFFSET=1` cuts at every offset alone;
 /// `NOTEKIT_BADINPUT_SEEDS=N` sets the number of random-flip seeds.
 @Suite("Bad input: a damaged or hostile store opens with committed data, or is refused by a typed error")
 struct BadInputTests {
-    static let seeds = LongTests.value("NOTEKIT_BADINPUT_SEEDS", bounded: 100, long: 500)
+    static let seeds = LongTests.value("NOTEKIT_BADINPUT_SEEDS", bounded: 50, long: 500)
 
     /// The offsets of `store`'s segment `index` a cut is tried at.
     static func cuts(_ store: SmallStore, segment index: Int) -> [Int] {

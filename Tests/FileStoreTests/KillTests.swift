@@ -7,7 +7,7 @@ import Testing
 
 extension ProcessStressTests {
     /// The kill test (docs/reliability/kill.md): a child process saves steps of a seeded workload on a file store
-    /// and is killed with SIGKILL at random moments: 24 times in `swift test`, the first eight aimed at one moment
+    /// and is killed with SIGKILL at random moments: 12 times in `swift test`, the first eight aimed at one moment
     /// each; 250 times with `NOTEKIT_LONG_TESTS=1` (``LongTests``), as `.ci/run` runs it.
     ///
     /// `NOTEKIT_KILL_SEED=N` replays a seed; `NOTEKIT_KILL_KILLS=N` changes how many kills. The long mode is run by
@@ -28,7 +28,7 @@ extension ProcessStressTests {
         @Test("Killed at random moments, the store keeps every acknowledged save, only whole ones, and takes new writes")
         func randomKills() async throws {
             let seed = Self.seed
-            let kills = LongTests.value("NOTEKIT_KILL_KILLS", bounded: 24, long: 250)
+            let kills = LongTests.value("NOTEKIT_KILL_KILLS", bounded: 12, long: 250)
             TestOutput.summary("kill test: seed \(seed) (replay with NOTEKIT_KILL_SEED=\(seed))")
             let directory = TemporaryStores.newURL("kill")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -66,7 +66,7 @@ extension ProcessStressTests {
     /// children write one store at once, one of them is killed at a random moment while the other goes on, and the
     /// store is checked with the other paused between saves.
     ///
-    /// 16 kills in `swift test`, the first eight aimed at one moment each; 60 with `NOTEKIT_LONG_TESTS=1`.
+    /// 10 kills in `swift test`, the first eight aimed at one moment each; 60 with `NOTEKIT_LONG_TESTS=1`.
     /// `NOTEKIT_SHARED_KILL_SEED=N` replays a seed; `NOTEKIT_SHARED_KILL_KILLS=N` changes how many kills,
     /// `NOTEKIT_SHARED_KILL_WRITERS=N` how many writers. The long mode:
     /// `swift run -c release notekit-stress kill --writers 2 --kills 1000 --seed N --dir /tmp/kill`.
@@ -77,13 +77,13 @@ extension ProcessStressTests {
             let environment = ProcessInfo.processInfo.environment
             let seed = environment["NOTEKIT_SHARED_KILL_SEED"].flatMap { UInt64($0) }
                 ?? UInt64.random(in: 1...UInt64(UInt32.max))
-            let kills = LongTests.value("NOTEKIT_SHARED_KILL_KILLS", bounded: 16, long: 60)
+            let kills = LongTests.value("NOTEKIT_SHARED_KILL_KILLS", bounded: 10, long: 60)
             let writers = environment["NOTEKIT_SHARED_KILL_WRITERS"].flatMap { Int($0) } ?? 2
             TestOutput.summary("shared kill test: seed \(seed) (replay with NOTEKIT_SHARED_KILL_SEED=\(seed))")
             let directory = TemporaryStores.newURL("shared-kill")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             do {
-                // The time limit keeps a loaded machine from running long; the first 20 kills (all 16 bounded)
+                // The time limit keeps a loaded machine from running long; the first 20 kills (all 10 bounded)
                 // happen whatever it takes: fewer might land none during a save.
                 let minimum = min(kills, 20)
                 var options = SharedKillDriver.Options(executable: KillTests.executable, directory: directory,
