@@ -1064,7 +1064,7 @@ struct SyncSession {
             try assignClocks(log, through: generation)
             let pending = Self.pending(log, after: state.exportedThrough, clocks: state.pendingClocks,
                                        schema: container.schema)
-            var objects: [IncomingObject] = []
+            var objects: [ReplicaObject] = []
             var unsent: [PersistentIdentifier] = []
             for row in batch.rows {
                 let local = pending[row.id]
@@ -1074,7 +1074,7 @@ struct SyncSession {
                 if hasConflict(row, local: local, changedElsewhere: batch.changedElsewhere[row.id]) {
                     unsent.append(row.id)
                 }
-                var incoming = IncomingObject(id: row.id)
+                var incoming = ReplicaObject(id: row.id)
                 for (name, field) in row.attributes where (local?.fields[name] ?? 0) < field.clock {
                     incoming.attributes[name] = field.value
                 }
@@ -1108,7 +1108,7 @@ struct SyncSession {
             let context = ModelContext(container)
             context.author = StoreMirror.author
             context.expectedStoreGeneration = generation
-            let outcome = try context.applyIncoming(objects, deleting: deletions, merging: merging)
+            let outcome = try context.applyReplicaChanges(objects, deleting: deletions, merging: merging)
             guard context.hasChanges else { return [] }
             do {
                 try context.save()
@@ -1128,7 +1128,7 @@ struct SyncSession {
     /// The objects of `objects` whose unique key another object holds here, and keeps after this import: one this
     /// store has not sent yet (or changed to that key since), which the server has therefore not merged. Sending
     /// it first lets the server merge the two (docs/MIRROR.md, *Unique keys*).
-    private func uniqueKeyConflicts(_ objects: [IncomingObject], deleting gone: Set<PersistentIdentifier>)
+    private func uniqueKeyConflicts(_ objects: [ReplicaObject], deleting gone: Set<PersistentIdentifier>)
         -> [PersistentIdentifier] {
         let incoming = Dictionary(objects.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         var snapshots: [PersistentIdentifier: ModelSnapshot] = [:]

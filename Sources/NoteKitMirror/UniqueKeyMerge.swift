@@ -12,7 +12,8 @@ import NoteKit
 // - the loser is tombstoned with `merged_into` naming the survivor, every reference to it on the server is pointed at
 //   the survivor, and a later push that still writes to the loser or points at it is carried over to the survivor;
 // - one `changes` row (`"resolution": true`, with a negative token) names the three kinds of object, and every
-//   device imports it, the pushing one too, so each store merges the two objects alike (ModelContext.applyIncoming's `merging`).
+//   device imports it, the pushing one too, so each store merges the two objects alike
+//   (ModelContext.applyReplicaChanges's `merging`).
 
 extension SyncSession {
     /// Resolves the unique-key collisions the objects merged in this server transaction made, and carries writes to
