@@ -26,7 +26,8 @@ public struct MirrorStatus: Sendable, Hashable, CustomStringConvertible {
         pendingLocalTransactions = history.records.lazy.filter {
             $0.number > state.exportedThrough && !SyncSession.localOnlyAuthors.contains($0.author ?? "")
         }.count
-        exportedThrough = state.exportedThrough == 0 ? nil : DefaultHistoryToken(transactionNumber: state.exportedThrough)
+        exportedThrough = state.exportedThrough == 0
+            ? nil : DefaultHistoryToken(transactionNumber: state.exportedThrough)
         serverCursor = state.importedSequence
         lastSync = state.lastSyncAt
         lastError = state.lastError
@@ -39,7 +40,8 @@ public struct MirrorStatus: Sendable, Hashable, CustomStringConvertible {
                      "pending local transactions: \(pendingLocalTransactions)",
                      "exported through: \(exportedThrough.map(\.description) ?? "nothing yet")",
                      "server cursor: \(serverCursor)"]
-        lines.append("last sync: " + (lastSync.map { "\($0)" } ?? "never") + (lastError.map { " (failed: \($0))" } ?? ""))
+        lines.append("last sync: " + (lastSync.map { "\($0)" } ?? "never")
+                     + (lastError.map { " (failed: \($0))" } ?? ""))
         if isSyncingInBackground { lines.append("syncing in the background") }
         return lines.joined(separator: "\n")
     }

@@ -195,8 +195,9 @@ extension StoreMirror {
         let namespace = try ServerTables.identifier(configuration.namespace, kind: "namespace", prefix: "").quoted
         let connection = try PostgresConnection(configuration.connectionString)
         do {
-            let rows = try connection.execute("SELECT coalesce(max(seq), 0) FROM \(namespace).\"changes\" WHERE zone = $1",
-                                              [configuration.zone], purpose: "read the newest change").values
+            let rows = try connection.execute(
+                "SELECT coalesce(max(seq), 0) FROM \(namespace).\"changes\" WHERE zone = $1",
+                [configuration.zone], purpose: "read the newest change").values
             return rows.first?.first.flatMap { $0 }.flatMap(Int64.init) ?? 0
         } catch MirrorError.serverError(_, _, "42P01", _) {
             throw .schemaNotInitialized(zone: configuration.zone, namespace: configuration.namespace)

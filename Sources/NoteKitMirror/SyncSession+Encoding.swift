@@ -71,7 +71,9 @@ extension SyncSession {
         for update in record.updated {
             objects.append(["e": update.id.entityName, "id": key(update.id), "op": "update", "p": update.properties])
         }
-        for deletion in record.deleted { objects.append(["e": deletion.id.entityName, "id": key(deletion.id), "op": "delete"]) }
+        for deletion in record.deleted {
+            objects.append(["e": deletion.id.entityName, "id": key(deletion.id), "op": "delete"])
+        }
         let data = (try? JSONSerialization.data(withJSONObject: ["objects": objects], options: [.sortedKeys])) ?? Data()
         return String(decoding: data, as: UTF8.self)
     }

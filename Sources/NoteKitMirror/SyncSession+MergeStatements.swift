@@ -94,6 +94,7 @@ extension SyncSession {
             INSERT INTO \(shape.table) AS t (\(columns.joined(separator: ", ")))
             SELECT \(selected) FROM unnest(\(arrays.joined(separator: ", "))) AS u(\(names))
             ON CONFLICT (zone, id) \(conflict)
-            """, parameters, purpose: shape.kind == .deletion ? "record \(shape.name) deletions" : "merge \(shape.name) objects")
+            """, parameters,
+            purpose: shape.kind == .deletion ? "record \(shape.name) deletions" : "merge \(shape.name) objects")
     }
 }

@@ -62,7 +62,8 @@ extension SyncSession {
             }
             let fromOther = row[1]?.lowercased() != me
             for object in parsed.objects {
-                guard let entity = plan.entities[object.entity], let uuid = UUID(uuidString: object.id) else { continue }
+                guard let entity = plan.entities[object.entity], let uuid = UUID(uuidString: object.id)
+                else { continue }
                 keys[object.entity, default: []].insert(object.id)
                 // What another device changed, unseen by any local edit not sent yet: a conflict for a resolver.
                 if fromOther, resolvers[object.entity] != nil {
