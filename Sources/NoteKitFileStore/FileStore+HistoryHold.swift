@@ -5,8 +5,8 @@ import Foundation
 #endif
 import NoteKit
 
-/// `HISTORY-HOLD` (docs/FORMAT.md): the last transaction that history trimming may delete, so that a mirror's export
-/// queue (the history) never loses what it has not sent. Every process's trimming reads it: retention
+/// `HISTORY-HOLD` (docs/FORMAT.md): the last transaction that history trimming may delete, so that a client reading
+/// the history as its queue never loses what it has not consumed. Every process's trimming reads it: retention
 /// (``FileStoreConfiguration/HistoryRetention/latest(_:)``) at saves, opens and compactions, and
 /// `ModelContext.deleteHistory(_:)`.
 extension FileStore: HistoryHolding {

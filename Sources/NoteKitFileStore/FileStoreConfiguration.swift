@@ -81,8 +81,9 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
         case untilDeleted
         /// At least the latest `count` transactions; older ones are deleted as new ones are committed (a consumer
         /// whose token is older gets `HistoryError.historyTokenExpired(oldestRetained:)`). `latest(0)`
-        /// keeps no history past the next compaction. Transactions a mirror has not sent yet (`HISTORY-HOLD` in the
-        /// store's directory, written by NoteKitMirror) are kept whatever the count.
+        /// keeps no history past the next compaction. Transactions after a history hold (`HISTORY-HOLD` in the
+        /// store's directory, written by a client that reads history as its queue, such as NoteKitMirror) are kept
+        /// whatever the count.
         case latest(Int)
     }
 

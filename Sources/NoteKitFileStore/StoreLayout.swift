@@ -11,7 +11,8 @@ struct StoreLayout: Sendable {
     var manifest: String { root + "/MANIFEST" }
     var temporaryManifest: String { root + "/MANIFEST.tmp" }
     var lock: String { root + "/LOCK" }
-    /// The last transaction history trimming may delete, written by a mirror that has not exported the later ones.
+    /// The last transaction history trimming may delete (``FileStore/holdHistory(after:)``): a client reading the
+    /// history as a queue has not consumed the later ones.
     var historyHold: String { root + "/HISTORY-HOLD" }
     var temporaryHistoryHold: String { root + "/HISTORY-HOLD.tmp" }
     var segments: String { root + "/segments" }
@@ -57,10 +58,11 @@ struct StoreLayout: Sendable {
         return isBlobName(name) ? name : nil
     }
 
-    /// `<sha256>.remote`: the promise of a blob whose bytes are on a mirror's server (NoteKitMirror), not on this
-    /// disk yet. A mirror's import writes it, flushed, before the record that names the blob; the first read of the
-    /// blob in a process that mirrors the store fetches the bytes, puts ``blobFileName(_:)`` in place and deletes
-    /// the promise (docs/FORMAT.md, *Blobs on a mirror's server*).
+    /// `<sha256>.remote`: the promise of a blob whose bytes are elsewhere, not on this disk yet. A save of a remote
+    /// reference (`ExternalData.isRemote`) writes it, flushed, before the record that names the blob; the
+    /// first read of the blob in a process with a blob source attached (``FileStore/attachRemoteBlobSource(_:)``)
+    /// fetches the bytes, puts ``blobFileName(_:)`` in place and deletes the promise (docs/FORMAT.md,
+    /// *Promised blobs*).
     static func remoteBlobFileName(_ name: String) -> String { name + ".remote" }
 
     /// The blob name a file name of `blobs/` denotes, if it is a remote blob's promise.

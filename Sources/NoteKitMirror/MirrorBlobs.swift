@@ -5,7 +5,7 @@ import Synchronization
 
 /// Reads external-storage bytes from the zone's `blobs` table, for a store that first reads a blob an import
 /// brought without its bytes (docs/MIRROR.md, *Blobs*). A file store keeps the promise of such a blob until then
-/// (docs/FORMAT.md, *Blobs on a mirror's server*); an in-memory store keeps the reference this fetcher loads.
+/// (docs/FORMAT.md, *Promised blobs*); an in-memory store keeps the reference this fetcher loads.
 ///
 /// It opens its own connection on the first fetch and keeps it, apart from the sync's, since a read can come from
 /// any thread while a sync runs; a failed fetch closes it, and the next one connects again.

@@ -12,138 +12,195 @@ import NoteKit
 // - the loser is tombstoned with `merged_into` naming the survivor, every reference to it on the server is pointed at
 //   the survivor, and a later push that still writes to the loser or points at it is carried over to the survivor;
 // - one `changes` row (`"resolution": true`, with a negative token) names the three kinds of object, and every
-//   device imports it, the pushing one too, so each store merges the two objects alike (ModelContext.applyIncoming's `merging`).
+//   device imports it, the pushing one too, so each store merges the two objects alike
+//   (ModelContext.applyReplicaChanges's `merging`).
 
 extension SyncSession {
+    /// What resolving the unique keys of one server transaction did, for its resolution change row: the survivors,
+    /// the losers merged into them, the references moved, and the clock the merges were given (taken at the first).
+    struct UniqueKeyResolution {
+        var survivors: [String: Set<String>] = [:]
+        var losers: [(entity: String, id: String, into: String)] = []
+        var referrers: [String: [String: Set<String>]] = [:]
+        var clock: UInt64?
+        /// The survivors of this round, by entity: checked again in the next.
+        var next: [String: Set<String>] = [:]
+
+        /// Records the references a move of links changed.
+        mutating func addReferrers(_ moved: [(entity: String, relationship: String, ids: [String])]) {
+            for moved in moved {
+                referrers[moved.entity, default: [:]][moved.relationship, default: []].formUnion(moved.ids)
+            }
+        }
+
+        /// Records `survivor` of `entity`: named as updated in the change row, and checked again next round.
+        mutating func survive(_ survivor: String, of entity: String) {
+            survivors[entity, default: []].insert(survivor)
+            next[entity, default: []].insert(survivor)
+        }
+    }
+
     /// Resolves the unique-key collisions the objects merged in this server transaction made, and carries writes to
     /// merged objects over to their survivors. Run under the zone's lock, before the transaction commits.
     mutating func resolveUniqueKeys() throws(MirrorError) {
         var pending = touched
         touched = [:]
         guard plan.entities.values.contains(where: { !$0.uniqueKeys.isEmpty }) else { return }
-        var survivors: [String: Set<String>] = [:]
-        var losers: [(entity: String, id: String, into: String)] = []
-        var referrers: [String: [String: Set<String>]] = [:]
-        var clock: UInt64?
+        var resolution = UniqueKeyResolution()
         // A merge can give a survivor another object's values of a second unique key: checked again, a few rounds.
         for _ in 0..<8 where !pending.isEmpty {
-            var next: [String: Set<String>] = [:]
+            resolution.next = [:]
             for (name, keys) in pending.sorted(by: { $0.key < $1.key }) {
                 guard let entity = plan.entities[name] else { continue }
                 let ids = Self.arrayLiteral(keys.sorted())
-                // References this push wrote to objects merged away go to their survivors.
-                for toOne in entity.toOnes {
-                    guard let destination = plan.entities[toOne.destination], !destination.uniqueKeys.isEmpty
-                    else { continue }
-                    let moved = try connection.execute("""
-                        UPDATE \(entity.table) AS t SET \(toOne.target) = m."merged_into"
-                        FROM \(destination.table) AS m
-                        WHERE t.zone = $1 AND t.id = ANY($2::text[]) AND m.zone = $1 AND m.id = t.\(toOne.target)
-                          AND m."merged_into" IS NOT NULL
-                        RETURNING t.id
-                        """, [zone, ids], purpose: "point \(name).\(toOne.name) at merged objects' survivors")
-                    for row in moved.values { if let id = row[0] { referrers[name, default: [:]][toOne.name, default: []].insert(id) } }
-                }
-                // Links this push made to objects merged away go to their survivors, with the merged objects' others.
-                for link in entity.links {
-                    guard let destination = plan.entities[link.destination], !destination.uniqueKeys.isEmpty
-                    else { continue }
-                    let merged = try connection.execute("""
-                        SELECT DISTINCT m.id, m."merged_into" FROM \(link.table) AS l JOIN \(destination.table) AS m
-                          ON m.zone = l.zone AND m.id = l.\(link.targetColumn) AND m."merged_into" IS NOT NULL
-                        WHERE l.zone = $1 AND l.\(link.selfColumn) = ANY($2::text[])
-                        """, [zone, ids], purpose: "find \(name).\(link.name) links to merged objects").values
-                    for row in merged {
-                        guard let loser = row[0], let survivor = row[1] else { continue }
-                        for moved in try moveLinks(destination, loser: loser, into: survivor) {
-                            referrers[moved.entity, default: [:]][moved.relationship, default: []].formUnion(moved.ids)
-                        }
-                        referrers[name, default: [:]][link.name, default: []].formUnion(keys)
-                    }
-                }
+                try redirectToOnes(of: entity, ids: ids, into: &resolution)
+                try redirectLinks(of: entity, keys: keys, ids: ids, into: &resolution)
                 guard !entity.uniqueKeys.isEmpty else { continue }
-                // Writes to an object merged away (by a device that had not heard of the merge) reach its survivor.
-                let stale = try connection.execute("""
-                    SELECT id, "merged_into" FROM \(entity.table)
-                    WHERE zone = $1 AND id = ANY($2::text[]) AND "merged_into" IS NOT NULL
-                    """, [zone, ids], purpose: "find writes to merged \(name) objects").values
-                for row in stale {
-                    guard let loser = row[0], let survivor = row[1] else { continue }
-                    try fold(entity, loser: loser, into: survivor)
-                    for moved in try moveLinks(entity, loser: loser, into: survivor) {
-                        referrers[moved.entity, default: [:]][moved.relationship, default: []].formUnion(moved.ids)
-                    }
-                    survivors[name, default: []].insert(survivor)
-                    next[name, default: []].insert(survivor)
-                    // Named again, for a device that kept the loser to send the edit first.
-                    losers.append((name, loser, survivor))
-                }
-                // Live objects that share a unique key with another live one.
-                var groups = UnionFind()
-                var created: [String: Int64] = [:]
-                for key in entity.uniqueKeys {
-                    let same = key.attributes.map { "o.\($0.value) = t.\($0.value)" }.joined(separator: " AND ")
-                    let constraining = key.attributes.map { "t.\($0.value) IS NOT NULL AND t.\($0.value) <> $3::jsonb" }
-                        .joined(separator: " AND ")
-                    let pairs = try connection.execute("""
-                        SELECT t.id, t.created_clock, o.id, o.created_clock
-                        FROM \(entity.table) AS t JOIN \(entity.table) AS o
-                          ON o.zone = t.zone AND o.id <> t.id AND \(same) AND o."merged_into" IS NULL
-                         AND (o.deleted_clock IS NULL OR o.created_clock > o.deleted_clock)
-                        WHERE t.zone = $1 AND t.id = ANY($2::text[]) AND t."merged_into" IS NULL
-                          AND (t.deleted_clock IS NULL OR t.created_clock > t.deleted_clock) AND \(constraining)
-                        """, [zone, ids, Self.nullJSON], purpose: "find \(name) objects sharing a unique key").values
-                    for pair in pairs {
-                        guard let a = pair[0], let b = pair[2], let ca = pair[1].flatMap(Int64.init),
-                              let cb = pair[3].flatMap(Int64.init) else { continue }
-                        created[a] = ca
-                        created[b] = cb
-                        groups.union(a, b)
-                    }
-                }
-                for group in groups.groups() {
-                    // The object created first survives, as the saved one does in a local upsert.
-                    let ordered = group.sorted { (created[$0] ?? 0, $0) < (created[$1] ?? 0, $1) }
-                    guard let survivor = ordered.first else { continue }
-                    if clock == nil {
-                        clock = state.clock.tick(at: Date())
-                    }
-                    for loser in ordered.dropFirst() {
-                        try fold(entity, loser: loser, into: survivor)
-                        try connection.execute("""
-                            UPDATE \(entity.table) SET deleted_clock = GREATEST(deleted_clock, created_clock, $3::bigint),
-                              "merged_into" = $4 WHERE zone = $1 AND id = $2
-                            """, [zone, loser, String(clock ?? 0), survivor], purpose: "merge a \(name) object")
-                        try connection.execute("""
-                            UPDATE \(entity.table) SET "merged_into" = $3 WHERE zone = $1 AND "merged_into" = $2
-                            """, [zone, loser, survivor], purpose: "merge a \(name) object")
-                        for moved in try moveLinks(entity, loser: loser, into: survivor) {
-                            referrers[moved.entity, default: [:]][moved.relationship, default: []].formUnion(moved.ids)
-                        }
-                        for referrer in entity.referrers {
-                            guard let table = plan.entities[referrer.entity]?.table else { continue }
-                            let moved = try connection.execute("""
-                                UPDATE \(table) SET \(referrer.toOne.target) = $3
-                                WHERE zone = $1 AND \(referrer.toOne.target) = $2 RETURNING id
-                                """, [zone, loser, survivor],
-                                purpose: "point \(referrer.entity).\(referrer.toOne.name) at a merged object's survivor")
-                            for row in moved.values {
-                                if let id = row[0] {
-                                    referrers[referrer.entity, default: [:]][referrer.toOne.name, default: []].insert(id)
-                                }
-                            }
-                        }
-                        losers.append((name, loser, survivor))
-                    }
-                    survivors[name, default: []].insert(survivor)
-                    next[name, default: []].insert(survivor)
+                try carryOverStaleWrites(to: entity, ids: ids, into: &resolution)
+                let (groups, created) = try objectsSharingKeys(of: entity, ids: ids)
+                for group in groups {
+                    try mergeGroup(group, of: entity, created: created, into: &resolution)
                 }
             }
-            pending = next
+            pending = resolution.next
         }
-        guard !survivors.isEmpty || !referrers.isEmpty else { return }
-        if clock != nil { try file.save(state) }
-        try recordResolution(survivors: survivors, losers: losers, referrers: referrers)
+        guard !resolution.survivors.isEmpty || !resolution.referrers.isEmpty else { return }
+        if resolution.clock != nil { try file.save(state) }
+        try recordResolution(survivors: resolution.survivors, losers: resolution.losers,
+                             referrers: resolution.referrers)
+    }
+
+    /// Points the to-one references this push wrote (`ids`, an array literal of `entity`'s keys) at objects merged
+    /// away to their survivors.
+    private func redirectToOnes(of entity: MirrorPlan.Entity, ids: String,
+                                into resolution: inout UniqueKeyResolution) throws(MirrorError) {
+        for toOne in entity.toOnes {
+            guard let destination = plan.entities[toOne.destination], !destination.uniqueKeys.isEmpty
+            else { continue }
+            let moved = try connection.execute("""
+                UPDATE \(entity.table) AS t SET \(toOne.target) = m."merged_into"
+                FROM \(destination.table) AS m
+                WHERE t.zone = $1 AND t.id = ANY($2::text[]) AND m.zone = $1 AND m.id = t.\(toOne.target)
+                  AND m."merged_into" IS NOT NULL
+                RETURNING t.id
+                """, [zone, ids], purpose: "point \(entity.name).\(toOne.name) at merged objects' survivors")
+            for row in moved.values {
+                guard let id = row[0] else { continue }
+                resolution.referrers[entity.name, default: [:]][toOne.name, default: []].insert(id)
+            }
+        }
+    }
+
+    /// Moves the links this push made (from `keys`, `ids` as an array literal) to objects merged away to their
+    /// survivors, with the merged objects' other links.
+    private mutating func redirectLinks(of entity: MirrorPlan.Entity, keys: Set<String>, ids: String,
+                                        into resolution: inout UniqueKeyResolution) throws(MirrorError) {
+        for link in entity.links {
+            guard let destination = plan.entities[link.destination], !destination.uniqueKeys.isEmpty
+            else { continue }
+            let merged = try connection.execute("""
+                SELECT DISTINCT m.id, m."merged_into" FROM \(link.table) AS l JOIN \(destination.table) AS m
+                  ON m.zone = l.zone AND m.id = l.\(link.targetColumn) AND m."merged_into" IS NOT NULL
+                WHERE l.zone = $1 AND l.\(link.selfColumn) = ANY($2::text[])
+                """, [zone, ids], purpose: "find \(entity.name).\(link.name) links to merged objects").values
+            for row in merged {
+                guard let loser = row[0], let survivor = row[1] else { continue }
+                resolution.addReferrers(try moveLinks(destination, loser: loser, into: survivor))
+                resolution.referrers[entity.name, default: [:]][link.name, default: []].formUnion(keys)
+            }
+        }
+    }
+
+    /// Carries writes to objects of `entity` merged away (by a device that had not heard of the merge) over to
+    /// their survivors.
+    private mutating func carryOverStaleWrites(to entity: MirrorPlan.Entity, ids: String,
+                                               into resolution: inout UniqueKeyResolution) throws(MirrorError) {
+        let stale = try connection.execute("""
+            SELECT id, "merged_into" FROM \(entity.table)
+            WHERE zone = $1 AND id = ANY($2::text[]) AND "merged_into" IS NOT NULL
+            """, [zone, ids], purpose: "find writes to merged \(entity.name) objects").values
+        for row in stale {
+            guard let loser = row[0], let survivor = row[1] else { continue }
+            try fold(entity, loser: loser, into: survivor)
+            resolution.addReferrers(try moveLinks(entity, loser: loser, into: survivor))
+            resolution.survive(survivor, of: entity.name)
+            // Named again, for a device that kept the loser to send the edit first.
+            resolution.losers.append((entity.name, loser, survivor))
+        }
+    }
+
+    /// The live objects of `entity` among `ids` that share a unique key with another live one, grouped
+    /// transitively, and the creation clock of each.
+    private func objectsSharingKeys(of entity: MirrorPlan.Entity, ids: String) throws(MirrorError)
+        -> (groups: [[String]], created: [String: Int64]) {
+        var groups = UnionFind()
+        var created: [String: Int64] = [:]
+        for key in entity.uniqueKeys {
+            let same = key.attributes.map { "o.\($0.value) = t.\($0.value)" }.joined(separator: " AND ")
+            let constraining = key.attributes.map { "t.\($0.value) IS NOT NULL AND t.\($0.value) <> $3::jsonb" }
+                .joined(separator: " AND ")
+            let pairs = try connection.execute("""
+                SELECT t.id, t.created_clock, o.id, o.created_clock
+                FROM \(entity.table) AS t JOIN \(entity.table) AS o
+                  ON o.zone = t.zone AND o.id <> t.id AND \(same) AND o."merged_into" IS NULL
+                 AND (o.deleted_clock IS NULL OR o.created_clock > o.deleted_clock)
+                WHERE t.zone = $1 AND t.id = ANY($2::text[]) AND t."merged_into" IS NULL
+                  AND (t.deleted_clock IS NULL OR t.created_clock > t.deleted_clock) AND \(constraining)
+                """, [zone, ids, Self.nullJSON], purpose: "find \(entity.name) objects sharing a unique key").values
+            for pair in pairs {
+                guard let a = pair[0], let b = pair[2], let ca = pair[1].flatMap(Int64.init),
+                      let cb = pair[3].flatMap(Int64.init) else { continue }
+                created[a] = ca
+                created[b] = cb
+                groups.union(a, b)
+            }
+        }
+        return (groups.groups(), created)
+    }
+
+    /// Merges the objects of `group` into the one created first, as the saved one survives a local upsert: each
+    /// loser's later fields folded into the survivor, the loser tombstoned with `merged_into`, and every reference
+    /// and link to it moved to the survivor.
+    private mutating func mergeGroup(_ group: [String], of entity: MirrorPlan.Entity, created: [String: Int64],
+                                     into resolution: inout UniqueKeyResolution) throws(MirrorError) {
+        let ordered = group.sorted { (created[$0] ?? 0, $0) < (created[$1] ?? 0, $1) }
+        guard let survivor = ordered.first else { return }
+        if resolution.clock == nil {
+            resolution.clock = state.clock.tick(at: Date())
+        }
+        let name = entity.name
+        for loser in ordered.dropFirst() {
+            try fold(entity, loser: loser, into: survivor)
+            try connection.execute("""
+                UPDATE \(entity.table) SET deleted_clock = GREATEST(deleted_clock, created_clock, $3::bigint),
+                  "merged_into" = $4 WHERE zone = $1 AND id = $2
+                """, [zone, loser, String(resolution.clock ?? 0), survivor], purpose: "merge a \(name) object")
+            try connection.execute("""
+                UPDATE \(entity.table) SET "merged_into" = $3 WHERE zone = $1 AND "merged_into" = $2
+                """, [zone, loser, survivor], purpose: "merge a \(name) object")
+            resolution.addReferrers(try moveLinks(entity, loser: loser, into: survivor))
+            try pointReferrers(of: entity, from: loser, to: survivor, into: &resolution)
+            resolution.losers.append((name, loser, survivor))
+        }
+        resolution.survive(survivor, of: name)
+    }
+
+    /// Points every to-one reference to `loser` (of `entity`) at `survivor`.
+    private func pointReferrers(of entity: MirrorPlan.Entity, from loser: String, to survivor: String,
+                                into resolution: inout UniqueKeyResolution) throws(MirrorError) {
+        for referrer in entity.referrers {
+            guard let table = plan.entities[referrer.entity]?.table else { continue }
+            let moved = try connection.execute("""
+                UPDATE \(table) SET \(referrer.toOne.target) = $3
+                WHERE zone = $1 AND \(referrer.toOne.target) = $2 RETURNING id
+                """, [zone, loser, survivor],
+                purpose: "point \(referrer.entity).\(referrer.toOne.name) at a merged object's survivor")
+            for row in moved.values {
+                if let id = row[0] {
+                    resolution.referrers[referrer.entity, default: [:]][referrer.toOne.name, default: []].insert(id)
+                }
+            }
+        }
     }
 
     /// Gives `survivor` each field of `loser` that `loser` wrote later, by the rule of every merge (the later clock;
@@ -168,7 +225,8 @@ extension SyncSession {
 
     /// The value and clock column pairs of `entity`'s table on the server: `a_x`/`ac_x` and `r_x`/`rc_x`, names
     /// checked as NoteKit makes them before they are quoted into a statement.
-    private mutating func columns(of entity: MirrorPlan.Entity) throws(MirrorError) -> [(value: String, clock: String)] {
+    private mutating func columns(of entity: MirrorPlan.Entity) throws(MirrorError)
+        -> [(value: String, clock: String)] {
         if let known = serverColumns[entity.name] { return known }
         let names = Set(try connection.execute("""
             SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2
@@ -200,7 +258,9 @@ extension SyncSession {
         for loser in losers { objects.append(["e": loser.entity, "id": loser.id, "op": "merge", "into": loser.into]) }
         for (entity, byRelationship) in referrers.sorted(by: { $0.key < $1.key }) {
             var properties: [String: Set<String>] = [:]
-            for (relationship, ids) in byRelationship { for id in ids { properties[id, default: []].insert(relationship) } }
+            for (relationship, ids) in byRelationship {
+                for id in ids { properties[id, default: []].insert(relationship) }
+            }
             for (id, names) in properties.sorted(by: { $0.key < $1.key }) {
                 objects.append(["e": entity, "id": id, "op": "update", "p": names.sorted()])
             }

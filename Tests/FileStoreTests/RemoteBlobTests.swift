@@ -14,7 +14,7 @@ import Darwin
 
 /// An import brings external-storage bytes that are on a mirror's server as a reference; the file store records a
 /// promise of the blob instead of its bytes, and the first read in a process with a source attached fetches them,
-/// checks them and puts them in place (docs/FORMAT.md, *Blobs on a mirror's server*).
+/// checks them and puts them in place (docs/FORMAT.md, *Promised blobs*).
 @Suite("Blobs on a mirror's server: promised at import, fetched when first read")
 struct RemoteBlobTests {
     final class Sketch: PersistentModel {
@@ -63,7 +63,7 @@ struct RemoteBlobTests {
             return bytes
         }
         let context = ModelContext(container)
-        _ = try context.applyIncoming([IncomingObject(id: id, attributes: ["title": .string("from afar"),
+        _ = try context.applyReplicaChanges([ReplicaObject(id: id, attributes: ["title": .string("from afar"),
                                                                             "drawing": .external(reference)])],
                                       deleting: [])
         try context.save()
@@ -206,7 +206,7 @@ struct RemoteBlobTests {
         let otherPromise = url.path + "/blobs/" + otherName + ".remote"
         let otherID = PersistentIdentifier(entityName: "Sketch", primaryKey: UUID())
         let incoming = ModelContext(container)
-        _ = try incoming.applyIncoming([IncomingObject(id: otherID, attributes: [
+        _ = try incoming.applyReplicaChanges([ReplicaObject(id: otherID, attributes: [
             "drawing": .external(ExternalData(remoteName: otherName, size: 3) { throw ServerAway() }),
         ])], deleting: [])
         try incoming.save()

@@ -105,10 +105,10 @@ struct DynamicModelTests {
 
         var denied = 0, cascaded = 0, refused = 0
         for batch in 0..<120 {
-            var objects: [IncomingObject] = []
+            var objects: [ReplicaObject] = []
             for _ in 0..<Int.random(in: 1...5, using: &random) {
                 let entity = entities.randomElement(using: &random)!
-                var object = IncomingObject(id: target(entity.name))
+                var object = ReplicaObject(id: target(entity.name))
                 // An object new to the stores comes with every attribute, as the mirror's import gives it (its
                 // creator wrote them all); an update names some. (An attribute a creator did not know falls back
                 // to its prototype's value on the app's types and to the declared default or zero on dynamic
@@ -140,7 +140,7 @@ struct DynamicModelTests {
             var outcomes: [String] = []
             for container in [typed, dynamic] {
                 let context = ModelContext(container)
-                let outcome = try context.applyIncoming(objects, deleting: deletions, merging: merges)
+                let outcome = try context.applyReplicaChanges(objects, deleting: deletions, merging: merges)
                 do {
                     try context.save()
                     outcomes.append("saved \(outcome.deniedDeletions.sorted()) \(outcome.cascadedForMissingTarget.sorted())")
@@ -195,7 +195,7 @@ struct DynamicModelTests {
         var container = try open()
         let context = ModelContext(container)
         // A new object from a replica that knew none of the attributes.
-        _ = try context.applyIncoming([IncomingObject(id: id)], deleting: [])
+        _ = try context.applyReplicaChanges([ReplicaObject(id: id)], deleting: [])
         try context.save()
         if kind == .file {
             // Replayed from the record: every value must decode as its type.

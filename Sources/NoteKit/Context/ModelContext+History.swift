@@ -81,8 +81,9 @@ extension ModelContext {
     ///
     /// Delete what every consumer has processed: `#Predicate { $0.token < oldestTokenStillNeeded }`. A consumer
     /// whose token is older then gets ``HistoryError/historyTokenExpired(oldestRetained:)`` from
-    /// ``fetchHistory(_:)``. A store that is mirrored (NoteKitMirror's `StoreMirror`) keeps the transactions its
-    /// mirror has not sent yet, whatever the predicate selects: history is the mirror's export queue.
+    /// ``fetchHistory(_:)``. A store whose history is held keeps the transactions after the hold, whatever the
+    /// predicate selects: a client that reads history as its queue holds what it has not consumed (NoteKitMirror's
+    /// `StoreMirror`, for one, holds the transactions it has not sent).
     ///
     /// - Throws: ``HistoryError/unsupported(store:)``, what evaluating the predicate throws, or the store's I/O
     ///   errors (nothing is deleted then).

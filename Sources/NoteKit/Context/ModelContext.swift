@@ -69,7 +69,8 @@ public final class ModelContext {
     /// Recorded with each save in the store's history.
     public var author: String?
     /// When set, ``save()`` commits only if the store is still at this generation (``ChangeSet/expectedGeneration``)
-    /// and throws ``StoreGenerationMoved`` otherwise: a mirror's import, which must not overwrite what it has not seen.
+    /// and throws ``StoreGenerationMoved`` otherwise: an import of another replica's changes
+    /// (``applyReplicaChanges(_:deleting:merging:)``), which must not overwrite what it has not seen.
     package var expectedStoreGeneration: UInt64?
     /// Whether the context saves by itself, shortly after changes (SwiftData's `autosaveEnabled`): true for
     /// ``ModelContainer/mainContext``, false for contexts created with ``init(_:)`` (a model actor's included).
@@ -105,8 +106,8 @@ public final class ModelContext {
         didSet { _undoManagerDidChange(from: oldValue) }
     }
 
-    /// Stored values that could not be decoded when read (a missing external blob, one not fetched from a mirror's
-    /// server yet, a `Codable` type that no longer decodes its stored form). Such a property reads as its declared
+    /// Stored values that could not be decoded when read (a missing external blob, a promised one not fetched yet,
+    /// a `Codable` type that no longer decodes its stored form). Such a property reads as its declared
     /// default (empty `Data`, nil, …), never as a value the store holds: the stored value is kept, a save of the
     /// object's other changes leaves it as it is, and a save that would write that default back over it throws
     /// ``SaveError/unreadValueOverwritten(model:property:)``. A later read that succeeds (the blob fetched) returns

@@ -125,8 +125,8 @@ public struct HistoryLog: Sendable, Hashable {
 
     /// Deletes the transactions numbered in `ranges` that were committed: up to `last`, the last committed one.
     /// Numbers above it stay deletable later.
-    /// With `hold`, only transactions up to it are deleted: those after it are held (a mirror has not exported
-    /// them yet).
+    /// With `hold`, only transactions up to it are deleted: those after it are held (``HistoryHolding``: a client
+    /// reading history as a queue has not consumed them yet).
     package mutating func delete(_ ranges: [ClosedRange<UInt64>], committedThrough last: UInt64,
                                  holding hold: UInt64? = nil) {
         let limit = min(last, hold ?? last)
@@ -140,7 +140,7 @@ public struct HistoryLog: Sendable, Hashable {
     /// bounded history costs O(1) per transaction, amortized.
     ///
     /// `hold`, asked only when something would be deleted, gives the last transaction that may be deleted: those
-    /// after it are kept whatever `count` says (a mirror has not exported them yet).
+    /// after it are kept whatever `count` says (``HistoryHolding``: not consumed yet).
     package mutating func keepLatest(_ count: Int, slack: Int, holding hold: () -> UInt64? = { nil }) {
         guard records.count > max(0, count) + max(0, slack) else { return }
         var newestDeleted = records[records.count - max(0, count) - 1].number

@@ -382,8 +382,8 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
 
     // MARK: Attribute storage
 
-    /// Reads attribute `slot` as `Value`. A value that cannot be decoded (a damaged external blob, one not fetched
-    /// from a mirror's server, a `Codable` type that no longer decodes its stored form) reads as the attribute's
+    /// Reads attribute `slot` as `Value`. A value that cannot be decoded (a damaged external blob, a promised one
+    /// not fetched yet, a `Codable` type that no longer decodes its stored form) reads as the attribute's
     /// default, and the failure is recorded in the context's ``ModelContext/readFailures``; the stored value stays as
     /// it is, and the context refuses to save that default back over it (``SaveError/unreadValueOverwritten(model:property:)``).
     final func _$attributeValue<Value>(at slot: Int, as type: Value.Type) -> Value {

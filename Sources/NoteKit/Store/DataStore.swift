@@ -199,10 +199,10 @@ public struct ChangeSet: Sendable, Hashable {
     public var deleted: [ModelDeletion]
     /// Who made the change (``ModelContext/author``), recorded in history.
     public var author: String?
-    /// The store generation the change set was computed at, when it must be applied only there (a mirror's import,
-    /// which must not overwrite a save it has not seen): a store then refuses it with ``StoreGenerationMoved`` if
-    /// any transaction was committed since, by any context or process. Nil (the default) applies it whatever the
-    /// generation.
+    /// The store generation the change set was computed at, when it must be applied only there (an import of
+    /// another replica's changes, which must not overwrite a save it has not seen): a store then refuses it with
+    /// ``StoreGenerationMoved`` if any transaction was committed since, by any context or process. Nil (the
+    /// default) applies it whatever the generation.
     package var expectedGeneration: UInt64?
 
     /// A change set of the given parts; an empty one changes nothing.
@@ -230,8 +230,9 @@ public struct ChangeSet: Sendable, Hashable {
     }
 }
 
-/// A store whose history trimming can be held back: a mirror holds everything after its last export, so that the
-/// history, its export queue, never loses a transaction it has not sent (both NoteKit stores).
+/// A store whose history trimming can be held back (both NoteKit stores): a client that reads the history as a
+/// queue, such as NoteKitMirror's export, holds everything after what it has consumed, so that the queue never loses
+/// a transaction it has not read.
 package protocol HistoryHolding {
     /// Keeps every transaction after `number` from being deleted (by retention or `deleteHistory`) until the hold
     /// moves on; nil releases it.
@@ -343,7 +344,7 @@ public enum SaveError: Error, Sendable, Hashable, CustomStringConvertible {
     case readOnly(reason: String)
     /// An inserted object's type is not in the container's schema (or another type has its entity name there).
     case modelNotInSchema(model: PersistentIdentifier, type: String)
-    /// `property` of `model` could not be read (a blob not fetched from a mirror's server yet, a damaged value:
+    /// `property` of `model` could not be read (a promised blob not fetched yet, a damaged value:
     /// ``ModelContext/readFailures`` says why), so it read as its declared default, and this save would write that
     /// default over the stored value the read could not reach. Nothing was written. Read the property again once
     /// its value can be read (the stored value is intact), assign it another value, or roll the change back.

@@ -19,8 +19,9 @@ public final class ExternalData: Sendable, Hashable {
     public let size: Int
     private let loader: @Sendable () throws -> Data
     private let cache = Mutex<Data?>(nil)
-    /// Whether the bytes are on a mirror's server rather than in any store (an import's value, fetched on first
-    /// read): a file store that saves such a reference records a promise of the blob instead of its bytes.
+    /// Whether the bytes are elsewhere than in any store (a value imported from another replica, whose loader
+    /// fetches them on first read): a file store that saves such a reference records a promise of the blob instead
+    /// of its bytes, and fetches them later through the blob source attached to it.
     package let isRemote: Bool
 
     /// Creates a reference to bytes that `loader` reads on first use.
@@ -36,7 +37,8 @@ public final class ExternalData: Sendable, Hashable {
         isRemote = false
     }
 
-    /// A reference to bytes on a mirror's server, named by their SHA-256, that `loader` fetches on first use.
+    /// A reference to bytes elsewhere than in any store (on a server, another replica's), named by their SHA-256,
+    /// that `loader` fetches on first use.
     package init(remoteName name: String, size: Int, loader: @escaping @Sendable () throws -> Data) {
         self.name = name
         self.size = size

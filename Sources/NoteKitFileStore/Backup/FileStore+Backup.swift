@@ -23,8 +23,9 @@ extension FileStore {
         public var historyTransactions: Int
         /// The blobs copied with their bytes.
         public var blobs: Int
-        /// The blobs copied as promises: their bytes are on a mirror's server and this process had no mirror to fetch
-        /// them through (docs/FORMAT.md, *Blobs on a mirror's server*); the backup fetches them as the store would.
+        /// The blobs copied as promises: their bytes are elsewhere (on a mirror's server, say) and this process had
+        /// no source to fetch them from (docs/FORMAT.md, *Promised blobs*); the backup fetches them as the store
+        /// would.
         public var promisedBlobs: Int
         /// The bytes of the new store's files (segment, manifest, checkpoint, blobs).
         public var bytes: Int
@@ -37,11 +38,11 @@ extension FileStore {
     ///
     /// The copy is the state and the history of one commit: every object, the schema history, the transactions the
     /// history keeps, and every blob an object names (its bytes, read and checked as a property read would read them,
-    /// from a retired copy when another process's compaction retired it meanwhile; a blob still on a mirror's server
-    /// that this process cannot fetch is copied as its promise). It is written in one segment with its checkpoint,
+    /// from a retired copy when another process's compaction retired it meanwhile; a promised blob that this process
+    /// cannot fetch is copied as its promise). It is written in one segment with its checkpoint,
     /// like a compacted store, under a temporary name beside `destination` that is renamed into place once verified:
     /// `destination` never holds part of a backup. The copy is a store of its own (a new store identifier); the
-    /// store's mirroring state and history hold are not copied.
+    /// store's history hold and the files its clients keep beside it (NoteKitMirror's state) are not copied.
     ///
     /// A plain copy of a live store's directory (`cp -a`) is no backup: it can take a manifest and segments of
     /// different moments, or segments without the blobs they name (docs/FORMAT.md, *Copying a store*).
@@ -112,7 +113,7 @@ extension FileStore {
     }
 
     /// Copies each blob into `layout`'s `blobs/`: its bytes, read as a property read reads them, or its promise when
-    /// the bytes are on a mirror's server this process cannot fetch from. The new store is not in place yet, so each
+    /// the bytes are promised and this process cannot fetch them. The new store is not in place yet, so each
     /// file is written under its own name and flushed, and the directory flushed once at the end.
     private func copyBlobs(_ references: [ExternalData], to layout: StoreLayout) throws -> (blobs: Int, promises: Int) {
         var copied = 0, promised = 0

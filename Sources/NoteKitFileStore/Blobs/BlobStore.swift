@@ -15,8 +15,8 @@ import Darwin
 struct BlobStore: Sendable {
     let directory: String
     let fileSystem: any StoreFileSystem
-    /// Where a promised blob's bytes come from (a mirror's server), for an open store; nil for the tools that
-    /// read a store's files without opening it (verify, salvage, stats), which never fetch.
+    /// Where a promised blob's bytes come from (the attached ``RemoteBlobSource``), for an open store; nil for the
+    /// tools that read a store's files without opening it (verify, salvage, stats), which never fetch.
     var remote: RemoteBlobSlot? = nil
 
     /// The file name of the blob named `name`.
@@ -72,11 +72,11 @@ struct BlobStore: Sendable {
         try fileSystem.kind(of: directory + "/" + StoreLayout.remoteBlobFileName(name)) == .regularFile
     }
 
-    /// Fetches the promised blob `name` from the store's mirror, checks it against its size and name, puts it in
+    /// Fetches the promised blob `name` from the attached source, checks it against its size and name, puts it in
     /// place as ``write(_:)`` does and deletes the promise.
     ///
-    /// - Throws: ``FileStoreError/blobNotFetched(name:path:)`` without a mirror in this process, the mirror's error
-    ///   when the server cannot give it, ``NoteKit/StoredValueError/externalDataUnreadable(name:reason:)`` when
+    /// - Throws: ``FileStoreError/blobNotFetched(name:path:)`` without a source attached in this process, the
+    ///   source's error when it cannot give it, ``NoteKit/StoredValueError/externalDataUnreadable(name:reason:)`` when
     ///   the bytes it gave are not the blob's; the promise stays, so a later read tries again. A failure to keep
     ///   checked bytes on disk is not thrown: the bytes are returned and the promise stays.
     func fetch(name: String, size: Int) throws -> Data {
@@ -111,13 +111,13 @@ struct BlobStore: Sendable {
         let data = try source.fetchBlob(named: name, size: size)
         guard data.count == size, SHA256Digest.hexString(data) == name else {
             throw StoredValueError.externalDataUnreadable(
-                name: name, reason: "the mirror's server gave \(data.count) bytes that "
+                name: name, reason: "the blob's source gave \(data.count) bytes that "
                     + (data.count == size ? "do not hash to its name" : "are not the \(size) its record says"))
         }
         return data
     }
 
-    /// Writes the promise of blob `name`, whose `size` bytes are on the mirror's server, durably (temporary name,
+    /// Writes the promise of blob `name`, whose `size` bytes are elsewhere, durably (temporary name,
     /// flush, rename, flush of the directory), unless the blob or its promise is already here.
     ///
     /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` when something else than a regular
@@ -213,7 +213,7 @@ struct BlobStore: Sendable {
         var leftovers: [String] = []
         /// The retired blobs: file name, blob name, time of retirement.
         var retired: [(file: String, name: String, retiredAt: Int)] = []
-        /// The names of the blobs promised, whose bytes are on the mirror's server.
+        /// The names of the blobs promised, whose bytes are elsewhere (a blob source gives them).
         var promised: [String] = []
     }
 
@@ -312,7 +312,7 @@ struct BlobStore: Sendable {
     }
 }
 
-/// Where an open store's promised blobs are fetched from: empty until a mirror attaches itself
+/// Where an open store's promised blobs are fetched from: empty until a client attaches a source
 /// (``FileStore/attachRemoteBlobSource(_:)``), shared by the store and every lazy reference it handed out.
 final class RemoteBlobSlot: Sendable {
     private let slot = Locked<(any RemoteBlobSource)?>(nil)
@@ -323,7 +323,8 @@ final class RemoteBlobSlot: Sendable {
     }
 }
 
-/// Gives the bytes of a blob by its name (SHA-256) from elsewhere than the store's disk: NoteKitMirror's server.
+/// Gives the bytes of a blob by its name (SHA-256) from elsewhere than the store's disk (NoteKitMirror's source is
+/// its server): the hook through which an open file store fetches the blobs it was promised.
 package protocol RemoteBlobSource: Sendable {
     /// The bytes of blob `name`, `size` bytes long; the store checks them against both.
     ///

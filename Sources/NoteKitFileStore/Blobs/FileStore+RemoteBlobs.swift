@@ -6,16 +6,16 @@ import Foundation
 import NoteKit
 
 /// Blobs whose bytes are elsewhere than on this disk, fetched through a source attached to the open store
-/// (docs/FORMAT.md, *Blobs on a mirror's server*).
+/// (docs/FORMAT.md, *Promised blobs*).
 extension FileStore {
-    /// Makes `source` the place this open fetches promised blobs from (a mirror attaches its server); nil
+    /// Makes `source` the place this open fetches promised blobs from (NoteKitMirror attaches its server); nil
     /// detaches it, and a read of a blob not fetched yet then throws ``FileStoreError/blobNotFetched(name:path:)``.
     package func attachRemoteBlobSource(_ source: (any RemoteBlobSource)?) {
         blobs.remote?.source = source
     }
 
-    /// The names of the blobs promised in this store and not fetched yet (docs/FORMAT.md, *Blobs on a mirror's
-    /// server*): the rows' current values name them, and `blobs/` has their promise but not their bytes.
+    /// The names of the blobs promised in this store and not fetched yet (docs/FORMAT.md, *Promised blobs*): the
+    /// rows' current values name them, and `blobs/` has their promise but not their bytes.
     ///
     /// - Throws: the I/O error of listing `blobs/`.
     package func promisedBlobs() throws -> [(name: String, size: Int)] {

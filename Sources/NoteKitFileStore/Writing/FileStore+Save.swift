@@ -129,9 +129,9 @@ extension FileStore {
         return stored
     }
 
-    /// What a record holds for an external-storage value: bytes become a blob file; a reference to bytes on the
-    /// mirror's server (an import's, not read yet) becomes a promise of the blob, unless its bytes are here already
-    /// (docs/FORMAT.md, *Blobs on a mirror's server*).
+    /// What a record holds for an external-storage value: bytes become a blob file; a reference to bytes elsewhere
+    /// (`ExternalData.isRemote`: another replica's, not read yet) becomes a promise of the blob, unless its
+    /// bytes are here already (docs/FORMAT.md, *Promised blobs*).
     private func storedExternal(_ value: StoredValue) throws -> StoredValue {
         switch value {
         case .data(let data):
@@ -139,7 +139,7 @@ extension FileStore {
         case .external(let external) where external.isRemote:
             if external.isLoaded { return .external(try blobs.write(try external.load())) }
             try blobs.promise(name: external.name, size: external.size)
-            // The store's own lazy reference: it reads the blob once here, and fetches it through the mirror
+            // The store's own lazy reference: it reads the blob once here, and fetches it through the blob source
             // attached to this store while it is not.
             return .external(blobs.reference(name: external.name, size: external.size))
         default:

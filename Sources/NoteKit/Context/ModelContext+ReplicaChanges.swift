@@ -4,10 +4,10 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// An object as another replica of the store has it, by entity and property name: what a mirror's import writes.
-/// Only the properties named are written; the others keep their values (or, for an object this store lacks, their
-/// declared defaults).
-package struct IncomingObject: Sendable, Hashable {
+/// An object as another replica of the store has it, by entity and property name: what an import of another
+/// replica's changes writes (NoteKitMirror's import is one such client). Only the properties named are written; the
+/// others keep their values (or, for an object this store lacks, their declared defaults).
+package struct ReplicaObject: Sendable, Hashable {
     /// The object's identifier, the same on every replica.
     package var id: PersistentIdentifier
     /// Attribute values to write, by attribute name.
@@ -27,8 +27,9 @@ package struct IncomingObject: Sendable, Hashable {
     }
 }
 
-/// What ``ModelContext/applyIncoming(_:deleting:)`` could not apply as asked, for the mirror's report.
-package struct IncomingOutcome: Sendable, Hashable {
+/// What ``ModelContext/applyReplicaChanges(_:deleting:merging:)`` could not apply as asked, for the caller to
+/// report.
+package struct ReplicaChangesOutcome: Sendable, Hashable {
     /// Deletions a `.deny` delete rule refused here (the object still has targets on this replica).
     package var deniedDeletions: [PersistentIdentifier] = []
     /// Objects deleted because a to-one target they were given is not in this store and the target's inverse
@@ -48,16 +49,20 @@ extension ModelContext {
     ///
     /// `merges` are objects another replica found to share a unique key with another (loser → survivor): every
     /// object a loser's to-many relationships hold is pointed at its survivor instead, the loser's to-one links are
-    /// dropped, and the loser is then deleted, so nothing cascades from a merged object. A survivor this store does not have leaves the loser deleted as a plain deletion would.
+    /// dropped, and the loser is then deleted, so nothing cascades from a merged object. A survivor this store does
+    /// not have leaves the loser deleted as a plain deletion would.
+    ///
+    /// Nothing here commits: the caller saves the context, typically with ``expectedStoreGeneration`` set to the
+    /// generation it computed the changes at, so that they never overwrite a save they did not weigh.
     ///
     /// - Throws: only what reading the store throws; a deletion a `.deny` rule refuses is reported, not thrown.
     /// - Complexity: O(objects × properties given), plus the delete rules' cost.
-    package func applyIncoming(_ objects: [IncomingObject], deleting deletions: [PersistentIdentifier],
+    package func applyReplicaChanges(_ objects: [ReplicaObject], deleting deletions: [PersistentIdentifier],
                                merging merges: [PersistentIdentifier: PersistentIdentifier] = [:]) throws
-        -> IncomingOutcome {
+        -> ReplicaChangesOutcome {
         try core.checkOpen()
-        var outcome = IncomingOutcome()
-        var present: [(ModelObject, ModelMetadata, IncomingObject)] = []
+        var outcome = ReplicaChangesOutcome()
+        var present: [(ModelObject, ModelMetadata, ReplicaObject)] = []
         for incoming in objects {
             guard let metadata = runtime.metadataByName[incoming.id.entityName] else { continue }
             let object: ModelObject
@@ -94,7 +99,9 @@ extension ModelContext {
                     return model
                 }
                 let current = Set(object._$relationshipModels(at: slot).map { ObjectIdentifier($0) })
-                if current != Set(models.map { ObjectIdentifier($0) }) { object._$setRelationship(at: slot, to: models) }
+                if current != Set(models.map { ObjectIdentifier($0) }) {
+                    object._$setRelationship(at: slot, to: models)
+                }
             }
             for (name, target) in incoming.toOne {
                 guard let slot = metadata.relationships.firstIndex(where: { $0.name == name && !$0.isToMany })

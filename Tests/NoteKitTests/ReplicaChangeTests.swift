@@ -8,7 +8,7 @@ import Testing
 /// The seam a mirror's import uses (issue 18): a save that commits only at the store generation it was computed
 /// at, and changes applied by entity and property name with the context's rules.
 @Suite("Changes applied from another replica")
-struct IncomingChangeTests {
+struct ReplicaChangeTests {
     @Test("A conditional save is refused once another context or container has committed", arguments: StoreKind.allCases)
     func conditionalSaveSeesEveryCommit(kind: StoreKind) throws {
         let container = try ModelContainer.fieldNotes(on: kind)
@@ -49,10 +49,10 @@ struct IncomingChangeTests {
         let photoID = PersistentIdentifier(entityName: "PhotoRecord", primaryKey: UUID())
         let context = ModelContext(container)
         // The note comes before its notebook in the batch: relationships are set once every object exists.
-        _ = try context.applyIncoming([
-            IncomingObject(id: noteID, attributes: ["title": .string("incoming")], toOne: ["notebook": notebookID]),
-            IncomingObject(id: notebookID, attributes: ["name": .string("Trips")]),
-            IncomingObject(id: photoID, attributes: ["fileName": .string("a.jpg")], toOne: ["note": noteID]),
+        _ = try context.applyReplicaChanges([
+            ReplicaObject(id: noteID, attributes: ["title": .string("incoming")], toOne: ["notebook": notebookID]),
+            ReplicaObject(id: notebookID, attributes: ["name": .string("Trips")]),
+            ReplicaObject(id: photoID, attributes: ["fileName": .string("a.jpg")], toOne: ["note": noteID]),
         ], deleting: [])
         try context.save()
         let check = ModelContext(container)
@@ -65,9 +65,9 @@ struct IncomingChangeTests {
         // the note's (NotebookRecord.notes) nullifies, so the note stays without a notebook.
         let gone = PersistentIdentifier(entityName: "NoteRecord", primaryKey: UUID())
         let goneNotebook = PersistentIdentifier(entityName: "NotebookRecord", primaryKey: UUID())
-        let outcome = try context.applyIncoming([
-            IncomingObject(id: photoID, toOne: ["note": gone]),
-            IncomingObject(id: noteID, toOne: ["notebook": goneNotebook]),
+        let outcome = try context.applyReplicaChanges([
+            ReplicaObject(id: photoID, toOne: ["note": gone]),
+            ReplicaObject(id: noteID, toOne: ["notebook": goneNotebook]),
         ], deleting: [])
         try context.save()
         #expect(outcome.cascadedForMissingTarget == [photoID])
@@ -76,7 +76,7 @@ struct IncomingChangeTests {
         #expect((after.model(for: noteID) as? NoteKitStressSupport.NoteRecord)?.notebook == nil)
 
         // A deletion applies the delete rules: the notebook's notes are nullified, not deleted.
-        _ = try context.applyIncoming([], deleting: [notebookID])
+        _ = try context.applyReplicaChanges([], deleting: [notebookID])
         try context.save()
         #expect(ModelContext(container).model(for: notebookID) == nil)
         #expect(ModelContext(container).model(for: noteID) != nil)
@@ -94,7 +94,7 @@ struct IncomingChangeTests {
         // Another replica's label of the same name survives; this store has never seen it.
         let survivorID = PersistentIdentifier(entityName: "LabelRecord", primaryKey: UUID())
         let importer = ModelContext(container)
-        _ = try importer.applyIncoming([IncomingObject(id: survivorID, attributes: ["name": .string("work"),
+        _ = try importer.applyReplicaChanges([ReplicaObject(id: survivorID, attributes: ["name": .string("work"),
                                                                                    "color": .string("red")])],
                                        deleting: [], merging: [loser.persistentModelID: survivorID])
         try importer.save()
