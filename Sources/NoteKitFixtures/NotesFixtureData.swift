@@ -54,7 +54,8 @@ public enum NotesFixtureData {
 
     /// Non-trivial drawing bytes: every byte value, in a pattern that differs per seed.
     private static func drawing(_ seed: UInt8, count: Int) -> Data {
-        Data((0..<count).map { UInt8((($0 &* 31) &+ Int(seed) &* 7) % 256) })
+        let seed = Int(seed)
+        return Data((0..<count).map { (index: Int) -> UInt8 in UInt8(((index &* 31) &+ seed &* 7) % 256) })
     }
 
     /// The folders of the fixture of `version` (1 to 4).

@@ -69,8 +69,11 @@ struct ChecksumTests {
         let shifted = [0xAA] + bytes
         #expect(SHA256Digest.hash(shifted[1...]) == expected)
         #expect(SHA256Digest.hash("abc".utf8) == SHA256Digest.hash(Data("abc".utf8)))
-        #expect(SHA256Digest.hexString(Data(bytes)) == expected.map { String($0, radix: 16) }
-            .map { $0.count == 1 ? "0" + $0 : $0 }.joined())
+        let hex: [String] = expected.map { (byte: UInt8) -> String in
+            let digits = String(byte, radix: 16)
+            return digits.count == 1 ? "0" + digits : digits
+        }
+        #expect(SHA256Digest.hexString(Data(bytes)) == hex.joined())
     }
 
     // MARK: CRC-32C
