@@ -158,25 +158,10 @@ extension FileStore {
         let segmentPath = layout.segment(first)
         let segmentFile = try fileSystem.openForReading(segmentPath)
         let bounded = HeldFileSystem(base: fileSystem, file: segmentFile, limit: header.schemas.upperBound)
-        let head = try SegmentScan.read(segmentPath, number: first, fileSystem: bounded)
-        var schemas: [Schema] = []
-        var sawHeader = false
-        try head.forEachRecord(blobs: nil) { entry in
-            guard entry.offset >= header.schemas.lowerBound || !sawHeader else {
-                throw CheckpointDamage(file: segmentPath, offset: entry.recordOffset,
-                                       reason: "a record before the checkpoint's schema range")
-            }
-            switch try entry.decode(schema: nil) {
-            case .segment where !sawHeader: sawHeader = true
-            case .schema(let stored) where entry.recordOffset >= header.schemas.lowerBound: schemas.append(stored)
-            default:
-                throw CheckpointDamage(file: segmentPath, offset: entry.recordOffset,
-                                       reason: "the checkpoint's schema range holds a record that is not a schema")
-            }
-        }
-        guard head.tail == nil, head.undecodable == nil, head.end == header.schemas.upperBound, let stored = schemas.last
-        else {
-            throw CheckpointDamage(file: segmentPath, offset: head.end,
+        let (schemas, segmentVersion) = try readOpeningSchemas(segmentPath, number: first, through: bounded,
+                                                               range: header.schemas)
+        guard let stored = schemas.last else {
+            throw CheckpointDamage(file: segmentPath, offset: header.schemas.upperBound,
                                    reason: "the segment's schema records do not fill the checkpoint's schema range")
         }
         guard case .current(let recorded) = try SchemaVersioning.decide(schema, history: schemas) else {
@@ -188,7 +173,7 @@ extension FileStore {
         var lastTransaction = header.lastTransaction
         var operationsLogged = header.rowCount
         let start = ReadPosition(manifest: manifest, manifestStatus: pin.status, segment: first, offset: header.end,
-                                 version: head.version)
+                                 version: segmentVersion)
         var last: (end: Int, size: Int, tail: SegmentScan.Tail?)?
         guard let pending = try decodeAppended(after: start, in: manifest, stored: stored, schema: schema,
                                                layout: layout, fileSystem: fileSystem, blobs: blobs,
@@ -197,19 +182,13 @@ extension FileStore {
         }
         var tailBlobs = Set<String>()
         var mayReleaseBlobs = false
-        let external = Dictionary(uniqueKeysWithValues: recorded.entities.map { entity in
-            (entity.name, Set(entity.attributes.indices.filter { entity.attributes[$0].has(.externalStorage) }))
-        })
-        var (segment, end, version) = (first, header.end, head.version)
+        let external = externalAttributes(of: recorded)
+        var (segment, end, version) = (first, header.end, segmentVersion)
         for entry in pending {
             if case .transaction(let transaction) = entry.record {
                 let changes = transaction.changes
                 tailBlobs.formUnion(referencedBlobs(changes, schema: recorded))
-                mayReleaseBlobs = mayReleaseBlobs
-                    || changes.deleted.contains { !(external[$0.id.entityName]?.isEmpty ?? true) }
-                    || changes.updated.contains { update in
-                        update.attributes.contains { external[update.id.entityName]?.contains($0.index) ?? false }
-                    }
+                mayReleaseBlobs = mayReleaseBlobs || mayRelease(changes, external: external)
             }
             _ = try apply(entry, to: rows, lastTransaction: &lastTransaction, operationsLogged: &operationsLogged,
                           layout: layout)
@@ -229,27 +208,73 @@ extension FileStore {
         if let tail = last.tail {
             tornTail = (segment, layout.segment(segment), tail.offset, last.size - tail.offset, tail.reason)
         }
-        // The checkpoint lists the blobs its rows name, the log after it those it adds. When that log deleted or
-        // changed an external value, a listed blob may be named by no row now: only reading every row tells.
-        var referenced = Set<String>()
-        if writable {
-            if mayReleaseBlobs {
-                var all: [ModelSnapshot] = []
-                for entity in recorded.entities { all += try rows.snapshots(of: entity.name) }
-                referenced = referencedBlobs(all, schema: recorded)
-            } else {
-                referenced = try reader.blobNames().union(tailBlobs)
-            }
-        }
+        let referenced = writable ? try blobsNamed(by: rows, schema: recorded, reader: reader, tailBlobs: tailBlobs,
+                                                   mayReleaseBlobs: mayReleaseBlobs) : []
         var closed = 0
         for number in manifest.segments.dropLast() { closed += try fileSystem.status(layout.segment(number))?.size ?? 0 }
         return OpenedLog(manifest: manifest, manifestStatus: pin.status, schemas: schemas,
                          rows: rows, lastTransaction: lastTransaction, operationsLogged: operationsLogged,
                          segment: segment, end: end, version: version, closedSegmentBytes: closed,
                          tornTail: tornTail, referencedBlobs: referenced,
-                         historyPrefix: HistoryPrefix(segment: first, version: head.version, file: segmentFile,
+                         historyPrefix: HistoryPrefix(segment: first, version: segmentVersion, file: segmentFile,
                                                       range: header.history, lastTransaction: header.lastTransaction),
                          compactedBytes: header.end, damage: nil, migration: nil, checkpoint: nil)
+    }
+
+    /// The schema records of segment `number`'s opening, which must fill the checkpoint's schema `range` exactly
+    /// (after the segment's own record), and the segment's format version.
+    ///
+    /// - Throws: ``CheckpointDamage`` when a record before or in the range is not what the range says.
+    private static func readOpeningSchemas(_ segmentPath: String, number: Int, through bounded: HeldFileSystem,
+                                           range: Range<Int>) throws -> (schemas: [Schema], version: Int) {
+        let head = try SegmentScan.read(segmentPath, number: number, fileSystem: bounded)
+        var schemas: [Schema] = []
+        var sawHeader = false
+        try head.forEachRecord(blobs: nil) { entry in
+            guard entry.offset >= range.lowerBound || !sawHeader else {
+                throw CheckpointDamage(file: segmentPath, offset: entry.recordOffset,
+                                       reason: "a record before the checkpoint's schema range")
+            }
+            switch try entry.decode(schema: nil) {
+            case .segment where !sawHeader: sawHeader = true
+            case .schema(let stored) where entry.recordOffset >= range.lowerBound: schemas.append(stored)
+            default:
+                throw CheckpointDamage(file: segmentPath, offset: entry.recordOffset,
+                                       reason: "the checkpoint's schema range holds a record that is not a schema")
+            }
+        }
+        guard head.tail == nil, head.undecodable == nil, head.end == range.upperBound, !schemas.isEmpty else {
+            throw CheckpointDamage(file: segmentPath, offset: head.end,
+                                   reason: "the segment's schema records do not fill the checkpoint's schema range")
+        }
+        return (schemas, head.version)
+    }
+
+    /// The positions of each entity's attributes stored externally, by entity name.
+    private static func externalAttributes(of schema: Schema) -> [String: Set<Int>] {
+        Dictionary(uniqueKeysWithValues: schema.entities.map { entity in
+            (entity.name, Set(entity.attributes.indices.filter { entity.attributes[$0].has(.externalStorage) }))
+        })
+    }
+
+    /// Whether `changes` may leave a blob named by no row: they delete an object of an entity with external
+    /// attributes, or change an external value.
+    private static func mayRelease(_ changes: ChangeSet, external: [String: Set<Int>]) -> Bool {
+        changes.deleted.contains { !(external[$0.id.entityName]?.isEmpty ?? true) }
+            || changes.updated.contains { update in
+                update.attributes.contains { external[update.id.entityName]?.contains($0.index) ?? false }
+            }
+    }
+
+    /// The blobs the rows opened name, for a writable open's reclaiming: the checkpoint's list and those the log
+    /// after it adds, unless that log deleted or changed an external value, when a listed blob may be named by no
+    /// row now and only reading every row tells.
+    private static func blobsNamed(by rows: RowStorage, schema recorded: Schema, reader: CheckpointReader,
+                                   tailBlobs: Set<String>, mayReleaseBlobs: Bool) throws -> Set<String> {
+        guard mayReleaseBlobs else { return try reader.blobNames().union(tailBlobs) }
+        var all: [ModelSnapshot] = []
+        for entity in recorded.entities { all += try rows.snapshots(of: entity.name) }
+        return referencedBlobs(all, schema: recorded)
     }
 
     /// The blobs a change set's inserted rows and updated attributes name.

@@ -80,13 +80,7 @@ extension ModelContext {
                                             offset: offset, limit: limit, resultType: resultType)
             request.attributes = attributes
             request.overlay = overlay
-            let result = try store.fetch(request)
-            var outcome = FetchOutcome(identifiers: result.identifiers, count: result.count, plan: result.plan)
-            let fault = PartialFault.of(result.loadedAttributes, metadata: metadata)
-            registry.reserve(adding: result.snapshots.count)
-            outcome.objects = result.snapshots.map { _object(for: $0, partial: fault) }
-            if !loading.prefetched.isEmpty { prefetch(loading.prefetched, of: outcome.objects) }
-            return outcome
+            return try runInStore(request, metadata: metadata, loading: loading)
         }
 
         // Unsaved objects count as they are now: their saved rows are replaced in place (keeping the store's
@@ -102,25 +96,8 @@ extension ModelContext {
         let filter = try compiled.filter.map(PreparedFilter.init)
         var pendingByID: [PersistentIdentifier: ModelObject] = [:]
         for object in pending { pendingByID[object._$id] = object }
-        func current(_ object: ModelObject) throws -> ModelSnapshot? {
-            guard object._$state != .deleted else { return nil }
-            let snapshot = object._$snapshot
-            guard let filter else { return snapshot }
-            return try EntityTable.matches(filter, snapshot, lookup: lookup, entity: metadata.entityName) ? snapshot : nil
-        }
-        var merged: [ModelSnapshot] = []
-        var seen = Set<PersistentIdentifier>()
-        for snapshot in result.snapshots {
-            seen.insert(snapshot.id)
-            if let object = pendingByID[snapshot.id] {
-                if let now = try current(object) { merged.append(now) }
-            } else {
-                merged.append(snapshot)
-            }
-        }
-        for object in pending where !seen.contains(object._$id) {
-            if let now = try current(object) { merged.append(now) }
-        }
+        var merged = try Self.merge(result.snapshots, pending: pending, pendingByID: pendingByID, filter: filter,
+                                    lookup: lookup, entity: metadata.entityName)
         if !sort.isEmpty {
             try EntityTable.sortRows(&merged, by: sort, entity: metadata.entityName, lookup: lookup,
                                      limit: limit.map { offset + $0 })
@@ -139,6 +116,46 @@ extension ModelContext {
         case .count: break
         }
         return outcome
+    }
+
+    /// `request` run by the store alone (no unsaved object of its entity to count): its rows as objects.
+    private func runInStore(_ request: StoreFetchRequest, metadata: ModelMetadata,
+                            loading: FetchLoading) throws -> FetchOutcome {
+        let result = try store.fetch(request)
+        var outcome = FetchOutcome(identifiers: result.identifiers, count: result.count, plan: result.plan)
+        let fault = PartialFault.of(result.loadedAttributes, metadata: metadata)
+        registry.reserve(adding: result.snapshots.count)
+        outcome.objects = result.snapshots.map { _object(for: $0, partial: fault) }
+        if !loading.prefetched.isEmpty { prefetch(loading.prefetched, of: outcome.objects) }
+        return outcome
+    }
+
+    /// The saved rows with the unsaved objects as they are now: a saved row of a pending object replaced in place
+    /// by its current state, or dropped when it is deleted or no longer matches `filter`, and the other pending
+    /// objects that match appended.
+    private static func merge(_ saved: [ModelSnapshot], pending: [ModelObject],
+                              pendingByID: [PersistentIdentifier: ModelObject], filter: PreparedFilter?,
+                              lookup: RowLookup, entity: String) throws -> [ModelSnapshot] {
+        func current(_ object: ModelObject) throws -> ModelSnapshot? {
+            guard object._$state != .deleted else { return nil }
+            let snapshot = object._$snapshot
+            guard let filter else { return snapshot }
+            return try EntityTable.matches(filter, snapshot, lookup: lookup, entity: entity) ? snapshot : nil
+        }
+        var merged: [ModelSnapshot] = []
+        var seen = Set<PersistentIdentifier>()
+        for snapshot in saved {
+            seen.insert(snapshot.id)
+            if let object = pendingByID[snapshot.id] {
+                if let now = try current(object) { merged.append(now) }
+            } else {
+                merged.append(snapshot)
+            }
+        }
+        for object in pending where !seen.contains(object._$id) {
+            if let now = try current(object) { merged.append(now) }
+        }
+        return merged
     }
 
     /// This context's unsaved changes of every entity as rows: each inserted or changed object as it is now, nil for

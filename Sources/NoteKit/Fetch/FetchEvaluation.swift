@@ -339,67 +339,17 @@ private enum Preparation {
                 return found
             }
         case .count(let inner):
-            let value = try Self.operand(inner)
-            return { frames in
-                switch try value(&frames) {
-                case .array(let items): return .int(Int64(items.count))
-                case .string(let text): return .int(Int64(text.count))
-                case .dictionary(let items): return .int(Int64(items.count))
-                case .data(let data): return .int(Int64(data.count))
-                default: return .null
-                }
-            }
+            return try count(inner)
         case let .related(slot, inner, required):
-            let value = try Self.operand(inner)
-            return { frames in
-                let row = try frames.row()
-                guard case .toOne(let id?) = row.relationships[slot], let target = try frames.lookup.row(id) else {
-                    if required { throw UnwrappedNil() }
-                    return .null
-                }
-                frames.replace(.row(target))
-                defer { frames.replace(.row(row)) }
-                return try value(&frames)
-            }
+            return try related(slot, inner, required: required)
         case let .scope(index, inner):
-            let value = try Self.operand(inner)
-            return { frames in
-                guard index < frames.top else { return try value(&frames) }
-                // Frames above `index` stay as they are for the code that continues there afterwards.
-                let saved = Array(frames.frames[(index + 1)...frames.top]), top = frames.top
-                frames.top = index
-                defer {
-                    frames.frames.replaceSubrange((index + 1)...top, with: saved)
-                    frames.top = top
-                }
-                return try value(&frames)
-            }
+            return try scoped(index, inner)
         case .element:
             return { try $0.element() }
         case let .countWhere(slot, inner):
-            let test = try Self.filter(inner)
-            return { frames in
-                var count: Int64 = 0
-                _ = try forEachTarget(slot, &frames) { frames in
-                    if try test(&frames) { count += 1 }
-                    return false
-                }
-                return .int(count)
-            }
+            return try countWhere(slot, inner)
         case let .filteredElements(collection, inner):
-            let items = try Self.operand(collection), test = try Self.filter(inner)
-            return { frames in
-                let value = try items(&frames)
-                guard case .array(let elements) = value else { return value.isNull ? .null : .array([]) }
-                var kept: [StoredValue] = []
-                frames.push(.element(.null))
-                defer { frames.pop() }
-                for element in elements {
-                    frames.replace(.element(element))
-                    if try test(&frames) { kept.append(element) }
-                }
-                return .array(kept)
-            }
+            return try filteredElements(collection, inner)
         case let .arithmetic(lhs, op, rhs):
             let a = try Self.operand(lhs), b = try Self.operand(rhs)
             return { frames in try Arithmetic.apply(try a(&frames), op, try b(&frames)) }
@@ -417,36 +367,134 @@ private enum Preparation {
             let items = try Self.operand(collection), index = try Self.operand(key)
             return { frames in try Subscript.element(of: try items(&frames), at: try index(&frames)) }
         case let .subscriptedWithDefault(collection, key, fallback):
-            let items = try Self.operand(collection), index = try Self.operand(key)
-            let otherwise = try Self.operand(fallback)
-            return { frames in
-                guard case .dictionary(let values) = try items(&frames), case .string(let name) = try index(&frames)
-                else { return try otherwise(&frames) }
-                return try values[name] ?? otherwise(&frames)
-            }
+            return try subscripted(collection, key, default: fallback)
         case let .slice(collection, lower, upper, closed):
             let items = try Self.operand(collection), from = try Self.operand(lower), to = try Self.operand(upper)
             return { frames in
                 try Subscript.slice(of: try items(&frames), from: try from(&frames), to: try to(&frames), closed: closed)
             }
         case .minimum(let inner):
-            let value = try Self.operand(inner)
-            return { frames in
-                guard case .array(let items) = try value(&frames) else { return .null }
-                return items.min { StoredValue.compare($0, $1) < 0 } ?? .null
-            }
+            return try extremum(inner, greatest: false)
         case .maximum(let inner):
-            let value = try Self.operand(inner)
+            return try extremum(inner, greatest: true)
+        case let .textComparison(lhs, rhs, kind):
+            return try textComparison(lhs, rhs, kind)
+        }
+    }
+
+    // MARK: Operands over collections, relationships and scopes
+
+    /// The number of elements of an array, dictionary or data value, or of characters of a string; null otherwise.
+    private static func count(_ inner: FetchOperand) throws -> Value {
+        let value = try Self.operand(inner)
+        return { frames in
+            switch try value(&frames) {
+            case .array(let items): return .int(Int64(items.count))
+            case .string(let text): return .int(Int64(text.count))
+            case .dictionary(let items): return .int(Int64(items.count))
+            case .data(let data): return .int(Int64(data.count))
+            default: return .null
+            }
+        }
+    }
+
+    /// `inner` evaluated on the object the row's to-one relationship `slot` points at; null (or, when `required`,
+    /// an unwrapped nil) without one.
+    private static func related(_ slot: Int, _ inner: FetchOperand, required: Bool) throws -> Value {
+        let value = try Self.operand(inner)
+        return { frames in
+            let row = try frames.row()
+            guard case .toOne(let id?) = row.relationships[slot], let target = try frames.lookup.row(id) else {
+                if required { throw UnwrappedNil() }
+                return .null
+            }
+            frames.replace(.row(target))
+            defer { frames.replace(.row(row)) }
+            return try value(&frames)
+        }
+    }
+
+    /// `inner` evaluated with frame `index` on top: a closure's variable from an enclosing scope.
+    private static func scoped(_ index: Int, _ inner: FetchOperand) throws -> Value {
+        let value = try Self.operand(inner)
+        return { frames in
+            guard index < frames.top else { return try value(&frames) }
+            // Frames above `index` stay as they are for the code that continues there afterwards.
+            let saved = Array(frames.frames[(index + 1)...frames.top]), top = frames.top
+            frames.top = index
+            defer {
+                frames.frames.replaceSubrange((index + 1)...top, with: saved)
+                frames.top = top
+            }
+            return try value(&frames)
+        }
+    }
+
+    /// How many targets of the row's relationship `slot` pass `inner`.
+    private static func countWhere(_ slot: Int, _ inner: FetchFilter) throws -> Value {
+        let test = try Self.filter(inner)
+        return { frames in
+            var count: Int64 = 0
+            _ = try forEachTarget(slot, &frames) { frames in
+                if try test(&frames) { count += 1 }
+                return false
+            }
+            return .int(count)
+        }
+    }
+
+    /// The elements of the array `collection` that pass `inner`.
+    private static func filteredElements(_ collection: FetchOperand, _ inner: FetchFilter) throws -> Value {
+        let items = try Self.operand(collection), test = try Self.filter(inner)
+        return { frames in
+            let value = try items(&frames)
+            guard case .array(let elements) = value else { return value.isNull ? .null : .array([]) }
+            var kept: [StoredValue] = []
+            frames.push(.element(.null))
+            defer { frames.pop() }
+            for element in elements {
+                frames.replace(.element(element))
+                if try test(&frames) { kept.append(element) }
+            }
+            return .array(kept)
+        }
+    }
+
+    /// A dictionary's value for `key`, or `fallback` when it has none (or is not a dictionary).
+    private static func subscripted(_ collection: FetchOperand, _ key: FetchOperand,
+                                    default fallback: FetchOperand) throws -> Value {
+        let items = try Self.operand(collection), index = try Self.operand(key)
+        let otherwise = try Self.operand(fallback)
+        return { frames in
+            guard case .dictionary(let values) = try items(&frames), case .string(let name) = try index(&frames)
+            else { return try otherwise(&frames) }
+            return try values[name] ?? otherwise(&frames)
+        }
+    }
+
+    /// An array's least element, or with `greatest` its greatest; null for an empty array or another value.
+    private static func extremum(_ inner: FetchOperand, greatest: Bool) throws -> Value {
+        let value = try Self.operand(inner)
+        if greatest {
             return { frames in
                 guard case .array(let items) = try value(&frames) else { return .null }
                 return items.max { StoredValue.compare($0, $1) < 0 } ?? .null
             }
-        case let .textComparison(lhs, rhs, kind):
-            let a = try Self.operand(lhs), b = try Self.operand(rhs)
-            return { frames in
-                guard case .string(let x) = try a(&frames), case .string(let y) = try b(&frames) else { return .null }
-                return .int(Int64(TextSearch.compare(x, y, kind).rawValue))
-            }
+        }
+        return { frames in
+            guard case .array(let items) = try value(&frames) else { return .null }
+            return items.min { StoredValue.compare($0, $1) < 0 } ?? .null
+        }
+    }
+
+    /// How two strings compare by `kind` (``TextSearch/compare(_:_:_:)``), as an integer; null unless both are
+    /// strings.
+    private static func textComparison(_ lhs: FetchOperand, _ rhs: FetchOperand,
+                                       _ kind: FetchOperand.TextComparison) throws -> Value {
+        let a = try Self.operand(lhs), b = try Self.operand(rhs)
+        return { frames in
+            guard case .string(let x) = try a(&frames), case .string(let y) = try b(&frames) else { return .null }
+            return .int(Int64(TextSearch.compare(x, y, kind).rawValue))
         }
     }
 }

@@ -121,65 +121,97 @@ package struct LightweightMigration: Sendable {
 
     private static func plan(_ entity: Schema.Entity, from stored: Schema.Entity, entityMap: [String: String],
                              diff: inout SchemaDiff) -> EntityPlan {
+        EntityPlan(destination: entity,
+                   attributes: planAttributes(entity, from: stored, diff: &diff),
+                   relationships: planRelationships(entity, from: stored, entityMap: entityMap, diff: &diff))
+    }
+
+    /// Where each of `entity`'s attributes takes its values from: a stored attribute (by name, or its original
+    /// name) or, for one added, a constant or a generated default; each difference goes into `diff`.
+    private static func planAttributes(_ entity: Schema.Entity, from stored: Schema.Entity,
+                                       diff: inout SchemaDiff) -> [AttributeSource] {
         var sources: [AttributeSource] = []
         var usedAttributes = Set<Int>()
         for attribute in entity.attributes {
             let slot = stored.attributeIndex(named: attribute.name)
                 ?? attribute.originalName.flatMap(stored.attributeIndex(named:))
             guard let slot, !usedAttributes.contains(slot) else {
-                if let defaultValue = attribute.defaultValue, !defaultValue.isNull {
-                    sources.append(.constant(defaultValue))
-                    diff.changes.append(.init(entity: entity.name, change: "attribute \(attribute.name) added "
-                                              + "(\(attribute.type), default \(defaultValue))"))
-                } else if attribute.hasGeneratedDefault {
-                    sources.append(.generated)
-                    diff.changes.append(.init(entity: entity.name, change: "attribute \(attribute.name) added "
-                                              + "(\(attribute.type), a generated default for each object)"))
-                } else if attribute.isOptional {
-                    sources.append(.constant(.null))
-                    diff.changes.append(.init(entity: entity.name,
-                                              change: "attribute \(attribute.name) added (\(attribute.type), nil)"))
-                } else {
-                    sources.append(.constant(.null))
-                    diff.changes.append(.init(entity: entity.name,
-                                              change: "attribute \(attribute.name) added (\(attribute.type))",
-                                              refusal: "it is required and has no default value"))
-                }
+                sources.append(addedAttributeSource(attribute, of: entity, diff: &diff))
                 continue
             }
             usedAttributes.insert(slot)
-            let old = stored.attributes[slot]
-            if old.name != attribute.name {
-                diff.changes.append(.init(entity: entity.name, change: "attribute \(old.name) renamed to \(attribute.name)"))
-            }
-            var nilReplacement: StoredValue?
-            if !Self.typeCanWiden(old.type.nonOptional, to: attribute.type.nonOptional) {
-                diff.changes.append(.init(entity: entity.name,
-                                          change: "attribute \(attribute.name) changes type \(old.type) → \(attribute.type)",
-                                          refusal: "a type change needs a custom migration stage"))
-            } else if old.type.nonOptional != attribute.type.nonOptional {
-                diff.changes.append(.init(entity: entity.name, change: "attribute \(attribute.name) widens "
-                                          + "\(old.type.nonOptional) → \(attribute.type.nonOptional)"))
-            }
-            if old.isOptional && !attribute.isOptional {
-                nilReplacement = attribute.defaultValue
-                diff.changes.append(.init(entity: entity.name, change: "attribute \(attribute.name) becomes required"
-                                          + (attribute.defaultValue.map { " (nil becomes \($0))" } ?? "")))
-            } else if !old.isOptional && attribute.isOptional {
-                diff.changes.append(.init(entity: entity.name, change: "attribute \(attribute.name) becomes optional"))
-            }
-            if old.has(.externalStorage) != attribute.has(.externalStorage) {
-                diff.changes.append(.init(entity: entity.name,
-                                          change: "attribute \(attribute.name) "
-                                              + (attribute.has(.externalStorage) ? "moves to" : "leaves")
-                                              + " external storage"))
-            }
-            sources.append(.stored(slot: slot, nilReplacement: nilReplacement))
+            sources.append(keptAttributeSource(attribute, of: entity, storedAs: stored.attributes[slot], slot: slot,
+                                               diff: &diff))
         }
         for (slot, old) in stored.attributes.enumerated() where !usedAttributes.contains(slot) {
             diff.changes.append(.init(entity: entity.name, change: "attribute \(old.name) removed; its values are dropped"))
         }
+        return sources
+    }
 
+    /// The values of an attribute the store does not have: its default, a generated one, or nil; refused when
+    /// it is required and has no default.
+    private static func addedAttributeSource(_ attribute: Schema.Attribute, of entity: Schema.Entity,
+                                             diff: inout SchemaDiff) -> AttributeSource {
+        if let defaultValue = attribute.defaultValue, !defaultValue.isNull {
+            diff.changes.append(.init(entity: entity.name, change: "attribute \(attribute.name) added "
+                                      + "(\(attribute.type), default \(defaultValue))"))
+            return .constant(defaultValue)
+        } else if attribute.hasGeneratedDefault {
+            diff.changes.append(.init(entity: entity.name, change: "attribute \(attribute.name) added "
+                                      + "(\(attribute.type), a generated default for each object)"))
+            return .generated
+        } else if attribute.isOptional {
+            diff.changes.append(.init(entity: entity.name,
+                                      change: "attribute \(attribute.name) added (\(attribute.type), nil)"))
+            return .constant(.null)
+        } else {
+            diff.changes.append(.init(entity: entity.name,
+                                      change: "attribute \(attribute.name) added (\(attribute.type))",
+                                      refusal: "it is required and has no default value"))
+            return .constant(.null)
+        }
+    }
+
+    /// The values of an attribute the store has as `old` at `slot`: what changes (name, type, optionality,
+    /// external storage) goes into `diff`, refused when the type does not widen.
+    private static func keptAttributeSource(_ attribute: Schema.Attribute, of entity: Schema.Entity,
+                                            storedAs old: Schema.Attribute, slot: Int,
+                                            diff: inout SchemaDiff) -> AttributeSource {
+        if old.name != attribute.name {
+            diff.changes.append(.init(entity: entity.name,
+                                      change: "attribute \(old.name) renamed to \(attribute.name)"))
+        }
+        var nilReplacement: StoredValue?
+        if !Self.typeCanWiden(old.type.nonOptional, to: attribute.type.nonOptional) {
+            diff.changes.append(.init(entity: entity.name,
+                                      change: "attribute \(attribute.name) changes type "
+                                          + "\(old.type) → \(attribute.type)",
+                                      refusal: "a type change needs a custom migration stage"))
+        } else if old.type.nonOptional != attribute.type.nonOptional {
+            diff.changes.append(.init(entity: entity.name, change: "attribute \(attribute.name) widens "
+                                      + "\(old.type.nonOptional) → \(attribute.type.nonOptional)"))
+        }
+        if old.isOptional && !attribute.isOptional {
+            nilReplacement = attribute.defaultValue
+            diff.changes.append(.init(entity: entity.name, change: "attribute \(attribute.name) becomes required"
+                                      + (attribute.defaultValue.map { " (nil becomes \($0))" } ?? "")))
+        } else if !old.isOptional && attribute.isOptional {
+            diff.changes.append(.init(entity: entity.name, change: "attribute \(attribute.name) becomes optional"))
+        }
+        if old.has(.externalStorage) != attribute.has(.externalStorage) {
+            diff.changes.append(.init(entity: entity.name,
+                                      change: "attribute \(attribute.name) "
+                                          + (attribute.has(.externalStorage) ? "moves to" : "leaves")
+                                          + " external storage"))
+        }
+        return .stored(slot: slot, nilReplacement: nilReplacement)
+    }
+
+    /// The stored relationship each of `entity`'s relationships continues (nil for one added, empty); each
+    /// difference goes into `diff`, refused when the number of targets or the destination changes.
+    private static func planRelationships(_ entity: Schema.Entity, from stored: Schema.Entity,
+                                          entityMap: [String: String], diff: inout SchemaDiff) -> [Int?] {
         var relationshipSources: [Int?] = []
         var usedRelationships = Set<Int>()
         for relationship in entity.relationships {
@@ -192,34 +224,40 @@ package struct LightweightMigration: Sendable {
                 continue
             }
             usedRelationships.insert(slot)
-            let old = stored.relationships[slot]
-            if old.name != relationship.name {
-                diff.changes.append(.init(entity: entity.name,
-                                          change: "relationship \(old.name) renamed to \(relationship.name)"))
-            }
-            if old.isToMany != relationship.isToMany {
-                diff.changes.append(.init(entity: entity.name,
-                                          change: "relationship \(relationship.name) changes from "
-                                              + (old.isToMany ? "to-many to to-one" : "to-one to to-many"),
-                                          refusal: "the number of targets changes meaning; use a custom stage"))
-            }
-            if entityMap[relationship.destination] != old.destination {
-                diff.changes.append(.init(entity: entity.name,
-                                          change: "relationship \(relationship.name) points at \(relationship.destination) "
-                                              + "instead of \(old.destination)",
-                                          refusal: "its stored targets are objects of another entity"))
-            }
-            if old.deleteRule != relationship.deleteRule {
-                diff.changes.append(.init(entity: entity.name, change: "relationship \(relationship.name) delete rule "
-                                          + "\(old.deleteRule) → \(relationship.deleteRule)"))
-            }
+            compare(relationship, of: entity, storedAs: stored.relationships[slot], entityMap: entityMap, diff: &diff)
             relationshipSources.append(slot)
         }
         for (slot, old) in stored.relationships.enumerated() where !usedRelationships.contains(slot) {
             diff.changes.append(.init(entity: entity.name,
                                       change: "relationship \(old.name) removed; its links are dropped"))
         }
-        return EntityPlan(destination: entity, attributes: sources, relationships: relationshipSources)
+        return relationshipSources
+    }
+
+    /// What changes between a stored relationship and the one that continues it, into `diff`.
+    private static func compare(_ relationship: Schema.Relationship, of entity: Schema.Entity,
+                                storedAs old: Schema.Relationship, entityMap: [String: String],
+                                diff: inout SchemaDiff) {
+        if old.name != relationship.name {
+            diff.changes.append(.init(entity: entity.name,
+                                      change: "relationship \(old.name) renamed to \(relationship.name)"))
+        }
+        if old.isToMany != relationship.isToMany {
+            diff.changes.append(.init(entity: entity.name,
+                                      change: "relationship \(relationship.name) changes from "
+                                          + (old.isToMany ? "to-many to to-one" : "to-one to to-many"),
+                                      refusal: "the number of targets changes meaning; use a custom stage"))
+        }
+        if entityMap[relationship.destination] != old.destination {
+            diff.changes.append(.init(entity: entity.name,
+                                      change: "relationship \(relationship.name) points at \(relationship.destination) "
+                                          + "instead of \(old.destination)",
+                                      refusal: "its stored targets are objects of another entity"))
+        }
+        if old.deleteRule != relationship.deleteRule {
+            diff.changes.append(.init(entity: entity.name, change: "relationship \(relationship.name) delete rule "
+                                      + "\(old.deleteRule) → \(relationship.deleteRule)"))
+        }
     }
 
     /// Whether stored values of `old` read as `new` without conversion: the same type, a wider integer, a `Float`

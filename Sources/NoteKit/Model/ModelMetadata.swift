@@ -80,6 +80,36 @@ final class ModelMetadata: @unchecked Sendable {
             problems.append(.inheritanceNotSupported(entity: type.entityName,
                                                      superclass: String(describing: superMirror.subjectType)))
         }
+        let (attributeNames, relationshipNames) = Self.propertyNames(mirror, recorded: recorded, of: type,
+                                                                     problems: &problems)
+        let attributes = Self.attributeMetadata(recorded: recorded, again: again, names: attributeNames, of: type,
+                                                problems: &problems)
+        self.attributes = attributes
+        relationships = recorded.relationshipDeclarations.enumerated().map { index, declaration in
+            RelationshipMetadata(name: relationshipNames[index], declaration: declaration)
+        }
+        relationshipIsToMany = relationships.map(\.isToMany)
+        attributeIndexByName = Dictionary(uniqueKeysWithValues: attributes.enumerated().map { ($1.name, $0) })
+        relationshipIndexByName = Dictionary(uniqueKeysWithValues: relationships.enumerated().map { ($1.name, $0) })
+        attributeNotifiers = attributes.map { _ in MutationNotifierSlot() }
+        relationshipNotifiers = relationships.map { _ in MutationNotifierSlot() }
+        // The prototype's own base init handed its values over instead of storing them; store them now.
+        first._$attributes = AttributeValues(zip(attributes, recorded.attributeValues).map { attribute, initial in
+            attribute.codec.flatMap { try? $0.encodeAny(initial) } ?? .null
+        })
+        first._$relationships = RelationshipValues(relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) })
+        prototype = Locked(first)
+        self.problems = problems
+        first._$metadata = self
+        resolveDeclaredConstraints(type)
+    }
+
+    /// The names of the prototype's attributes and relationships, in declaration order, from its mirror; each stored
+    /// property with no wrapper (nor `@Transient`) goes into `problems`.
+    private static func propertyNames(_ mirror: Mirror, recorded: ConstructionStack.Recorded,
+                                      of type: any PersistentModel.Type,
+                                      problems: inout [SchemaError])
+        -> (attributes: [String], relationships: [String]) {
         // Wrappers push in initialization order: the class's own properties, then each superclass's. Mirror lists
         // the same properties level by level, most derived first. A wrapper's property is told by its type, which
         // its declaration recorded: a cast to a marker protocol tells it too, but each cast of a type not cast
@@ -111,6 +141,15 @@ final class ModelMetadata: @unchecked Sendable {
             preconditionFailure("\(type): the declared properties and the properties found by reflection differ")
         }
 
+        return (attributeNames, relationshipNames)
+    }
+
+    /// The attributes' metadata from their recorded declarations and the initial values of two prototypes: a
+    /// default both agree on is constant, one they differ on generated. An attribute whose type is not storable
+    /// goes into `problems`.
+    private static func attributeMetadata(recorded: ConstructionStack.Recorded, again: ConstructionStack.Recorded,
+                                          names attributeNames: [String], of type: any PersistentModel.Type,
+                                          problems: inout [SchemaError]) -> [AttributeMetadata] {
         var attributes: [AttributeMetadata] = []
         for (index, declaration) in recorded.attributeDeclarations.enumerated() {
             let name = attributeNames[index]
@@ -139,24 +178,7 @@ final class ModelMetadata: @unchecked Sendable {
                 options: declaration.options, defaultValue: defaultValue, hasGeneratedDefault: generated,
                 fallbackValue: initial, valueType: declaration.valueType))
         }
-        self.attributes = attributes
-        relationships = recorded.relationshipDeclarations.enumerated().map { index, declaration in
-            RelationshipMetadata(name: relationshipNames[index], declaration: declaration)
-        }
-        relationshipIsToMany = relationships.map(\.isToMany)
-        attributeIndexByName = Dictionary(uniqueKeysWithValues: attributes.enumerated().map { ($1.name, $0) })
-        relationshipIndexByName = Dictionary(uniqueKeysWithValues: relationships.enumerated().map { ($1.name, $0) })
-        attributeNotifiers = attributes.map { _ in MutationNotifierSlot() }
-        relationshipNotifiers = relationships.map { _ in MutationNotifierSlot() }
-        // The prototype's own base init handed its values over instead of storing them; store them now.
-        first._$attributes = AttributeValues(zip(attributes, recorded.attributeValues).map { attribute, initial in
-            attribute.codec.flatMap { try? $0.encodeAny(initial) } ?? .null
-        })
-        first._$relationships = RelationshipValues(relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) })
-        prototype = Locked(first)
-        self.problems = problems
-        first._$metadata = self
-        resolveDeclaredConstraints(type)
+        return attributes
     }
 
     /// The metadata of an entity known only by its description (a schema read from a store): objects are

@@ -147,42 +147,17 @@ extension EntityTable {
         let filter = try request.filter.map(PreparedFilter.init)
         let path = accessPath(filter: request.filter, sort: request.sort)
         let limit = request.limit.map { request.offset + $0 }
+        if let path {
+            plan.index = indexSlots[path.index].map { entity.attributes[$0].name }
+            plan.indexEqualityPrefix = path.equalityPrefix
+            plan.indexRange = path.hasRange
+            plan.sortedByIndex = path.deliversOrder
+        }
         var matched: [ModelSnapshot] = []
         var examined = 0
         var loaded: [Bool]?
-
-        func consider(_ row: ModelSnapshot) throws {
-            examined += 1
-            if !request.excluding.isEmpty && request.excluding.contains(row.id) { return }
-            if let filter, try !Self.matches(filter, row, lookup: lookup, entity: entity.name) { return }
-            matched.append(row)
-        }
-
         if base != nil {
-            if let path {
-                plan.index = indexSlots[path.index].map { entity.attributes[$0].name }
-                plan.indexEqualityPrefix = path.equalityPrefix
-                plan.indexRange = path.hasRange
-                plan.sortedByIndex = path.deliversOrder
-            }
-            // Only a base decodes rows, so only a fetch over one can leave attributes out. A count or identifiers
-            // decode what the filter and sort read; rows asked for whole under a limit and sorted after the scan
-            // too, and the few that make the answer are read whole after (a top k decodes no match whole but its k).
-            let attributeCount = entity.attributes.count
-            var decoding = request.resultType == .snapshots
-                ? request.decodedAttributes(attributeCount: attributeCount) : nil
-            var completeWindow = false
-            if decoding == nil, request.attributes == nil, decodesInPart {
-                switch request.resultType {
-                case .count, .identifiers: decoding = request.matchedAttributes(attributeCount: attributeCount)
-                case .snapshots where limit != nil && !(path?.deliversOrder ?? request.sort.isEmpty):
-                    // A scan in the answer's order stops at the limit, reading no more rows than it returns: only
-                    // one that must sort every match gains by decoding them in part.
-                    decoding = request.matchedAttributes(attributeCount: attributeCount)
-                    completeWindow = decoding != nil
-                case .snapshots: break
-                }
-            }
+            let (decoding, completeWindow) = decodingOverBase(request, path: path, limit: limit)
             (matched, examined) = try matchOverBase(request, filter: filter, lookup: lookup, path: path, limit: limit,
                                                     decoding: decoding)
             if completeWindow {
@@ -192,40 +167,101 @@ extension EntityTable {
                 loaded = decoding
             }
         } else if let path {
-            plan.index = indexSlots[path.index].map { entity.attributes[$0].name }
-            plan.indexEqualityPrefix = path.equalityPrefix
-            plan.indexRange = path.hasRange
-            plan.sortedByIndex = path.deliversOrder
-            // Stop early only when the index order is the answer's order and no count is wanted.
-            let canStop = path.deliversOrder && limit != nil && request.resultType != .count
-            var failure: Error?
-            indexes[path.index].scan(from: path.lower, to: path.upper, reverse: path.reverse) { entry in
-                // Without a base, a position is an index into `rows`.
-                guard let position = memoryPosition(entry.id), let row = rows[position] else { return true }
-                do { try consider(row) } catch {
-                    failure = error
-                    return false
-                }
-                return !(canStop && matched.count >= limit!)
-            }
-            if let failure { throw failure }
-            if !path.deliversOrder {
-                if request.sort.isEmpty { matched.sort { memoryPosition($0.id)! < memoryPosition($1.id)! } }
-                else { try Self.sortRows(&matched, by: request.sort, entity: entity.name, lookup: lookup, limit: limit) }
-            }
+            (matched, examined) = try matchInMemory(request, filter: filter, lookup: lookup, path: path, limit: limit)
         } else {
-            let canStop = request.sort.isEmpty && limit != nil && request.resultType != .count
-            for row in rows {
-                guard let row else { continue }
-                try consider(row)
-                if canStop && matched.count >= limit! { break }
-            }
-            if !request.sort.isEmpty {
-                try Self.sortRows(&matched, by: request.sort, entity: entity.name, lookup: lookup, limit: limit)
+            (matched, examined) = try matchInMemory(request, filter: filter, lookup: lookup, limit: limit)
+        }
+        plan.recordsExamined = examined
+        return Self.result(of: request, matched: matched, plan: plan, limit: limit, loaded: loaded)
+    }
+
+    /// Which attributes a fetch over a base decodes of its rows (nil: every one), and whether the rows of the
+    /// answer's window are to be read whole after the scan.
+    ///
+    /// Only a base decodes rows, so only a fetch over one can leave attributes out. A count or identifiers decode
+    /// what the filter and sort read; rows asked for whole under a limit and sorted after the scan too, and the few
+    /// that make the answer are read whole after (a top k decodes no match whole but its k).
+    private func decodingOverBase(_ request: StoreFetchRequest, path: AccessPath?, limit: Int?)
+        -> (decoding: [Bool]?, completeWindow: Bool) {
+        let attributeCount = entity.attributes.count
+        var decoding = request.resultType == .snapshots
+            ? request.decodedAttributes(attributeCount: attributeCount) : nil
+        var completeWindow = false
+        if decoding == nil, request.attributes == nil, decodesInPart {
+            switch request.resultType {
+            case .count, .identifiers: decoding = request.matchedAttributes(attributeCount: attributeCount)
+            case .snapshots where limit != nil && !(path?.deliversOrder ?? request.sort.isEmpty):
+                // A scan in the answer's order stops at the limit, reading no more rows than it returns: only
+                // one that must sort every match gains by decoding them in part.
+                decoding = request.matchedAttributes(attributeCount: attributeCount)
+                completeWindow = decoding != nil
+            case .snapshots: break
             }
         }
+        return (decoding, completeWindow)
+    }
 
-        plan.recordsExamined = examined
+    /// Whether `row` is one `request` asks for: not excluded, and matching `filter`.
+    @inline(__always)
+    private func accepts(_ row: ModelSnapshot, _ request: StoreFetchRequest, filter: PreparedFilter?,
+                         lookup: RowLookup) throws -> Bool {
+        if !request.excluding.isEmpty && request.excluding.contains(row.id) { return false }
+        if let filter, try !Self.matches(filter, row, lookup: lookup, entity: entity.name) { return false }
+        return true
+    }
+
+    /// The rows in memory that `request` matches, by an index scan along `path`, in the answer's order (before its
+    /// offset and limit), and how many rows were examined.
+    private func matchInMemory(_ request: StoreFetchRequest, filter: PreparedFilter?, lookup: RowLookup,
+                               path: AccessPath, limit: Int?) throws -> (matched: [ModelSnapshot], examined: Int) {
+        var matched: [ModelSnapshot] = []
+        var examined = 0
+        // Stop early only when the index order is the answer's order and no count is wanted.
+        let canStop = path.deliversOrder && limit != nil && request.resultType != .count
+        var failure: Error?
+        indexes[path.index].scan(from: path.lower, to: path.upper, reverse: path.reverse) { entry in
+            // Without a base, a position is an index into `rows`.
+            guard let position = memoryPosition(entry.id), let row = rows[position] else { return true }
+            examined += 1
+            do {
+                if try accepts(row, request, filter: filter, lookup: lookup) { matched.append(row) }
+            } catch {
+                failure = error
+                return false
+            }
+            return !(canStop && matched.count >= limit!)
+        }
+        if let failure { throw failure }
+        if !path.deliversOrder {
+            if request.sort.isEmpty { matched.sort { memoryPosition($0.id)! < memoryPosition($1.id)! } }
+            else { try Self.sortRows(&matched, by: request.sort, entity: entity.name, lookup: lookup, limit: limit) }
+        }
+        return (matched, examined)
+    }
+
+    /// The rows in memory that `request` matches, by a scan of every row, in the answer's order (before its offset
+    /// and limit), and how many rows were examined.
+    private func matchInMemory(_ request: StoreFetchRequest, filter: PreparedFilter?, lookup: RowLookup,
+                               limit: Int?) throws -> (matched: [ModelSnapshot], examined: Int) {
+        var matched: [ModelSnapshot] = []
+        var examined = 0
+        let canStop = request.sort.isEmpty && limit != nil && request.resultType != .count
+        for row in rows {
+            guard let row else { continue }
+            examined += 1
+            if try accepts(row, request, filter: filter, lookup: lookup) { matched.append(row) }
+            if canStop && matched.count >= limit! { break }
+        }
+        if !request.sort.isEmpty {
+            try Self.sortRows(&matched, by: request.sort, entity: entity.name, lookup: lookup, limit: limit)
+        }
+        return (matched, examined)
+    }
+
+    /// The answer to `request` from the rows it matched, in order: its window (offset and limit), as its result
+    /// type asks.
+    private static func result(of request: StoreFetchRequest, matched: [ModelSnapshot], plan: FetchPlan, limit: Int?,
+                               loaded: [Bool]?) -> StoreFetchResult {
         var result = StoreFetchResult(plan: plan)
         result.count = max(0, min(matched.count - request.offset, request.limit ?? .max))
         let window = request.offset < matched.count
@@ -513,36 +549,31 @@ extension EntityTable {
             return path.reverse ? order > 0 : order < 0
         }
         var failure: (any Error)?
+        /// Reaches a base entry: the in-memory entries before it, then its row (read or to read) unless changed since.
+        @inline(__always)
+        func reach(_ entry: IndexEntry, _ number: Int, _ row: ModelSnapshot?) -> Bool {
+            do {
+                while !stopped, let next = cursor.entry, before(next, entry) {
+                    try push(memory(next))
+                    cursor.advance()
+                }
+                if !stopped && !isOverridden(number) {
+                    if let row { try push(.memory(row, number)) } else { try push(.base(number)) }
+                }
+            } catch {
+                failure = error
+                return false
+            }
+            return !stopped
+        }
         do {
             if let decoding {
                 // The base hands over the rows it read: they come as rows in memory do, and are not read again.
                 try base.scanIndex(path.index, from: path.lower, to: path.upper, reverse: path.reverse,
-                                   decoding: decoding) { entry, number, row in
-                    do {
-                        while !stopped, let next = cursor.entry, before(next, entry) {
-                            try push(memory(next))
-                            cursor.advance()
-                        }
-                        if !stopped && !isOverridden(number) { try push(.memory(row, number)) }
-                    } catch {
-                        failure = error
-                        return false
-                    }
-                    return !stopped
-                }
+                                   decoding: decoding) { entry, number, row in reach(entry, number, row) }
             } else {
                 try base.scanIndex(path.index, from: path.lower, to: path.upper, reverse: path.reverse) { entry, number in
-                    do {
-                        while !stopped, let next = cursor.entry, before(next, entry) {
-                            try push(memory(next))
-                            cursor.advance()
-                        }
-                        if !stopped && !isOverridden(number) { try push(.base(number)) }
-                    } catch {
-                        failure = error
-                        return false
-                    }
-                    return !stopped
+                    reach(entry, number, nil)
                 }
             }
         } catch {

@@ -38,19 +38,8 @@ extension RowStorage {
 
         let byValue = FetchSortKey(.attribute(attribute), ascending: first.ascending)
         let targets = try fetch(StoreFetchRequest(entity: destination.name, sort: [byValue]))
-        var groups: [[ModelSnapshot]] = []
-        var referenced = 0, nullValued = false
-        for target in targets.snapshots {
-            referenced += target.relationships[inverse].identifiers.count
-            let value = target.attributes[attribute]
-            if value.isNull {
-                nullValued = true
-            } else if let last = groups.last?.first, StoredValue.compare(last.attributes[attribute], value) == 0 {
-                groups[groups.count - 1].append(target)
-            } else {
-                groups.append([target])
-            }
-        }
+        let (groups, referenced, nullValued) = Self.groups(of: targets.snapshots, byValueOf: attribute,
+                                                           inverse: inverse)
         var plan = FetchPlan(entity: entity.name)
         plan.recordsExamined = targets.plan.recordsExamined
         var rows: [ModelSnapshot] = []
@@ -91,6 +80,32 @@ extension RowStorage {
             + "\(destination.attributes[attribute].name) (\(groupsRead) groups of equal values read), each "
             + "group's rows through the inverse \(destination.name).\(destination.relationships[inverse].name)"
             + (narrowed.map { "; " + $0.description } ?? "")
+        return Self.window(of: rows, request: request, limit: limit, plan: plan)
+    }
+
+    /// The targets, sorted by `attribute`, in groups of equal non-null values; how many sources their `inverse`
+    /// lists name; and whether any target's value is null.
+    private static func groups(of targets: [ModelSnapshot], byValueOf attribute: Int, inverse: Int)
+        -> (groups: [[ModelSnapshot]], referenced: Int, nullValued: Bool) {
+        var groups: [[ModelSnapshot]] = []
+        var referenced = 0, nullValued = false
+        for target in targets {
+            referenced += target.relationships[inverse].identifiers.count
+            let value = target.attributes[attribute]
+            if value.isNull {
+                nullValued = true
+            } else if let last = groups.last?.first, StoredValue.compare(last.attributes[attribute], value) == 0 {
+                groups[groups.count - 1].append(target)
+            } else {
+                groups.append([target])
+            }
+        }
+        return (groups, referenced, nullValued)
+    }
+
+    /// The answer to `request` from its rows in order: its window (offset and limit), as its result type asks.
+    private static func window(of rows: [ModelSnapshot], request: StoreFetchRequest, limit: Int, plan: FetchPlan)
+        -> StoreFetchResult {
         var result = StoreFetchResult(plan: plan)
         let window = request.offset < rows.count ? rows[request.offset..<min(rows.count, limit)] : []
         result.count = window.count

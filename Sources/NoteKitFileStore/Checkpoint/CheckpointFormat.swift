@@ -172,8 +172,8 @@ enum Checkpoint {
     static func encode(_ opening: CheckpointOpening, schema: Schema, entities: [EntityRows],
                        indexEntries: (_ entity: String, _ index: Int) throws -> [IndexEntry], blobs: Set<String>) throws
         -> [UInt8] {
-        var bodies: [(entries: Int, size: Int, bytes: [UInt8])] = []
-        var described: [(name: String, rows: Int, indexes: [[String]], uniques: [[String]])] = []
+        var bodies: [SectionBody] = []
+        var described: [DescribedEntity] = []
         for item in entities {
             let entity = item.entity
             let count = item.rows.count
@@ -184,64 +184,101 @@ enum Checkpoint {
             // ids: by key bytes, unsigned.
             var keyed = item.rows.indices.map { (words: IndexEntryWords.words(item.rows[$0].id.primaryKey), row: $0) }
             keyed.sort { $0.words < $1.words }
-            var ids = [UInt8]()
-            ids.reserveCapacity(count * idEntrySize)
-            for entry in keyed {
-                appendUUID(item.rows[entry.row].id.primaryKey, to: &ids)
-                appendU32(UInt32(entry.row), to: &ids)
-            }
-            bodies.append((count, idEntrySize, ids))
-            var table = [UInt8]()
-            table.reserveCapacity(count * rowEntrySize)
-            for place in item.places {
-                appendU64(UInt64(place.offset), to: &table)
-                appendU32(UInt32(truncatingIfNeeded: place.length), to: &table)
-                appendU32(place.checksum, to: &table)
-            }
-            bodies.append((count, rowEntrySize, table))
-            // An index entry's row number, by binary search over the keys just sorted: cheaper than hashing them.
-            func number(of id: UUID) -> Int? {
-                let target = IndexEntryWords.words(id)
-                var lo = 0, hi = keyed.count
-                while lo < hi {
-                    let mid = (lo + hi) / 2
-                    if keyed[mid].words < target { lo = mid + 1 } else { hi = mid }
-                }
-                return lo < keyed.count && keyed[lo].words == target ? keyed[lo].row : nil
-            }
+            bodies.append(idSection(keyed, rows: item.rows))
+            bodies.append(rowTableSection(item.places))
             for index in entity.indexes.indices {
-                let entries = try indexEntries(entity.name, index)
-                var section = [UInt8]()
-                section.reserveCapacity(entries.count * rowNumberSize)
-                for entry in entries {
-                    guard let number = number(of: entry.id.primaryKey) else {
-                        throw Unwritable(description: "index \(index) of \(entity.name) lists \(entry.id), not a row")
-                    }
-                    appendU32(UInt32(number), to: &section)
-                }
-                bodies.append((entries.count, rowNumberSize, section))
+                bodies.append(try indexSection(try indexEntries(entity.name, index), index: index, of: entity,
+                                               keyed: keyed))
             }
             for constraint in entity.uniqueConstraints {
-                let slots = constraint.compactMap(entity.attributeIndex(named:))
-                var holders: [(key: [StoredValue], row: Int)] = []
-                for (n, row) in item.rows.enumerated() {
-                    let key = slots.map { row.attributes[$0] }
-                    if !key.contains(where: \.isNull) { holders.append((key, n)) }
-                }
-                holders.sort { a, b in
-                    let c = compareKeys(a.key, b.key)
-                    return c != 0 ? c < 0 : a.row < b.row
-                }
-                var section = [UInt8]()
-                section.reserveCapacity(holders.count * rowNumberSize)
-                for holder in holders { appendU32(UInt32(holder.row), to: &section) }
-                bodies.append((holders.count, rowNumberSize, section))
+                bodies.append(uniqueSection(constraint, of: entity, rows: item.rows))
             }
         }
         var blobSection = [UInt8]()
         for name in blobs.sorted() { appendHexBytes(name, to: &blobSection) }
         bodies.append((blobs.count, blobEntrySize, blobSection))
+        return layOut(opening, described: described, bodies: bodies)
+    }
 
+    /// A section's entries, before it is laid out in pages: how many, the size of one, and their bytes.
+    private typealias SectionBody = (entries: Int, size: Int, bytes: [UInt8])
+    /// A row's key as two words to compare, and the row's number.
+    private typealias KeyedRow = (words: (UInt64, UInt64), row: Int)
+    /// What the header says of an entity besides its sections.
+    private typealias DescribedEntity = (name: String, rows: Int, indexes: [[String]], uniques: [[String]])
+
+    /// The `ids` section: each row's key and row number, ordered by key bytes (`keyed`, sorted).
+    private static func idSection(_ keyed: [KeyedRow], rows: [ModelSnapshot])
+        -> SectionBody {
+        var ids = [UInt8]()
+        ids.reserveCapacity(rows.count * idEntrySize)
+        for entry in keyed {
+            appendUUID(rows[entry.row].id.primaryKey, to: &ids)
+            appendU32(UInt32(entry.row), to: &ids)
+        }
+        return (rows.count, idEntrySize, ids)
+    }
+
+    /// The row table: where each row's bytes are, in row order.
+    private static func rowTableSection(_ places: [CheckpointRow]) -> SectionBody {
+        var table = [UInt8]()
+        table.reserveCapacity(places.count * rowEntrySize)
+        for place in places {
+            appendU64(UInt64(place.offset), to: &table)
+            appendU32(UInt32(truncatingIfNeeded: place.length), to: &table)
+            appendU32(place.checksum, to: &table)
+        }
+        return (places.count, rowEntrySize, table)
+    }
+
+    /// A declared index's section: the row numbers of its entries, in the index's order.
+    ///
+    /// - Throws: ``Unwritable`` when an entry names no row.
+    private static func indexSection(_ entries: [IndexEntry], index: Int, of entity: Schema.Entity,
+                                     keyed: [KeyedRow]) throws -> SectionBody {
+        // An index entry's row number, by binary search over the keys sorted: cheaper than hashing them.
+        func number(of id: UUID) -> Int? {
+            let target = IndexEntryWords.words(id)
+            var lo = 0, hi = keyed.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if keyed[mid].words < target { lo = mid + 1 } else { hi = mid }
+            }
+            return lo < keyed.count && keyed[lo].words == target ? keyed[lo].row : nil
+        }
+        var section = [UInt8]()
+        section.reserveCapacity(entries.count * rowNumberSize)
+        for entry in entries {
+            guard let number = number(of: entry.id.primaryKey) else {
+                throw Unwritable(description: "index \(index) of \(entity.name) lists \(entry.id), not a row")
+            }
+            appendU32(UInt32(number), to: &section)
+        }
+        return (entries.count, rowNumberSize, section)
+    }
+
+    /// A unique constraint's section: the row numbers of the rows with no null in the key, by key, then row.
+    private static func uniqueSection(_ constraint: [String], of entity: Schema.Entity, rows: [ModelSnapshot])
+        -> SectionBody {
+        let slots = constraint.compactMap(entity.attributeIndex(named:))
+        var holders: [(key: [StoredValue], row: Int)] = []
+        for (n, row) in rows.enumerated() {
+            let key = slots.map { row.attributes[$0] }
+            if !key.contains(where: \.isNull) { holders.append((key, n)) }
+        }
+        holders.sort { a, b in
+            let c = compareKeys(a.key, b.key)
+            return c != 0 ? c < 0 : a.row < b.row
+        }
+        var section = [UInt8]()
+        section.reserveCapacity(holders.count * rowNumberSize)
+        for holder in holders { appendU32(UInt32(holder.row), to: &section) }
+        return (holders.count, rowNumberSize, section)
+    }
+
+    /// The file: the magic line and the header, in as many pages as the header takes, then each section's pages.
+    private static func layOut(_ opening: CheckpointOpening, described: [DescribedEntity], bodies: [SectionBody])
+        -> [UInt8] {
         // The header names the sections' pages, which follow the header's own pages: lay them out from one
         // header page, and again from as many as the header took, until it fits.
         var headerPages = 1
@@ -273,22 +310,25 @@ enum Checkpoint {
             }
             file.reserveCapacity(page * pageSize)
             file += [UInt8](repeating: 0, count: headerPages * pageSize - file.count)
-            for body in bodies {
-                let perPage = Self.perPage(body.size)
-                var start = 0
-                while start < body.bytes.count {
-                    let end = min(body.bytes.count, start + perPage * body.size)
-                    let pageStart = file.count
-                    file += body.bytes[start..<end]
-                    file += [UInt8](repeating: 0, count: pageBody - (end - start))
-                    let crc = file.withUnsafeBytes {
-                        CRC32C.masked(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[pageStart..<(pageStart + pageBody)])))
-                    }
-                    appendU32(crc, to: &file)
-                    start = end
-                }
-            }
+            for body in bodies { appendPages(of: body, to: &file) }
             return file
+        }
+    }
+
+    /// Appends a section's entries to `file`, as many to a page as fit, each page zero-filled and checksummed.
+    private static func appendPages(of body: SectionBody, to file: inout [UInt8]) {
+        let perPage = Self.perPage(body.size)
+        var start = 0
+        while start < body.bytes.count {
+            let end = min(body.bytes.count, start + perPage * body.size)
+            let pageStart = file.count
+            file += body.bytes[start..<end]
+            file += [UInt8](repeating: 0, count: pageBody - (end - start))
+            let crc = file.withUnsafeBytes {
+                CRC32C.masked(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[pageStart..<(pageStart + pageBody)])))
+            }
+            appendU32(crc, to: &file)
+            start = end
         }
     }
 
@@ -379,15 +419,63 @@ enum Checkpoint {
     /// - Throws: ``CheckpointDamage`` naming `file` and the offset of what is wrong.
     static func decodeHeader(_ payload: UnsafeRawBufferPointer, offset: Int, file: String) throws -> CheckpointHeader {
         var reader = JSONReader(payload, baseOffset: offset)
+        let members = HeaderMembers(file: file)
+        do {
+            var kind: String?, store: UUID?, segment: Int?, segmentRecord: RecordTie?, schemas: Range<Int>?
+            var history: Range<Int>?, snapshot: (Int, UInt64, Int)?, end: Int?, lastRecord: RecordTie?
+            var pageSize: Int?, entities: [CheckpointHeader.Entity]?, blobs: CheckpointSection?
+            let start = reader
+            try reader.readObject { member, key in
+                switch key {
+                case "k": kind = try member.readString()
+                case "store": store = try member.readUUID()
+                case "segment": segment = try members.count(&member)
+                case "segmentRecord": segmentRecord = try members.tie(&member)
+                case "schemas": schemas = try members.range(&member)
+                case "history": history = try members.range(&member)
+                case "snapshot": snapshot = try members.snapshot(&member)
+                case "end": end = try members.count(&member)
+                case "lastRecord": lastRecord = try members.tie(&member)
+                case "pageSize": pageSize = try members.count(&member)
+                case "entities":
+                    var all: [CheckpointHeader.Entity] = []
+                    try member.readArray { all.append(try members.entity(&$0)) }
+                    entities = all
+                case "blobs": blobs = try members.section(&member, entriesKey: "count", properties: nil)
+                default:
+                    throw members.fail(member, "unknown key \(String(reflecting: key.string)) in a checkpoint header")
+                }
+            }
+            try reader.finish()
+            guard kind == "checkpoint" else { throw members.fail(start, "the header is not a checkpoint record") }
+            guard let store, let segment, let segmentRecord, let schemas, let history, let snapshot, let end,
+                  let lastRecord, let pageSize, let entities, let blobs else {
+                throw members.fail(start, "the checkpoint header lacks a member")
+            }
+            return CheckpointHeader(store: store, segment: segment, segmentRecord: segmentRecord, schemas: schemas,
+                                    history: history, snapshotOffset: snapshot.0, lastTransaction: snapshot.1,
+                                    rowCount: snapshot.2, end: end, lastRecord: lastRecord, pageSize: pageSize,
+                                    entities: entities, blobs: blobs)
+        } catch let error as JSONReadError {
+            throw CheckpointDamage(file: file, offset: error.offset, reason: error.reason)
+        }
+    }
+
+    /// The readers of a header's members, each strict, each failing with a ``CheckpointDamage`` in `file`.
+    private struct HeaderMembers {
+        let file: String
+
         func fail(_ at: JSONReader, _ reason: String) -> CheckpointDamage {
             CheckpointDamage(file: file, offset: at.offset, reason: reason)
         }
+
         func count(_ member: inout JSONReader) throws -> Int {
             let at = member
             let value = try member.readInt64()
             guard value >= 0, value <= Int64(Int32.max) * 4096 else { throw fail(at, "\(value) is out of range") }
             return Int(value)
         }
+
         func tie(_ member: inout JSONReader) throws -> RecordTie {
             var offset: Int?, length: Int?, checksum: UInt32?
             let at = member
@@ -406,6 +494,7 @@ enum Checkpoint {
             guard let offset, let length, let checksum else { throw fail(at, "a record tie lacks a member") }
             return RecordTie(offset: offset, length: length, checksum: checksum)
         }
+
         func range(_ member: inout JSONReader) throws -> Range<Int> {
             var offset: Int?, end: Int?
             let at = member
@@ -419,6 +508,23 @@ enum Checkpoint {
             guard let offset, let end, offset <= end else { throw fail(at, "a byte range lacks a member or is reversed") }
             return offset..<end
         }
+
+        /// The snapshot's offset, last transaction and row count.
+        func snapshot(_ member: inout JSONReader) throws -> (Int, UInt64, Int) {
+            var offset: Int?, lastTx: UInt64?, rows: Int?
+            let at = member
+            try member.readObject { value, key in
+                switch key {
+                case "offset": offset = try count(&value)
+                case "lastTx": lastTx = try value.readUInt64()
+                case "rows": rows = try count(&value)
+                default: throw fail(value, "unknown key \(String(reflecting: key.string))")
+                }
+            }
+            guard let offset, let lastTx, let rows else { throw fail(at, "the snapshot lacks a member") }
+            return (offset, lastTx, rows)
+        }
+
         func section(_ member: inout JSONReader, entriesKey: StaticString?, properties: UnsafeMutablePointer<[String]>?) throws
             -> CheckpointSection {
             var entries: Int?, page: Int?, pages: Int?
@@ -442,6 +548,7 @@ enum Checkpoint {
             }
             return CheckpointSection(entries: entries ?? -1, page: page, pages: pages)
         }
+
         func keyed(_ member: inout JSONReader) throws -> [CheckpointHeader.KeyedSection] {
             var all: [CheckpointHeader.KeyedSection] = []
             try member.readArray { element in
@@ -451,77 +558,29 @@ enum Checkpoint {
             }
             return all
         }
-        do {
-            var kind: String?, store: UUID?, segment: Int?, segmentRecord: RecordTie?, schemas: Range<Int>?
-            var history: Range<Int>?, snapshot: (Int, UInt64, Int)?, end: Int?, lastRecord: RecordTie?
-            var pageSize: Int?, entities: [CheckpointHeader.Entity]?, blobs: CheckpointSection?
-            let start = reader
-            try reader.readObject { member, key in
+
+        /// One entity of the header's `entities`: its name, row count and sections.
+        func entity(_ element: inout JSONReader) throws -> CheckpointHeader.Entity {
+            var name: String?, rows: Int?, ids: CheckpointSection?, table: CheckpointSection?
+            var indexes: [CheckpointHeader.KeyedSection]?, uniques: [CheckpointHeader.KeyedSection]?
+            let at = element
+            try element.readObject { value, key in
                 switch key {
-                case "k": kind = try member.readString()
-                case "store": store = try member.readUUID()
-                case "segment": segment = try count(&member)
-                case "segmentRecord": segmentRecord = try tie(&member)
-                case "schemas": schemas = try range(&member)
-                case "history": history = try range(&member)
-                case "snapshot":
-                    var offset: Int?, lastTx: UInt64?, rows: Int?
-                    let at = member
-                    try member.readObject { value, key in
-                        switch key {
-                        case "offset": offset = try count(&value)
-                        case "lastTx": lastTx = try value.readUInt64()
-                        case "rows": rows = try count(&value)
-                        default: throw fail(value, "unknown key \(String(reflecting: key.string))")
-                        }
-                    }
-                    guard let offset, let lastTx, let rows else { throw fail(at, "the snapshot lacks a member") }
-                    snapshot = (offset, lastTx, rows)
-                case "end": end = try count(&member)
-                case "lastRecord": lastRecord = try tie(&member)
-                case "pageSize": pageSize = try count(&member)
-                case "entities":
-                    var all: [CheckpointHeader.Entity] = []
-                    try member.readArray { element in
-                        var name: String?, rows: Int?, ids: CheckpointSection?, table: CheckpointSection?
-                        var indexes: [CheckpointHeader.KeyedSection]?, uniques: [CheckpointHeader.KeyedSection]?
-                        let at = element
-                        try element.readObject { value, key in
-                            switch key {
-                            case "e": name = try value.readString()
-                            case "rows": rows = try count(&value)
-                            case "ids": ids = try section(&value, entriesKey: nil, properties: nil)
-                            case "rowTable": table = try section(&value, entriesKey: nil, properties: nil)
-                            case "indexes": indexes = try keyed(&value)
-                            case "uniques": uniques = try keyed(&value)
-                            default: throw fail(value, "unknown key \(String(reflecting: key.string))")
-                            }
-                        }
-                        guard let name, let rows, var ids, var table, let indexes, let uniques else {
-                            throw fail(at, "an entity lacks a member")
-                        }
-                        ids.entries = rows
-                        table.entries = rows
-                        all.append(.init(name: name, rows: rows, ids: ids, rowTable: table, indexes: indexes,
-                                         uniques: uniques))
-                    }
-                    entities = all
-                case "blobs": blobs = try section(&member, entriesKey: "count", properties: nil)
-                default: throw fail(member, "unknown key \(String(reflecting: key.string)) in a checkpoint header")
+                case "e": name = try value.readString()
+                case "rows": rows = try count(&value)
+                case "ids": ids = try section(&value, entriesKey: nil, properties: nil)
+                case "rowTable": table = try section(&value, entriesKey: nil, properties: nil)
+                case "indexes": indexes = try keyed(&value)
+                case "uniques": uniques = try keyed(&value)
+                default: throw fail(value, "unknown key \(String(reflecting: key.string))")
                 }
             }
-            try reader.finish()
-            guard kind == "checkpoint" else { throw fail(start, "the header is not a checkpoint record") }
-            guard let store, let segment, let segmentRecord, let schemas, let history, let snapshot, let end,
-                  let lastRecord, let pageSize, let entities, let blobs else {
-                throw fail(start, "the checkpoint header lacks a member")
+            guard let name, let rows, var ids, var table, let indexes, let uniques else {
+                throw fail(at, "an entity lacks a member")
             }
-            return CheckpointHeader(store: store, segment: segment, segmentRecord: segmentRecord, schemas: schemas,
-                                    history: history, snapshotOffset: snapshot.0, lastTransaction: snapshot.1,
-                                    rowCount: snapshot.2, end: end, lastRecord: lastRecord, pageSize: pageSize,
-                                    entities: entities, blobs: blobs)
-        } catch let error as JSONReadError {
-            throw CheckpointDamage(file: file, offset: error.offset, reason: error.reason)
+            ids.entries = rows
+            table.entries = rows
+            return .init(name: name, rows: rows, ids: ids, rowTable: table, indexes: indexes, uniques: uniques)
         }
     }
 

@@ -92,84 +92,21 @@ extension Checkpoint {
     static func build(segment path: String, number: Int, store: UUID, fileSystem: any StoreFileSystem) throws
         -> [UInt8] {
         let scan = try SegmentScan.read(path, number: number, fileSystem: fileSystem)
-        let decoder = RecordDecoderV1(blobs: nil)
-        struct Done: Error {}
-        var segmentRecord: RecordTie?, schemas: Range<Int>?, history: Range<Int>?
-        var snapshot: (offset: Int, lastTx: UInt64, rows: Int)?
-        var lastRecord: RecordTie?
-        var schema: Schema?
-        var perEntity: [String: (rows: [ModelSnapshot], places: [CheckpointRow])] = [:]
-        var arrived = 0
-        func damage(_ offset: Int, _ reason: String) -> CheckpointDamage {
-            CheckpointDamage(file: path, offset: offset, reason: reason)
-        }
-        func tie(_ record: SegmentRecord) -> RecordTie {
-            RecordTie(offset: record.recordOffset, length: record.payload.count,
-                      checksum: CRC32C.masked(CRC32C.checksum(record.payload)))
-        }
+        var read = OpeningRead(path: path, number: number, store: store)
         do {
-            try scan.forEachRecord(blobs: nil) { record in
-                let at = record.recordOffset
-                let kind = try record.peek.kind
-                guard segmentRecord != nil || kind == .segment else {
-                    throw damage(at, "the segment does not begin with a segment record")
-                }
-                switch kind {
-                case .segment:
-                    guard segmentRecord == nil, case .segment(let header) = try record.decode(schema: nil) else {
-                        throw damage(at, "a segment record in the middle")
-                    }
-                    guard header.store == store, header.number == number else {
-                        throw damage(at, "it says it is segment \(header.number) of store \(header.store)")
-                    }
-                    segmentRecord = tie(record)
-                case .schema where history == nil && snapshot == nil:
-                    guard case .schema(let decoded) = try record.decode(schema: nil) else { break }
-                    schema = decoded
-                    schemas = (schemas?.lowerBound ?? at)..<record.next
-                case .history where schemas != nil && snapshot == nil:
-                    _ = try record.decode(schema: schema)
-                    history = (history?.lowerBound ?? at)..<record.next
-                case .snapshot where schemas != nil && snapshot == nil:
-                    guard case .snapshot(let lastTx, let rows) = try record.decode(schema: schema) else { break }
-                    snapshot = (at, lastTx, rows)
-                    if rows == 0 {
-                        lastRecord = tie(record)
-                        throw Done()
-                    }
-                case .rows where snapshot != nil:
-                    let decoded = try decoder.decodeRows(record.payload, offset: record.offset, file: path,
-                                                         schema: schema!)
-                    arrived += decoded.rows.count
-                    guard arrived <= snapshot!.rows else {
-                        throw damage(at, "more rows follow the snapshot than the \(snapshot!.rows) it lists")
-                    }
-                    let places = decoded.spans.map { span in
-                        let bytes = UnsafeRawBufferPointer(rebasing: record.payload[(span.lowerBound - record.offset)..<(span.upperBound - record.offset)])
-                        return CheckpointRow(offset: span.lowerBound, length: span.count,
-                                             checksum: CRC32C.masked(CRC32C.checksum(bytes)))
-                    }
-                    perEntity[decoded.entity, default: ([], [])].rows += decoded.rows
-                    perEntity[decoded.entity, default: ([], [])].places += places
-                    if arrived == snapshot!.rows {
-                        lastRecord = tie(record)
-                        throw Done()
-                    }
-                default:
-                    throw damage(at, snapshot == nil ? "the segment's opening is not a compaction's (no snapshot)"
-                                 : "a \(kind.rawValue) record inside the snapshot's rows")
-                }
-            }
-        } catch is Done {
+            try scan.forEachRecord(blobs: nil) { try read.take($0) }
+        } catch is OpeningRead.Done {
         } catch let error as FileStoreError {
-            throw damage(0, "the segment's opening does not decode: \(error)")
+            throw read.damage(0, "the segment's opening does not decode: \(error)")
         }
-        guard let segmentRecord, let schemas, let schema, let snapshot, let lastRecord else {
-            throw damage(scan.end, "the segment's opening is not whole: it ends before the snapshot's rows")
+        guard let segmentRecord = read.segmentRecord, let schemas = read.schemas, let schema = read.schema,
+              let snapshot = read.snapshot, let lastRecord = read.lastRecord else {
+            throw read.damage(scan.end, "the segment's opening is not whole: it ends before the snapshot's rows")
         }
+        let perEntity = read.perEntity
         let opening = CheckpointOpening(
             store: store, segment: number, segmentRecord: segmentRecord, schemas: schemas,
-            history: history ?? snapshot.offset..<snapshot.offset, snapshotOffset: snapshot.offset,
+            history: read.history ?? snapshot.offset..<snapshot.offset, snapshotOffset: snapshot.offset,
             lastTransaction: snapshot.lastTx, rowCount: snapshot.rows, lastRecord: lastRecord)
         let storage = RowStorage(schema: schema)
         var allRows: [ModelSnapshot] = []
@@ -185,7 +122,102 @@ extension Checkpoint {
                               indexEntries: { try storage.indexEntries(of: $0, index: $1) },
                               blobs: FileStore.referencedBlobs(allRows, schema: schema))
         } catch let error as Unwritable {
-            throw damage(snapshot.offset, error.description)
+            throw read.damage(snapshot.offset, error.description)
+        }
+    }
+
+    /// A compaction's opening of a segment as ``build(segment:number:store:fileSystem:)`` reads it, record by
+    /// record: where each part is, and the snapshot's rows by entity with the places of their bytes.
+    private struct OpeningRead {
+        /// Thrown once the snapshot's last row has arrived: the opening is read whole.
+        struct Done: Error {}
+
+        let path: String
+        let number: Int
+        let store: UUID
+        let decoder = RecordDecoderV1(blobs: nil)
+        var segmentRecord: RecordTie?, schemas: Range<Int>?, history: Range<Int>?
+        var snapshot: (offset: Int, lastTx: UInt64, rows: Int)?
+        var lastRecord: RecordTie?
+        var schema: Schema?
+        var perEntity: [String: (rows: [ModelSnapshot], places: [CheckpointRow])] = [:]
+        var arrived = 0
+
+        init(path: String, number: Int, store: UUID) {
+            self.path = path
+            self.number = number
+            self.store = store
+        }
+
+        func damage(_ offset: Int, _ reason: String) -> CheckpointDamage {
+            CheckpointDamage(file: path, offset: offset, reason: reason)
+        }
+
+        func tie(_ record: SegmentRecord) -> RecordTie {
+            RecordTie(offset: record.recordOffset, length: record.payload.count,
+                      checksum: CRC32C.masked(CRC32C.checksum(record.payload)))
+        }
+
+        /// Takes the opening's next record, or throws ``Done`` after its last.
+        ///
+        /// - Throws: ``CheckpointDamage`` when the record does not belong where it stands.
+        mutating func take(_ record: SegmentRecord) throws {
+            let at = record.recordOffset
+            let kind = try record.peek.kind
+            guard segmentRecord != nil || kind == .segment else {
+                throw damage(at, "the segment does not begin with a segment record")
+            }
+            switch kind {
+            case .segment:
+                guard segmentRecord == nil, case .segment(let header) = try record.decode(schema: nil) else {
+                    throw damage(at, "a segment record in the middle")
+                }
+                guard header.store == store, header.number == number else {
+                    throw damage(at, "it says it is segment \(header.number) of store \(header.store)")
+                }
+                segmentRecord = tie(record)
+            case .schema where history == nil && snapshot == nil:
+                guard case .schema(let decoded) = try record.decode(schema: nil) else { break }
+                schema = decoded
+                schemas = (schemas?.lowerBound ?? at)..<record.next
+            case .history where schemas != nil && snapshot == nil:
+                _ = try record.decode(schema: schema)
+                history = (history?.lowerBound ?? at)..<record.next
+            case .snapshot where schemas != nil && snapshot == nil:
+                guard case .snapshot(let lastTx, let rows) = try record.decode(schema: schema) else { break }
+                snapshot = (at, lastTx, rows)
+                if rows == 0 {
+                    lastRecord = tie(record)
+                    throw Done()
+                }
+            case .rows where snapshot != nil:
+                try takeRows(record)
+            default:
+                throw damage(at, snapshot == nil ? "the segment's opening is not a compaction's (no snapshot)"
+                             : "a \(kind.rawValue) record inside the snapshot's rows")
+            }
+        }
+
+        /// Takes a `rows` record of the snapshot: its rows, and where each row's bytes are.
+        private mutating func takeRows(_ record: SegmentRecord) throws {
+            let decoded = try decoder.decodeRows(record.payload, offset: record.offset, file: path,
+                                                 schema: schema!)
+            arrived += decoded.rows.count
+            guard arrived <= snapshot!.rows else {
+                throw damage(record.recordOffset, "more rows follow the snapshot than the \(snapshot!.rows) it lists")
+            }
+            let places = decoded.spans.map { span in
+                let bytes = UnsafeRawBufferPointer(
+                    rebasing: record.payload[(span.lowerBound - record.offset)..<(span.upperBound - record.offset)])
+                return CheckpointRow(offset: span.lowerBound, length: span.count,
+                                     checksum: CRC32C.masked(CRC32C.checksum(bytes)))
+            }
+            perEntity[decoded.entity, default: ([], [])].rows += decoded.rows
+            perEntity[decoded.entity, default: ([], [])].places += places
+            if arrived == snapshot!.rows {
+                lastRecord = tie(record)
+                throw Done()
+            }
         }
     }
 }

@@ -120,9 +120,10 @@ struct JSONReader {
     /// The longest number, in bytes, that ``readDouble()`` accepts when it needs an exact conversion.
     static let maximumNumberLength = 400
 
-    private let input: UnsafeRawBufferPointer
-    private let baseOffset: Int
-    private var position = 0
+    // Not private: the scanners of strings and numbers (`JSONReader+Strings.swift`, `+Numbers`) read and advance them.
+    let input: UnsafeRawBufferPointer
+    let baseOffset: Int
+    var position = 0
     private var depth = 0
     /// The keys of the objects being read, outermost first, for duplicate detection; each object truncates it back.
     private var openKeys: [KeySpan] = []
@@ -462,13 +463,20 @@ struct JSONReader {
         UnsafeRawBufferPointer(rebasing: input[span.start..<(span.start + span.count)])
     }
 
+    private mutating func readKey() throws -> JSONKey {
+        let (start, end, hasEscapes) = try scanString()
+        return JSONKey(
+            utf8: UnsafeRawBufferPointer(rebasing: input[start..<end]),
+            unescaped: hasEscapes ? makeString(start, end, hasEscapes: true) : nil)
+    }
+
     // MARK: Errors
 
-    private func failure(_ reason: String, at position: Int) -> JSONReadError {
+    func failure(_ reason: String, at position: Int) -> JSONReadError {
         JSONReadError(offset: baseOffset + position, reason: reason)
     }
 
-    private func expected(_ what: String) -> JSONReadError {
+    func expected(_ what: String) -> JSONReadError {
         failure("expected \(what), found \(found(at: position))", at: position)
     }
 
@@ -477,438 +485,29 @@ struct JSONReader {
     }
 
     /// Names the byte at `index` for an error message: `'x'`, `byte 0xC3` or `end of input`.
-    private func found(at index: Int) -> String {
+    func found(at index: Int) -> String {
         guard index < input.count else { return "end of input" }
         let byte = input[index]
         if byte > 0x20, byte < 0x7F { return "'\(Character(Unicode.Scalar(byte)))'" }
-        return "byte 0x\(hex(byte))"
+        return "byte 0x\(Self.hex(byte))"
     }
 
     /// The input's bytes `start..<end` as text for an error message, shortened to 40 bytes.
-    private func quoted(_ start: Int, _ end: Int) -> String {
+    func quoted(_ start: Int, _ end: Int) -> String {
         let shown = min(end, start + 40)
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: input[start..<shown]), as: UTF8.self)
         return shown < end ? text + "…" : text
     }
 
-    // MARK: Strings
-
-    /// Scans the string whose opening quote is at `position`, checking its UTF-8 and escapes; leaves `position` after
-    /// the closing quote and returns the range of the contents.
-    private mutating func scanString() throws -> (start: Int, end: Int, hasEscapes: Bool) {
-        let open = position
-        let count = input.count
-        var index = position + 1
-        var hasEscapes = false
-        while true {
-            // Eight bytes at a time while none is a quote, a backslash, a control character or non-ASCII.
-            while index + 8 <= count {
-                let word = input.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                let flags = Self.stringFlags(UInt64(littleEndian: word))
-                if flags != 0 {
-                    index += flags.trailingZeroBitCount >> 3
-                    break
-                }
-                index += 8
-            }
-            guard index < count else {
-                throw failure("unterminated string (it starts at byte \(baseOffset + open))", at: count)
-            }
-            let byte = input[index]
-            if byte == UInt8(ascii: "\"") {
-                position = index + 1
-                return (open + 1, index, hasEscapes)
-            } else if byte == UInt8(ascii: "\\") {
-                hasEscapes = true
-                index = try scanEscape(at: index, stringStart: open)
-            } else if byte >= 0x80 {
-                index = try scanUTF8Sequence(at: index, stringStart: open)
-            } else if byte < 0x20 {
-                throw failure("raw control character 0x\(hex(byte)) in string (it must be escaped)", at: index)
-            } else {
-                index += 1
-            }
-        }
+    /// A byte in two hex digits, for an error message.
+    static func hex(_ byte: UInt8) -> String {
+        let digits = String(byte, radix: 16, uppercase: true)
+        return digits.count == 1 ? "0" + digits : digits
     }
 
-    /// Sets the high bit of each byte of `word` that is `"`, `\`, below 0x20 or 0x80 and above. A byte above one that
-    /// is set may be set too (a borrow), so only the lowest set byte is exact.
-    @inline(__always)
-    private static func stringFlags(_ word: UInt64) -> UInt64 {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let quote = word ^ (ones &* 0x22)
-        let backslash = word ^ (ones &* 0x5C)
-        return ((word &- ones &* 0x20) | (quote &- ones) | (backslash &- ones) | word) & (ones &* 0x80)
+    /// A UTF-16 unit in four hex digits, for an error message.
+    static func hex(_ unit: UInt16) -> String {
+        let digits = String(unit, radix: 16, uppercase: true)
+        return String(repeating: "0", count: 4 - digits.count) + digits
     }
-
-    /// Checks the escape whose backslash is at `index`; returns the index after it.
-    private func scanEscape(at index: Int, stringStart: Int) throws -> Int {
-        guard index + 1 < input.count else {
-            throw failure("unterminated string (it starts at byte \(baseOffset + stringStart))", at: input.count)
-        }
-        switch input[index + 1] {
-        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
-            UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
-            return index + 2
-        case UInt8(ascii: "u"):
-            let unit = try hexEscape(at: index, stringStart: stringStart)
-            switch unit {
-            case 0xD800...0xDBFF:
-                guard index + 7 < input.count,
-                    input[index + 6] == UInt8(ascii: "\\"), input[index + 7] == UInt8(ascii: "u"),
-                    case 0xDC00...0xDFFF = try hexEscape(at: index + 6, stringStart: stringStart)
-                else {
-                    throw failure(
-                        "lone surrogate \\u\(hex(unit)) in string "
-                            + "(a high surrogate must be followed by a \\u escape of a low one)",
-                        at: index)
-                }
-                return index + 12
-            case 0xDC00...0xDFFF:
-                throw failure(
-                    "lone surrogate \\u\(hex(unit)) in string (a low surrogate must follow a high one)", at: index)
-            default:
-                return index + 6
-            }
-        default:
-            let escaped = input[index + 1]
-            let shown = escaped > 0x20 && escaped < 0x7F
-                ? "'\\\(Character(Unicode.Scalar(escaped)))'" : "'\\' before \(found(at: index + 1))"
-            throw failure("invalid escape \(shown) in string", at: index)
-        }
-    }
-
-    /// The code unit of the `\uXXXX` escape whose backslash is at `index`.
-    private func hexEscape(at index: Int, stringStart: Int) throws -> UInt16 {
-        guard index + 6 <= input.count else {
-            throw failure("unterminated string (it starts at byte \(baseOffset + stringStart))", at: input.count)
-        }
-        guard let unit = Self.hexValue(input, at: index + 2) else {
-            throw failure("invalid \\u escape in string (it needs four hexadecimal digits)", at: index)
-        }
-        return unit
-    }
-
-    private static func hexValue(_ bytes: UnsafeRawBufferPointer, at index: Int) -> UInt16? {
-        var value: UInt16 = 0
-        for offset in 0..<4 {
-            let byte = bytes[index + offset]
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: return nil
-            }
-            value = value << 4 | UInt16(digit)
-        }
-        return value
-    }
-
-    /// Checks the multi-byte UTF-8 sequence that starts at `index` (RFC 3629: no overlong forms, no surrogates,
-    /// nothing above U+10FFFF); returns the index after it.
-    private func scanUTF8Sequence(at index: Int, stringStart: Int) throws -> Int {
-        let lead = input[index]
-        let continuations: Int
-        var secondRange: ClosedRange<UInt8> = 0x80...0xBF
-        switch lead {
-        case 0xC2...0xDF: continuations = 1
-        case 0xE0: continuations = 2; secondRange = 0xA0...0xBF
-        case 0xED: continuations = 2; secondRange = 0x80...0x9F
-        case 0xE1...0xEF: continuations = 2
-        case 0xF0: continuations = 3; secondRange = 0x90...0xBF
-        case 0xF4: continuations = 3; secondRange = 0x80...0x8F
-        case 0xF1...0xF3: continuations = 3
-        default: throw invalidUTF8(at: index, length: 1)
-        }
-        for offset in 1...continuations {
-            guard index + offset < input.count else {
-                throw failure("unterminated string (it starts at byte \(baseOffset + stringStart))", at: input.count)
-            }
-            let byte = input[index + offset]
-            guard (offset == 1 ? secondRange : 0x80...0xBF).contains(byte) else {
-                throw invalidUTF8(at: index, length: offset + 1)
-            }
-        }
-        return index + 1 + continuations
-    }
-
-    private func invalidUTF8(at index: Int, length: Int) -> JSONReadError {
-        let shown = (index..<(index + length)).map { hex(input[$0]) }.joined(separator: " ")
-        return failure("invalid UTF-8 in string (bytes \(shown))", at: index)
-    }
-
-    /// The string whose checked contents are `input[start..<end]`.
-    private func makeString(_ start: Int, _ end: Int, hasEscapes: Bool) -> String {
-        let contents = UnsafeRawBufferPointer(rebasing: input[start..<end])
-        guard hasEscapes else { return String(decoding: contents, as: UTF8.self) }
-        return Self.unescapedString(contents)
-    }
-
-    private static func unescapedString(_ contents: UnsafeRawBufferPointer) -> String {
-        // Every escape is longer than the UTF-8 it stands for, so the contents' length is enough room.
-        String(unsafeUninitializedCapacity: contents.count) { unescape(contents, into: $0) }
-    }
-
-    /// Unescapes checked string contents into `output`; returns the number of bytes written.
-    private static func unescape(
-        _ contents: UnsafeRawBufferPointer, into output: UnsafeMutableBufferPointer<UInt8>
-    ) -> Int {
-        let outputBytes = UnsafeMutableRawBufferPointer(output)
-        var written = 0
-        var index = 0
-        while index < contents.count {
-            let runStart = contents.baseAddress! + index
-            let remaining = contents.count - index
-            let backslash = memchr(runStart, Int32(UInt8(ascii: "\\")), remaining)
-            let run = backslash.map { UnsafeRawPointer($0) - runStart } ?? remaining
-            if run > 0 {
-                (outputBytes.baseAddress! + written).copyMemory(from: contents.baseAddress! + index, byteCount: run)
-                written += run
-                index += run
-            }
-            guard index < contents.count else { break }
-            let escaped = contents[index + 1]
-            index += 2
-            var scalar: UInt32
-            switch escaped {
-            case UInt8(ascii: "b"): scalar = 0x08
-            case UInt8(ascii: "f"): scalar = 0x0C
-            case UInt8(ascii: "n"): scalar = 0x0A
-            case UInt8(ascii: "r"): scalar = 0x0D
-            case UInt8(ascii: "t"): scalar = 0x09
-            case UInt8(ascii: "u"):
-                scalar = UInt32(hexValue(contents, at: index)!)
-                index += 4
-                if scalar >= 0xD800, scalar <= 0xDBFF {
-                    let low = UInt32(hexValue(contents, at: index + 2)!)
-                    index += 6
-                    scalar = 0x10000 + (scalar - 0xD800) << 10 + (low - 0xDC00)
-                }
-            default: scalar = UInt32(escaped)  // '"', '\' or '/'
-            }
-            for byte in Unicode.UTF8.encode(Unicode.Scalar(scalar)!)! {
-                output[written] = byte
-                written += 1
-            }
-        }
-        return written
-    }
-
-    private mutating func readKey() throws -> JSONKey {
-        let (start, end, hasEscapes) = try scanString()
-        return JSONKey(
-            utf8: UnsafeRawBufferPointer(rebasing: input[start..<end]),
-            unescaped: hasEscapes ? makeString(start, end, hasEscapes: true) : nil)
-    }
-
-    // MARK: Numbers
-
-    /// A number's grammar, checked, and its first 19 significant digits.
-    private struct ScannedNumber {
-        var start: Int
-        var end: Int
-        var isNegative: Bool
-        var isInteger: Bool
-        /// The first 19 significant digits, as an integer.
-        var significand: UInt64
-        /// How many significant digits there are (from the first that is not zero), counting those past 19.
-        var significantDigits: Int
-        /// The number is `significand × 10^exponent` when `significantDigits <= 19`.
-        var exponent: Int
-        /// Where the digits before the `.` are, and the `.` or the exponent's `e` or the end.
-        var integerDigits: Range<Int>
-        /// The digits after the `.`, empty without one.
-        var fractionDigits: Range<Int>
-        /// The exponent written after `e`, with its sign; saturated at ±100,000,000.
-        var writtenExponent: Int
-
-        /// The number as a Double when it converts with one correctly rounded operation (Clinger's fast path):
-        /// a significand of at most 2^53 and a power of ten of at most 10^22, both exact as doubles.
-        func exactDouble() -> Double? {
-            guard significantDigits <= 19, significand <= 1 << 53 else { return nil }
-            let powers = Self.powersOfTen
-            let value: Double
-            if exponent >= 0, exponent <= 22 {
-                value = Double(significand) * powers[exponent]
-            } else if exponent < 0, exponent >= -22 {
-                value = Double(significand) / powers[-exponent]
-            } else if exponent > 22, exponent <= 22 + 15 {
-                // 1e30 is 10^8 × 10^22: still exact while the significand times 10^8 is at most 2^53.
-                var scaled = significand
-                for _ in 0..<(exponent - 22) {
-                    scaled *= 10
-                    if scaled > 1 << 53 { return nil }
-                }
-                value = Double(scaled) * powers[22]
-            } else {
-                return nil
-            }
-            return isNegative ? -value : value
-        }
-
-        private static let powersOfTen: [Double] = [
-            1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-            1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-        ]
-    }
-
-    /// Scans the number at `position` by RFC 8259's grammar and leaves `position` after it.
-    private mutating func scanNumber(expecting what: String = "a number") throws -> ScannedNumber {
-        let count = input.count
-        let start = position
-        var index = position
-        let isNegative = index < count && input[index] == UInt8(ascii: "-")
-        if isNegative { index += 1 }
-        guard index < count, input[index] &- UInt8(ascii: "0") < 10 else {
-            if isNegative { throw failure("expected a digit after '-', found \(found(at: index))", at: index) }
-            throw expected(what)
-        }
-        var significand: UInt64 = 0
-        var significantDigits = 0
-        var exponent = 0
-
-        let integerStart = index
-        if input[index] == UInt8(ascii: "0") {
-            index += 1
-            if index < count, input[index] &- UInt8(ascii: "0") < 10 {
-                throw failure("leading zeros are not allowed in a number", at: integerStart)
-            }
-        } else {
-            while index < count {
-                let digit = input[index] &- UInt8(ascii: "0")
-                guard digit < 10 else { break }
-                if significantDigits < 19 {
-                    significand = significand &* 10 &+ UInt64(digit)
-                } else {
-                    exponent += 1
-                }
-                significantDigits += 1
-                index += 1
-            }
-        }
-        let integerDigits = integerStart..<index
-
-        var isInteger = true
-        var fractionDigits = index..<index
-        if index < count, input[index] == UInt8(ascii: ".") {
-            isInteger = false
-            index += 1
-            let fractionStart = index
-            while index < count {
-                let digit = input[index] &- UInt8(ascii: "0")
-                guard digit < 10 else { break }
-                if significantDigits == 0, digit == 0 {
-                    exponent -= 1
-                } else {
-                    if significantDigits < 19 {
-                        significand = significand &* 10 &+ UInt64(digit)
-                        exponent -= 1
-                    }
-                    significantDigits += 1
-                }
-                index += 1
-            }
-            guard index > fractionStart else {
-                throw failure("expected a digit after '.' in a number, found \(found(at: index))", at: index)
-            }
-            fractionDigits = fractionStart..<index
-        }
-
-        var writtenExponent = 0
-        if index < count, input[index] | 0x20 == UInt8(ascii: "e") {
-            isInteger = false
-            index += 1
-            var exponentIsNegative = false
-            if index < count, input[index] == UInt8(ascii: "-") || input[index] == UInt8(ascii: "+") {
-                exponentIsNegative = input[index] == UInt8(ascii: "-")
-                index += 1
-            }
-            let exponentStart = index
-            while index < count {
-                let digit = input[index] &- UInt8(ascii: "0")
-                guard digit < 10 else { break }
-                if writtenExponent < 100_000_000 { writtenExponent = writtenExponent * 10 + Int(digit) }
-                index += 1
-            }
-            guard index > exponentStart else {
-                throw failure("expected a digit in the exponent of a number, found \(found(at: index))", at: index)
-            }
-            if exponentIsNegative { writtenExponent = -writtenExponent }
-            exponent += writtenExponent
-        }
-        position = index
-        return ScannedNumber(
-            start: start, end: index, isNegative: isNegative,
-            isInteger: isInteger,
-            significand: significand, significantDigits: significantDigits, exponent: exponent,
-            integerDigits: integerDigits, fractionDigits: fractionDigits, writtenExponent: writtenExponent)
-    }
-
-    /// The magnitude of an integer number, exactly.
-    private func integerMagnitude(of number: ScannedNumber, type: String) throws -> UInt64 {
-        guard number.isInteger else {
-            throw failure("number \(quoted(number.start, number.end)) is not an integer", at: number.start)
-        }
-        if number.significantDigits <= 19 { return number.significand }
-        // 20 digits may still fit a UInt64; more never do.
-        guard number.significantDigits == 20 else { throw doesNotFit(number, type) }
-        let (tens, overflow) = number.significand.multipliedReportingOverflow(by: 10)
-        let (value, carry) = tens.addingReportingOverflow(UInt64(input[number.end - 1] - UInt8(ascii: "0")))
-        guard !overflow, !carry else { throw doesNotFit(number, type) }
-        return value
-    }
-
-    private func doesNotFit(_ number: ScannedNumber, _ type: String) -> JSONReadError {
-        failure("number \(quoted(number.start, number.end)) does not fit \(type)", at: number.start)
-    }
-
-    /// Converts a number the fast path cannot with `strtod`, which rounds correctly. The number is rewritten as
-    /// `<digits>e<exponent>`, without its `.`: the one character of a number that `strtod` reads by the C locale.
-    private func roundedDouble(_ number: ScannedNumber) throws -> Double {
-        guard number.end - number.start <= Self.maximumNumberLength else {
-            throw failure(
-                "number \(quoted(number.start, number.end)) is longer than \(Self.maximumNumberLength) bytes",
-                at: number.start)
-        }
-        let value = convertWithStrtod(number)
-        guard value.isFinite else { throw doesNotFit(number, "a Double") }
-        return value
-    }
-
-    /// `strtod` of the number, rewritten in a stack buffer.
-    private func convertWithStrtod(_ number: ScannedNumber) -> Double {
-        withUnsafeTemporaryAllocation(of: CChar.self, capacity: Self.maximumNumberLength + 24) { text in
-            var length = 0
-            func append(_ byte: UInt8) {
-                text[length] = CChar(bitPattern: byte)
-                length += 1
-            }
-            if number.isNegative { append(UInt8(ascii: "-")) }
-            for index in number.integerDigits { append(input[index]) }
-            for index in number.fractionDigits { append(input[index]) }
-            append(UInt8(ascii: "e"))
-            let exponent = number.writtenExponent - number.fractionDigits.count
-            if exponent < 0 { append(UInt8(ascii: "-")) }
-            var digits = exponent.magnitude
-            let firstDigit = length
-            repeat {
-                append(UInt8(ascii: "0") + UInt8(digits % 10))
-                digits /= 10
-            } while digits > 0
-            text[firstDigit..<length].reverse()
-            append(0)
-            return strtod(text.baseAddress!, nil)
-        }
-    }
-}
-
-private func hex(_ byte: UInt8) -> String {
-    let digits = String(byte, radix: 16, uppercase: true)
-    return digits.count == 1 ? "0" + digits : digits
-}
-
-private func hex(_ unit: UInt16) -> String {
-    let digits = String(unit, radix: 16, uppercase: true)
-    return String(repeating: "0", count: 4 - digits.count) + digits
 }

@@ -148,31 +148,63 @@ public enum StoreVerifier {
         }
     }
 
-    /// Verifies the store whose manifest is pinned.
+    /// Verifies the store whose manifest is pinned: the manifest, each segment in turn, the manifest's copy of the
+    /// schema history, the final state, the stray entries and the checkpoint.
     private static func verify(_ pin: PinnedRead.Pin, layout: StoreLayout,
                                fileSystem: any StoreFileSystem) -> VerificationReport {
-        var report = VerificationReport()
-        func problem(_ file: String, _ offset: Int, _ kind: VerificationReport.Kind, _ message: String) {
-            report.problems.append(.init(file: file, offset: offset, kind: kind, message: message))
+        var verification = Verification(layout: layout, fileSystem: fileSystem)
+        guard let manifest = verification.readManifest(pin) else { return verification.report }
+        for (position, number) in manifest.segments.enumerated() {
+            verification.verifySegment(number, of: manifest, isLast: position == manifest.segments.count - 1)
         }
-        guard fileSystem.exists(layout.manifest) else {
-            problem(layout.manifest, 0, .missingManifest, "there is no manifest")
-            return report
+        verification.compareSchemaCopy(of: manifest)
+        verification.verifyFinalState()
+        let rows = verification.objects.rows
+        let referenced = verification.schemas.last.map { FileStore.referencedBlobs(rows, schema: $0) } ?? []
+        strayEntries(layout, manifest: manifest, referencedBlobs: referenced, fileSystem: fileSystem) {
+            verification.problem($0, $1, $2, $3)
         }
-        let manifest: Manifest
-        do { manifest = try pin.manifest } catch {
-            let (kind, offset) = classify(error)
-            problem(layout.manifest, offset, kind, "\(error)")
-            return report
-        }
+        checkpoint(layout, manifest: manifest, fileSystem: fileSystem) { verification.problem($0, $1, $2, $3) }
+        return verification.report
+    }
 
+    /// One verification of a pinned store: the problems found so far, and the state its records rebuild.
+    private struct Verification {
+        let layout: StoreLayout
+        let fileSystem: any StoreFileSystem
+        let blobStore: BlobStore
+        var report = VerificationReport()
         var schemas: [Schema] = []
         var objects = ReplayedObjects()
+        /// Where each object was last written, to place a problem of the final state.
         var lastWrite: [PersistentIdentifier: (file: String, offset: Int)] = [:]
-        let blobStore = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
-        for (position, number) in manifest.segments.enumerated() {
+
+        init(layout: StoreLayout, fileSystem: any StoreFileSystem) {
+            self.layout = layout
+            self.fileSystem = fileSystem
+            blobStore = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
+        }
+
+        mutating func problem(_ file: String, _ offset: Int, _ kind: VerificationReport.Kind, _ message: String) {
+            report.problems.append(.init(file: file, offset: offset, kind: kind, message: message))
+        }
+
+        /// The pinned manifest, or nil with the problem reported when there is none or it cannot be read.
+        mutating func readManifest(_ pin: PinnedRead.Pin) -> Manifest? {
+            guard fileSystem.exists(layout.manifest) else {
+                problem(layout.manifest, 0, .missingManifest, "there is no manifest")
+                return nil
+            }
+            do { return try pin.manifest } catch {
+                let (kind, offset) = classify(error)
+                problem(layout.manifest, offset, kind, "\(error)")
+                return nil
+            }
+        }
+
+        /// Reads every record of segment `number`: its framing, its decoding, and whether each applies.
+        mutating func verifySegment(_ number: Int, of manifest: Manifest, isLast: Bool) {
             let path = layout.segment(number)
-            let isLast = position == manifest.segments.count - 1
             var first = true
             // A compaction's snapshot and how many of the rows it lists arrived intact.
             var snapshot: (offset: Int, rows: Int, arrived: Int)?
@@ -182,47 +214,8 @@ public enum StoreVerifier {
                     let recordStart = entry.recordOffset
                     do {
                         let record = try entry.decode(schema: schemas.last)
-                        switch record {
-                        case .segment(let header):
-                            if !first { problem(path, recordStart, .inconsistentSegments, "a segment record in the middle") }
-                            if header.store != manifest.store || header.number != number {
-                                problem(path, recordStart, .inconsistentSegments,
-                                        "it says it is segment \(header.number) of store \(header.store)")
-                            }
-                        case .schema(let schema):
-                            schemas.append(schema)
-                            objects.schemaInForce(schema)
-                        case .migration(let migration):
-                            if let previous = schemas.last, let reason = objects.migrate(from: previous, by: migration) {
-                                problem(path, recordStart, .danglingReference, reason)
-                            }
-                            schemas.append(migration.schema)
-                            objects.schemaInForce(migration.schema)
-                        case .snapshot(let last, let rows):
-                            objects.beginSnapshot(after: last)
-                            snapshot = (recordStart, rows, 0)
-                        case .rows(_, let rows):
-                            snapshot?.arrived += rows.count
-                            if let reason = objects.addSnapshotRows(rows) {
-                                problem(path, recordStart, .undecodableRecord, reason)
-                            }
-                            for row in rows { lastWrite[row.id] = (path, recordStart) }
-                        case .transaction(let transaction):
-                            if let conflict = objects.apply(transaction, consecutive: false) {
-                                problem(path, recordStart, .danglingReference, conflict.description)
-                            }
-                            for row in transaction.changes.inserted { lastWrite[row.id] = (path, recordStart) }
-                            for update in transaction.changes.updated { lastWrite[update.id] = (path, recordStart) }
-                        case .history, .trim:
-                            // Decoding checked their shape; history refers to no live object.
-                            break
-                        case .manifest:
-                            problem(path, recordStart, .undecodableRecord, "a manifest record in a segment")
-                        }
-                        if first && !record.isSegmentHeader {
-                            problem(path, recordStart, .inconsistentSegments,
-                                    "the segment does not begin with a segment record")
-                        }
+                        check(record, at: recordStart, in: path, segment: number, of: manifest, first: first,
+                              snapshot: &snapshot)
                     } catch {
                         let (kind, offset) = classify(error)
                         problem(path, offset == 0 ? recordStart : offset, kind, "\(error)")
@@ -253,10 +246,57 @@ public enum StoreVerifier {
             }
         }
 
-        // The manifest's copy of the schema history, against the segments' when they were read whole: a damaged
-        // segment's history is not the truth to compare with, nor is one a torn tail may have cut short (a
-        // migration's record being appended, or lost in a crash before the manifest was replaced).
-        if let copies = manifest.schemas, report.problems.isEmpty {
+        /// Applies one decoded record of segment `number` to the state, reporting what does not fit.
+        private mutating func check(_ record: StoreRecord, at recordStart: Int, in path: String, segment number: Int,
+                                    of manifest: Manifest, first: Bool,
+                                    snapshot: inout (offset: Int, rows: Int, arrived: Int)?) {
+            switch record {
+            case .segment(let header):
+                if !first { problem(path, recordStart, .inconsistentSegments, "a segment record in the middle") }
+                if header.store != manifest.store || header.number != number {
+                    problem(path, recordStart, .inconsistentSegments,
+                            "it says it is segment \(header.number) of store \(header.store)")
+                }
+            case .schema(let schema):
+                schemas.append(schema)
+                objects.schemaInForce(schema)
+            case .migration(let migration):
+                if let previous = schemas.last, let reason = objects.migrate(from: previous, by: migration) {
+                    problem(path, recordStart, .danglingReference, reason)
+                }
+                schemas.append(migration.schema)
+                objects.schemaInForce(migration.schema)
+            case .snapshot(let last, let rows):
+                objects.beginSnapshot(after: last)
+                snapshot = (recordStart, rows, 0)
+            case .rows(_, let rows):
+                snapshot?.arrived += rows.count
+                if let reason = objects.addSnapshotRows(rows) {
+                    problem(path, recordStart, .undecodableRecord, reason)
+                }
+                for row in rows { lastWrite[row.id] = (path, recordStart) }
+            case .transaction(let transaction):
+                if let conflict = objects.apply(transaction, consecutive: false) {
+                    problem(path, recordStart, .danglingReference, conflict.description)
+                }
+                for row in transaction.changes.inserted { lastWrite[row.id] = (path, recordStart) }
+                for update in transaction.changes.updated { lastWrite[update.id] = (path, recordStart) }
+            case .history, .trim:
+                // Decoding checked their shape; history refers to no live object.
+                break
+            case .manifest:
+                problem(path, recordStart, .undecodableRecord, "a manifest record in a segment")
+            }
+            if first && !record.isSegmentHeader {
+                problem(path, recordStart, .inconsistentSegments, "the segment does not begin with a segment record")
+            }
+        }
+
+        /// The manifest's copy of the schema history, against the segments' when they were read whole: a damaged
+        /// segment's history is not the truth to compare with, nor is one a torn tail may have cut short (a
+        /// migration's record being appended, or lost in a crash before the manifest was replaced).
+        mutating func compareSchemaCopy(of manifest: Manifest) {
+            guard let copies = manifest.schemas, report.problems.isEmpty else { return }
             let truth = ManifestSchema.copies(of: schemas)
             if !ManifestSchema.copies(copies, match: schemas) {
                 func names(_ list: [ManifestSchema]) -> String {
@@ -269,10 +309,11 @@ public enum StoreVerifier {
             }
         }
 
-        // The final state: every relationship reaches an object, every blob is whole.
-        let rows = objects.rows
-        let present = Set(rows.map(\.id))
-        if let schema = schemas.last {
+        /// The final state: every relationship reaches an object, every blob is whole.
+        mutating func verifyFinalState() {
+            guard let schema = schemas.last else { return }
+            let rows = objects.rows
+            let present = Set(rows.map(\.id))
             for row in rows {
                 guard let entity = schema.entity(named: row.id.entityName) else { continue }
                 let place = lastWrite[row.id] ?? (layout.root, 0)
@@ -284,38 +325,38 @@ public enum StoreVerifier {
                 }
                 for (slot, attribute) in entity.attributes.enumerated() where attribute.has(.externalStorage) {
                     guard case .external(let blob) = row.attributes[slot] else { continue }
-                    let path = blobStore.path(of: blob.name)
-                    // At most one byte more than the record says: a longer file (a hole, say) is told without
-                    // reading it.
-                    let bytes: [UInt8]
-                    do { bytes = try fileSystem.read(path, from: 0, count: blob.size + 1) } catch {
-                        let missing = isMissing(error)
-                        // A blob on the mirror's server, promised and not fetched yet, is not missing.
-                        if missing, (try? blobStore.isPromised(blob.name)) == true { continue }
-                        // A blob retired while this read ran is no longer named by the state read again (the
-                        // pinned read retries before it reports damage); one the stable state names is damage,
-                        // which a writable open past the grace period makes final.
-                        let retired = missing && hasRetiredCopy(of: blob.name, in: blobStore, fileSystem: fileSystem)
-                        problem(path, 0, missing ? .missingBlob : classify(error).0,
-                                "\(row.id).\(attribute.name) names a blob that "
-                                    + (missing ? "is missing" : "cannot be read: \(error)")
-                                    + (retired ? " (only a retired copy is left, which a writable open or compaction "
-                                        + "deletes once its grace period has passed)" : ""))
-                        continue
-                    }
-                    if bytes.count != blob.size {
-                        let size = (try? fileSystem.status(path)?.size) ?? bytes.count
-                        problem(path, 0, .blobSizeMismatch, "\(size) bytes; the record says \(blob.size)")
-                    } else if SHA256Digest.hexString(Data(bytes)) != blob.name {
-                        problem(path, 0, .blobChecksumMismatch, "its bytes do not hash to its name")
-                    }
+                    verifyBlob(blob, namedBy: "\(row.id).\(attribute.name)")
                 }
             }
         }
-        let referenced = schemas.last.map { FileStore.referencedBlobs(rows, schema: $0) } ?? []
-        strayEntries(layout, manifest: manifest, referencedBlobs: referenced, fileSystem: fileSystem, problem)
-        checkpoint(layout, manifest: manifest, fileSystem: fileSystem, problem)
-        return report
+
+        /// Checks that `blob` is in `blobs/`, of its recorded size, with bytes that hash to its name.
+        private mutating func verifyBlob(_ blob: ExternalData, namedBy owner: String) {
+            let path = blobStore.path(of: blob.name)
+            // At most one byte more than the record says: a longer file (a hole, say) is told without reading it.
+            let bytes: [UInt8]
+            do { bytes = try fileSystem.read(path, from: 0, count: blob.size + 1) } catch {
+                let missing = isMissing(error)
+                // A blob on the mirror's server, promised and not fetched yet, is not missing.
+                if missing, (try? blobStore.isPromised(blob.name)) == true { return }
+                // A blob retired while this read ran is no longer named by the state read again (the pinned read
+                // retries before it reports damage); one the stable state names is damage, which a writable open
+                // past the grace period makes final.
+                let retired = missing && hasRetiredCopy(of: blob.name, in: blobStore, fileSystem: fileSystem)
+                problem(path, 0, missing ? .missingBlob : classify(error).0,
+                        "\(owner) names a blob that "
+                            + (missing ? "is missing" : "cannot be read: \(error)")
+                            + (retired ? " (only a retired copy is left, which a writable open or compaction "
+                                + "deletes once its grace period has passed)" : ""))
+                return
+            }
+            if bytes.count != blob.size {
+                let size = (try? fileSystem.status(path)?.size) ?? bytes.count
+                problem(path, 0, .blobSizeMismatch, "\(size) bytes; the record says \(blob.size)")
+            } else if SHA256Digest.hexString(Data(bytes)) != blob.name {
+                problem(path, 0, .blobChecksumMismatch, "its bytes do not hash to its name")
+            }
+        }
     }
 
     /// Reports each entry of `segments/` and `blobs/` that is not the store's: a name the format does not

@@ -164,40 +164,66 @@ extension FileStore {
     /// - Throws: ``FileStoreError/nothingToSalvage(path:reason:)`` when no segment holds a whole state.
     private static func readSource(_ pin: PinnedRead.Pin, layout: StoreLayout, mode: SalvageMode,
                                    fileSystem: any StoreFileSystem) throws -> SourceRead {
-        var report = SalvageReport()
-        report.mode = mode
-        // Every segment file counts, named by the manifest or not; the manifest only says which store they must
-        // belong to, and which are missing.
-        let manifest = try? pin.manifest
-        var storeID = manifest?.store
-        if manifest == nil {
-            report.skippedRecords.append(.init(file: layout.manifest, offset: 0, length: 0,
-                                               reason: "the manifest is unreadable; every segment file was read"))
+        var reading = SourceReading(pin, layout: layout, mode: mode, fileSystem: fileSystem)
+        for number in reading.numbers {
+            reading.read(segment: number)
         }
-        let present = (try? fileSystem.contentsOfDirectory(layout.segments))?.compactMap(StoreLayout.segmentNumber)
-        for number in manifest?.segments ?? [] where !(present?.contains(number) ?? true) {
-            report.skippedBytes.append(.init(file: layout.segment(number), offset: 0, length: 0,
-                                             reason: "the manifest lists the segment but it is missing"))
-        }
-        let numbers = Set(present ?? manifest?.segments ?? []).sorted()
+        return try reading.finish()
+    }
 
-        let sourceBlobs = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
-        // The manifest's copy of the schema history (format version 2), for an opening whose schema records are
-        // damaged: used whole or not at all.
-        var copy = SchemaCopy(manifest: manifest, layout: layout, segments: numbers, fileSystem: fileSystem)
+    /// A salvage's read of its source under way: the report so far, and the state the segments read rebuild.
+    private struct SourceReading {
+        /// What stands before a segment, restored when the segment turns out to hold a partial state.
+        typealias Standing = (state: SalvageState, schemas: [Schema], kept: Int, used: [String])
+
+        let layout: StoreLayout
+        let fileSystem: any StoreFileSystem
+        /// The segment files to read, in order: every one present, named by the manifest or not.
+        let numbers: [Int]
+        let blobs: BlobStore
+        var report = SalvageReport()
+        var storeID: UUID?
+        /// The manifest's copy of the schema history (format version 2), for an opening whose schema records are
+        /// damaged: used whole or not at all.
+        var copy: SchemaCopy
         var schemas: [Schema] = []
-        var state = SalvageState(mode: mode)
-        for number in numbers {
+        var state: SalvageState
+
+        /// Lists the segment files to read. Every segment file counts, named by the manifest or not; the manifest
+        /// only says which store they must belong to, and which are missing.
+        init(_ pin: PinnedRead.Pin, layout: StoreLayout, mode: SalvageMode, fileSystem: any StoreFileSystem) {
+            self.layout = layout
+            self.fileSystem = fileSystem
+            report.mode = mode
+            let manifest = try? pin.manifest
+            storeID = manifest?.store
+            if manifest == nil {
+                report.skippedRecords.append(.init(file: layout.manifest, offset: 0, length: 0,
+                                                   reason: "the manifest is unreadable; every segment file was read"))
+            }
+            let present = (try? fileSystem.contentsOfDirectory(layout.segments))?
+                .compactMap(StoreLayout.segmentNumber)
+            for number in manifest?.segments ?? [] where !(present?.contains(number) ?? true) {
+                report.skippedBytes.append(.init(file: layout.segment(number), offset: 0, length: 0,
+                                                 reason: "the manifest lists the segment but it is missing"))
+            }
+            numbers = Set(present ?? manifest?.segments ?? []).sorted()
+            blobs = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
+            copy = SchemaCopy(manifest: manifest, layout: layout, segments: numbers, fileSystem: fileSystem)
+            state = SalvageState(mode: mode)
+        }
+
+        /// Reads segment `number` and keeps its state, or leaves it out whole when only part of it arrived.
+        mutating func read(segment number: Int) {
             let path = layout.segment(number)
-            // What stands before this segment, restored when the segment turns out to hold a partial snapshot.
-            let before = (state: state, schemas: schemas, kept: report.transactionsKept, used: report.segmentsUsed)
+            let before: Standing = (state, schemas, report.transactionsKept, report.segmentsUsed)
             var segment = SegmentProgress(number: number)
             var fileEnd = 0
             // Damage met in the segment's opening (before its first transaction), which may have held schemas.
             var openingDamage: [Int] = []
             var openingLooked = false
             do {
-                try SegmentScan.walk(path, number: number, fileSystem: fileSystem, blobs: sourceBlobs) { entry in
+                try SegmentScan.walk(path, number: number, fileSystem: fileSystem, blobs: blobs) { entry in
                     fileEnd = entry.next
                     guard segment.leftOut == nil else { return }
                     let (offset, next) = (entry.recordOffset, entry.next)
@@ -208,21 +234,8 @@ extension FileStore {
                     if !openingDamage.isEmpty, !openingLooked, let kind = try? entry.peek.kind,
                        kind == .snapshot || kind == .history || (schemas.isEmpty && kind != .schema && kind != .segment) {
                         openingLooked = true
-                        if let history = copy.opening(ending: (number, offset), keeping: segment.openingSchemasRead),
-                           history.count > segment.openingSchemasRead.count {
-                            segment.restoreOpeningSchemas(history, at: openingDamage[0])
-                            schemas = before.schemas + history
-                            state.schemaInForce(history.last!)
-                            let note = "; the schema history was taken from the manifest's copy"
-                            for index in report.skippedBytes.indices where report.skippedBytes[index].file == path
-                                && openingDamage.contains(report.skippedBytes[index].offset) {
-                                report.skippedBytes[index].reason += note
-                            }
-                            for index in report.skippedRecords.indices where report.skippedRecords[index].file == path
-                                && openingDamage.contains(report.skippedRecords[index].offset) {
-                                report.skippedRecords[index].reason += note
-                            }
-                        }
+                        restoreOpening(ending: offset, of: &segment, in: path, damage: openingDamage,
+                                       schemasBefore: before.schemas)
                     }
                     do {
                         let record = try entry.decode(schema: schemas.last)
@@ -230,35 +243,7 @@ extension FileStore {
                             segment.leftOut = (offset, reason)
                             return
                         }
-                        switch record {
-                        case .schema(let schema):
-                            schemas.append(schema)
-                            state.schemaInForce(schema)
-                        case .migration(let migration):
-                            if let previous = schemas.last, let reason = state.migrate(from: previous, by: migration,
-                                                                                          at: (path, offset)) {
-                                report.skippedRecords.append(.init(file: path, offset: offset, length: next - offset,
-                                                                   reason: reason, transaction: migration.number))
-                            } else {
-                                report.transactionsKept += 1
-                            }
-                            schemas.append(migration.schema)
-                            state.schemaInForce(migration.schema)
-                        case .segment(let header):
-                            if storeID == nil { storeID = header.store }
-                            if header.store != storeID {
-                                segment.leftOut = (offset, "it belongs to store \(header.store), not \(storeID!)")
-                            }
-                        default:
-                            if let reason = state.apply(record, at: (path, offset)) {
-                                var number: UInt64?
-                                if case .transaction(let transaction) = record { number = transaction.number }
-                                report.skippedRecords.append(.init(file: path, offset: offset, length: next - offset,
-                                                                   reason: reason, transaction: number))
-                            } else if case .transaction = record {
-                                report.transactionsKept += 1
-                            }
-                        }
+                        take(record, at: offset, length: next - offset, in: path, segment: &segment)
                     } catch {
                         state.damaged(at: (path, offset))
                         report.skippedRecords.append(.init(file: path, offset: offset, length: next - offset,
@@ -278,12 +263,72 @@ extension FileStore {
                 }
             } catch FileStoreError.inconsistentSegments(_, _) {
                 report.skippedBytes.append(.init(file: path, offset: 0, length: 0, reason: "the segment is missing"))
-                continue
+                return
             } catch {
                 report.skippedBytes.append(.init(file: path, offset: 0, length: 0,
                                                  reason: "not a segment of a format this build reads: \(error)"))
-                continue
+                return
             }
+            conclude(&segment, number: number, in: path, before: before, fileEnd: fileEnd)
+        }
+
+        /// Takes the schema history of a segment's opening that lost a schema record from the manifest's copy, when
+        /// it agrees with what the opening kept, and says so on the damage the opening met.
+        private mutating func restoreOpening(ending offset: Int, of segment: inout SegmentProgress, in path: String,
+                                             damage openingDamage: [Int], schemasBefore: [Schema]) {
+            guard let history = copy.opening(ending: (segment.number, offset), keeping: segment.openingSchemasRead),
+                  history.count > segment.openingSchemasRead.count else { return }
+            segment.restoreOpeningSchemas(history, at: openingDamage[0])
+            schemas = schemasBefore + history
+            state.schemaInForce(history.last!)
+            let note = "; the schema history was taken from the manifest's copy"
+            for index in report.skippedBytes.indices where report.skippedBytes[index].file == path
+                && openingDamage.contains(report.skippedBytes[index].offset) {
+                report.skippedBytes[index].reason += note
+            }
+            for index in report.skippedRecords.indices where report.skippedRecords[index].file == path
+                && openingDamage.contains(report.skippedRecords[index].offset) {
+                report.skippedRecords[index].reason += note
+            }
+        }
+
+        /// Applies one decoded record of a segment to the state, reporting what does not apply.
+        private mutating func take(_ record: StoreRecord, at offset: Int, length: Int, in path: String,
+                                   segment: inout SegmentProgress) {
+            switch record {
+            case .schema(let schema):
+                schemas.append(schema)
+                state.schemaInForce(schema)
+            case .migration(let migration):
+                if let previous = schemas.last, let reason = state.migrate(from: previous, by: migration,
+                                                                          at: (path, offset)) {
+                    report.skippedRecords.append(.init(file: path, offset: offset, length: length,
+                                                       reason: reason, transaction: migration.number))
+                } else {
+                    report.transactionsKept += 1
+                }
+                schemas.append(migration.schema)
+                state.schemaInForce(migration.schema)
+            case .segment(let header):
+                if storeID == nil { storeID = header.store }
+                if header.store != storeID {
+                    segment.leftOut = (offset, "it belongs to store \(header.store), not \(storeID!)")
+                }
+            default:
+                if let reason = state.apply(record, at: (path, offset)) {
+                    var number: UInt64?
+                    if case .transaction(let transaction) = record { number = transaction.number }
+                    report.skippedRecords.append(.init(file: path, offset: offset, length: length,
+                                                       reason: reason, transaction: number))
+                } else if case .transaction = record {
+                    report.transactionsKept += 1
+                }
+            }
+        }
+
+        /// Uses a segment read to its end, or leaves it out and restores what stood before it.
+        private mutating func conclude(_ segment: inout SegmentProgress, number: Int, in path: String,
+                                       before: Standing, fileEnd: Int) {
             if segment.leftOut == nil, let partial = segment.partialSnapshot {
                 segment.leftOut = partial
             }
@@ -306,15 +351,21 @@ extension FileStore {
                 report.segmentsUsed.append(path)
             }
         }
-        guard let schema = schemas.last else {
-            let reasons = (report.skippedBytes + report.skippedRecords).prefix(3).map(\.description)
-            throw FileStoreError.nothingToSalvage(
-                path: layout.root,
-                reason: "no segment holds a readable schema and whole state"
-                    + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: "; ")))"))
+
+        /// What was read, once every segment has been.
+        ///
+        /// - Throws: ``FileStoreError/nothingToSalvage(path:reason:)`` when no segment holds a whole state.
+        func finish() throws -> SourceRead {
+            guard let schema = schemas.last else {
+                let reasons = (report.skippedBytes + report.skippedRecords).prefix(3).map(\.description)
+                throw FileStoreError.nothingToSalvage(
+                    path: layout.root,
+                    reason: "no segment holds a readable schema and whole state"
+                        + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: "; ")))"))
+            }
+            return SourceRead(report: report, schemas: schemas, schema: schema, state: state, storeID: storeID,
+                              blobs: blobs)
         }
-        return SourceRead(report: report, schemas: schemas, schema: schema, state: state, storeID: storeID,
-                          blobs: sourceBlobs)
     }
 }
 
