@@ -10,7 +10,7 @@ import Testing
 /// Issue 18's convergence acceptance: three stores in three processes (`notekit-stress mirror-device`) and one
 /// server; random inserts, conflicting edits of the same fields, deletes racing edits, relationship moves, blobs and
 /// unique-key collisions (each round's labels named from a pool of three, with stickers a merge must keep);
-/// syncs in random order; 100 changes a device a round, in 2 rounds in `swift test` and 8 (2,400 changes in all)
+/// syncs in random order; 100 changes a device a round, in 4 rounds in `swift test` and 8 (2,400 changes in all)
 /// with `NOTEKIT_LONG_TESTS=1` (``LongTests``) or `NOTEKIT_CONVERGENCE_ROUNDS=N`; a device killed with SIGKILL in
 /// every round, mid-push in even rounds and mid-pull in odd ones (each kill placed by the device's own output, and
 /// both kinds required); the server stopped and restarted mid-run; then every store fetches its promised blobs and
@@ -110,7 +110,7 @@ struct MirrorConvergenceTests {
 
         var acknowledged: [[UInt64]] = [[], [], []]
         var kills = 0, killsMidPush = 0, killsMidPull = 0
-        let rounds = LongTests.value("NOTEKIT_CONVERGENCE_ROUNDS", bounded: 2, long: 8)
+        let rounds = LongTests.value("NOTEKIT_CONVERGENCE_ROUNDS", bounded: 4, long: 8)
         for round in 0..<rounds {
             // One device of each round is killed at one of its syncs: in even rounds a moment after the sync began
             // (while it connects and pushes), in odd ones a moment after its export committed (while it pulls).

@@ -62,84 +62,16 @@ extension ModelContext {
         -> ReplicaChangesOutcome {
         try core.checkOpen()
         var outcome = ReplicaChangesOutcome()
-        var present: [(ModelObject, ModelMetadata, ReplicaObject)] = []
-        for incoming in objects {
-            guard let metadata = runtime.metadataByName[incoming.id.entityName] else { continue }
-            let object: ModelObject
-            if let existing = _object(for: incoming.id, refresh: true), existing._$state != .deleted {
-                object = existing
-                for (name, value) in incoming.attributes {
-                    guard let slot = metadata.attributes.firstIndex(where: { $0.name == name }) else { continue }
-                    object._$writeAttributeNotifying(slot, value)
-                }
-            } else {
-                var attributes = metadata.attributes.map(\.encodedFallback)
-                for (name, value) in incoming.attributes {
-                    guard let slot = metadata.attributes.firstIndex(where: { $0.name == name }) else { continue }
-                    attributes[slot] = value
-                }
-                let relationships = metadata.relationships.map { $0.isToMany ? RelationshipTargets.toMany([])
-                                                                             : .toOne(nil) }
-                object = _materialize(ModelSnapshot(id: incoming.id, attributes: attributes,
-                                                    relationships: relationships), registering: false)
-                // A new object with the incoming values: the copy is handed on out of any context.
-                object._$leave(deleted: false)
-                _insertGraph(object)
-            }
-            present.append((object, metadata, incoming))
-        }
+        let present = objects.compactMap(writeReplicaAttributes)
         // Relationships once every object of the batch exists, so a target created by the same batch is found.
         var orphans: [ModelObject] = []
         for (object, metadata, incoming) in present {
-            for (name, targets) in incoming.toMany {
-                guard let slot = metadata.relationships.firstIndex(where: { $0.name == name && $0.isToMany })
-                else { continue }
-                let models = targets.compactMap { id -> ModelObject? in
-                    guard let model = _object(for: id), model._$state != .deleted else { return nil }
-                    return model
-                }
-                let current = Set(object._$relationshipModels(at: slot).map { ObjectIdentifier($0) })
-                if current != Set(models.map { ObjectIdentifier($0) }) {
-                    object._$setRelationship(at: slot, to: models)
-                }
-            }
-            for (name, target) in incoming.toOne {
-                guard let slot = metadata.relationships.firstIndex(where: { $0.name == name && !$0.isToMany })
-                else { continue }
-                guard let target else {
-                    object._$setRelationship(at: slot, to: [])
-                    continue
-                }
-                if let model = _object(for: target), model._$state != .deleted {
-                    object._$setRelationship(at: slot, to: [model])
-                } else if metadata.inverse(ofRelationship: slot)?.relationship.deleteRule == .cascade {
-                    orphans.append(object)
-                } else {
-                    object._$setRelationship(at: slot, to: [])
-                }
-            }
+            orphans += writeReplicaRelationships(of: object, metadata, incoming)
         }
         for (loser, survivor) in merges.sorted(by: { $0.key < $1.key }) {
             guard let object = _object(for: loser), object._$state != .deleted,
                   let target = _object(for: survivor), target._$state != .deleted, target !== object else { continue }
-            for (slot, relationship) in object._$metadata.relationships.enumerated() {
-                // The loser's own to-one targets are the survivor's business (its values won or lost already):
-                // the link is dropped, so no delete rule runs through it.
-                guard relationship.isToMany else {
-                    object._$setRelationship(at: slot, to: [])
-                    continue
-                }
-                guard let inverse = object._$metadata.inverse(ofRelationship: slot) else { continue }
-                for referrer in object._$relationshipModels(at: slot) where referrer !== target {
-                    let relationship = referrer._$metadata.relationships[inverse.slot]
-                    if relationship.isToMany {
-                        referrer._$setRelationship(at: inverse.slot, to: referrer._$relationshipModels(at: inverse.slot)
-                            .filter { $0 !== object && $0 !== target } + [target])
-                    } else {
-                        referrer._$setRelationship(at: inverse.slot, to: [target])
-                    }
-                }
-            }
+            redirectReferrers(of: object, to: target)
         }
         for id in merges.keys.sorted() + deletions {
             guard let object = _object(for: id), object._$state != .deleted else { continue }
@@ -154,5 +86,87 @@ extension ModelContext {
             }
         }
         return outcome
+    }
+
+    /// The object `incoming` names, its attributes written: the registered one, or a new one inserted with the
+    /// declared defaults under the values given; nil for an entity the schema does not know.
+    private func writeReplicaAttributes(_ incoming: ReplicaObject) -> (ModelObject, ModelMetadata, ReplicaObject)? {
+        guard let metadata = runtime.metadataByName[incoming.id.entityName] else { return nil }
+        if let existing = _object(for: incoming.id, refresh: true), existing._$state != .deleted {
+            for (name, value) in incoming.attributes {
+                guard let slot = metadata.attributes.firstIndex(where: { $0.name == name }) else { continue }
+                existing._$writeAttributeNotifying(slot, value)
+            }
+            return (existing, metadata, incoming)
+        }
+        var attributes = metadata.attributes.map(\.encodedFallback)
+        for (name, value) in incoming.attributes {
+            guard let slot = metadata.attributes.firstIndex(where: { $0.name == name }) else { continue }
+            attributes[slot] = value
+        }
+        let relationships = metadata.relationships.map { $0.isToMany ? RelationshipTargets.toMany([]) : .toOne(nil) }
+        let object = _materialize(ModelSnapshot(id: incoming.id, attributes: attributes, relationships: relationships),
+                                  registering: false)
+        // A new object with the incoming values: the copy is handed on out of any context.
+        object._$leave(deleted: false)
+        _insertGraph(object)
+        return (object, metadata, incoming)
+    }
+
+    /// Writes `incoming`'s to-many and to-one relationships on `object`; returns `object` when a to-one target this
+    /// store lacks cascades to it (it is to be deleted), else nothing.
+    private func writeReplicaRelationships(of object: ModelObject, _ metadata: ModelMetadata,
+                                           _ incoming: ReplicaObject) -> [ModelObject] {
+        var orphans: [ModelObject] = []
+        for (name, targets) in incoming.toMany {
+            guard let slot = metadata.relationships.firstIndex(where: { $0.name == name && $0.isToMany })
+            else { continue }
+            let models = targets.compactMap { id -> ModelObject? in
+                guard let model = _object(for: id), model._$state != .deleted else { return nil }
+                return model
+            }
+            let current = Set(object._$relationshipModels(at: slot).map { ObjectIdentifier($0) })
+            if current != Set(models.map { ObjectIdentifier($0) }) {
+                object._$setRelationship(at: slot, to: models)
+            }
+        }
+        for (name, target) in incoming.toOne {
+            guard let slot = metadata.relationships.firstIndex(where: { $0.name == name && !$0.isToMany })
+            else { continue }
+            guard let target else {
+                object._$setRelationship(at: slot, to: [])
+                continue
+            }
+            if let model = _object(for: target), model._$state != .deleted {
+                object._$setRelationship(at: slot, to: [model])
+            } else if metadata.inverse(ofRelationship: slot)?.relationship.deleteRule == .cascade {
+                orphans.append(object)
+            } else {
+                object._$setRelationship(at: slot, to: [])
+            }
+        }
+        return orphans
+    }
+
+    /// A merge: every object `loser`'s to-many relationships hold points at `survivor` instead, and `loser`'s own
+    /// to-one links are dropped, so that deleting it cascades nothing.
+    private func redirectReferrers(of loser: ModelObject, to survivor: ModelObject) {
+        for (slot, relationship) in loser._$metadata.relationships.enumerated() {
+            // The loser's own to-one targets are the survivor's business (its values won or lost already):
+            // the link is dropped, so no delete rule runs through it.
+            guard relationship.isToMany else {
+                loser._$setRelationship(at: slot, to: [])
+                continue
+            }
+            guard let inverse = loser._$metadata.inverse(ofRelationship: slot) else { continue }
+            for referrer in loser._$relationshipModels(at: slot) where referrer !== survivor {
+                if referrer._$metadata.relationships[inverse.slot].isToMany {
+                    referrer._$setRelationship(at: inverse.slot, to: referrer._$relationshipModels(at: inverse.slot)
+                        .filter { $0 !== loser && $0 !== survivor } + [survivor])
+                } else {
+                    referrer._$setRelationship(at: inverse.slot, to: [survivor])
+                }
+            }
+        }
     }
 }
