@@ -240,7 +240,7 @@ public enum StoreVerifier {
                                 "\(length) zero bytes follow the last record of a segment that is not the last")
                     }
                 }
-            } catch FileStoreError.inconsistentSegments(_, _) {
+            } catch FileStoreError.inconsistentSegments {
                 problem(path, 0, .missingSegment, "the manifest lists segment \(number) but it does not exist")
             } catch {
                 let (kind, offset) = classify(error)
@@ -430,7 +430,7 @@ public enum StoreVerifier {
         case let .damagedRecord(_, offset, damage, _)?: (VerificationReport.Kind(damage), offset)
         case .undecodableRecord(_, let offset, _)?: (.undecodableRecord, offset)
         case .inconsistentSegments?: (.inconsistentSegments, 0)
-        case .danglingReference(_, let offset, _)?: (.danglingReference, offset)
+        case .danglingReference(_, let offset, _, _)?: (.danglingReference, offset)
         default: (.undecodableRecord, 0)
         }
     }

@@ -92,7 +92,7 @@ extension FileStore {
     ///   - destination: where to create the new store; it must not exist.
     ///   - mode: what to keep after the first transaction lost; ``SalvageMode/bestEffort`` by default.
     ///   - fileSystem: the file operations to use.
-    /// - Throws: ``FileStoreError/nothingToSalvage(path:reason:)`` when no segment holds a whole state (a schema,
+    /// - Throws: ``FileStoreError/nothingToSalvage(path:kind:reason:)`` when no segment holds a whole state (a schema,
     ///   and every row of any snapshot used), ``FileStoreError/destinationExists(path:)`` when `destination`
     ///   exists; I/O errors.
     /// - Complexity: reads every segment once; memory is proportional to the state rebuilt.
@@ -161,7 +161,7 @@ extension FileStore {
     /// Reads every segment file of the store at `layout` (the manifest pinned says which store they belong to and
     /// which are missing) and rebuilds the state they hold.
     ///
-    /// - Throws: ``FileStoreError/nothingToSalvage(path:reason:)`` when no segment holds a whole state.
+    /// - Throws: ``FileStoreError/nothingToSalvage(path:kind:reason:)`` when no segment holds a whole state.
     private static func readSource(_ pin: PinnedRead.Pin, layout: StoreLayout, mode: SalvageMode,
                                    fileSystem: any StoreFileSystem) throws -> SourceRead {
         var report = SalvageReport()
@@ -187,6 +187,7 @@ extension FileStore {
         var copy = SchemaCopy(manifest: manifest, layout: layout, segments: numbers, fileSystem: fileSystem)
         var schemas: [Schema] = []
         var state = SalvageState(mode: mode)
+        var leftOutSegments = 0
         for number in numbers {
             let path = layout.segment(number)
             // What stands before this segment, restored when the segment turns out to hold a partial snapshot.
@@ -276,7 +277,7 @@ extension FileStore {
                     state.damaged(at: (path, offset))
                     report.skippedBytes.append(.init(file: path, offset: offset, length: length, reason: reason))
                 }
-            } catch FileStoreError.inconsistentSegments(_, _) {
+            } catch FileStoreError.inconsistentSegments {
                 report.skippedBytes.append(.init(file: path, offset: 0, length: 0, reason: "the segment is missing"))
                 continue
             } catch {
@@ -288,6 +289,7 @@ extension FileStore {
                 segment.leftOut = partial
             }
             if let (offset, reason) = segment.leftOut {
+                leftOutSegments += 1
                 // Only part of this segment's state arrived: none of it is used, and what came before stands.
                 (state, schemas, report.transactionsKept, report.segmentsUsed) = before
                 report.skippedRecords.append(.init(file: path, offset: offset, length: max(0, fileEnd - offset),
@@ -309,7 +311,7 @@ extension FileStore {
         guard let schema = schemas.last else {
             let reasons = (report.skippedBytes + report.skippedRecords).prefix(3).map(\.description)
             throw FileStoreError.nothingToSalvage(
-                path: layout.root,
+                path: layout.root, kind: leftOutSegments > 0 ? .segmentsLeftOut : .noReadableSchema,
                 reason: "no segment holds a readable schema and whole state"
                     + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: "; ")))"))
         }
