@@ -36,7 +36,7 @@ import NoteKit
 /// - ``transactions()``
 ///
 /// ### Salvage
-/// - ``salvage(from:to:mode:fileSystem:)``
+/// - ``salvage(from:to:mode:)``
 /// - ``SalvageMode``
 /// - ``SalvageReport``
 ///

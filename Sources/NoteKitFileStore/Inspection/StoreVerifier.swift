@@ -116,8 +116,12 @@ public enum StoreVerifier {
     /// - Throws: ``FileStoreError/storeKeptChanging(path:attempts:seconds:)`` when other processes kept replacing
     ///   the manifest for 5 seconds: nothing was found damaged. Damage is in the report, not thrown.
     /// - Complexity: reads every byte of the store once, blobs included (twice when it finds a problem).
-    public static func verify(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) throws
-        -> VerificationReport {
+    public static func verify(at url: URL) throws -> VerificationReport {
+        try verify(at: url, fileSystem: POSIXFileSystem())
+    }
+
+    /// ``verify(at:)`` through `fileSystem`.
+    package static func verify(at url: URL, fileSystem: any StoreFileSystem) throws -> VerificationReport {
         let layout = StoreLayout(root: url.path)
         // What an open refuses for the kind of an entry is reported as such: a store verify calls healthy opens.
         let refused = layout.misplacedEntries(writing: true, fileSystem: fileSystem)

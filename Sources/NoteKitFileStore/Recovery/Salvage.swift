@@ -91,13 +91,18 @@ extension FileStore {
     ///   - source: the damaged store's directory.
     ///   - destination: where to create the new store; it must not exist.
     ///   - mode: what to keep after the first transaction lost; ``SalvageMode/bestEffort`` by default.
-    ///   - fileSystem: the file operations to use.
     /// - Throws: ``FileStoreError/nothingToSalvage(path:kind:reason:)`` when no segment holds a whole state (a schema,
     ///   and every row of any snapshot used), ``FileStoreError/destinationExists(path:)`` when `destination`
     ///   exists; I/O errors.
     /// - Complexity: reads every segment once; memory is proportional to the state rebuilt.
-    public static func salvage(from source: URL, to destination: URL, mode: SalvageMode = .bestEffort,
-                               fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> SalvageReport {
+    public static func salvage(from source: URL, to destination: URL, mode: SalvageMode = .bestEffort) throws
+        -> SalvageReport {
+        try salvage(from: source, to: destination, mode: mode, fileSystem: POSIXFileSystem())
+    }
+
+    /// ``salvage(from:to:mode:)`` through `fileSystem`.
+    package static func salvage(from source: URL, to destination: URL, mode: SalvageMode = .bestEffort,
+                                fileSystem: any StoreFileSystem) throws -> SalvageReport {
         let layout = StoreLayout(root: source.path), target = StoreLayout(root: destination.path)
         guard !fileSystem.exists(target.root) else {
             throw FileStoreError.destinationExists(path: target.root)
