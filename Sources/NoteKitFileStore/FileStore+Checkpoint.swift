@@ -314,7 +314,7 @@ extension FileStore {
         do {
             return try readingRows(&state, read)
         } catch {
-            state.lastRefreshError = "\(error)"
+            state.lastRefreshError = error
             return fallback
         }
     }
@@ -325,12 +325,12 @@ extension FileStore {
     /// compaction's and no usable checkpoint describes it (missing, stale, damaged), and deletes a `CHECKPOINT` that
     /// describes no segment of the store. Best effort, as at compaction: the checkpoint is derived data.
     ///
-    /// - Returns: why the checkpoint could not be written, or nil.
+    /// - Returns: why the checkpoint could not be written (the error), or nil.
     ///
     /// - Parameter rewrite: write it even when its header and ties check out (its pages or rows failed to read).
     static func writeCheckpointIfMissing(_ manifest: Manifest, compacted: Bool, schema: Schema, layout: StoreLayout,
                                          fileSystem: any StoreFileSystem, blobs: BlobStore,
-                                         rewrite: Bool = false) -> String? {
+                                         rewrite: Bool = false) -> (any Error)? {
         guard let first = manifest.segments.first else { return nil }
         do {
             guard compacted else {
@@ -344,14 +344,14 @@ extension FileStore {
             }
             if let found = try fileSystem.kind(of: layout.checkpoint), found != .regularFile {
                 // Not the store's to replace: no open writes over, or deletes, anything but a regular file there.
-                return "\(layout.checkpoint) is \(found), not a checkpoint: it is left as it is"
+                return FileStoreError.unexpectedFileType(path: layout.checkpoint, found: found, expected: .regularFile)
             }
             let bytes = try Checkpoint.build(segment: layout.segment(first), number: first, store: manifest.store,
                                              fileSystem: fileSystem)
             try Checkpoint.write(bytes, layout: layout, fileSystem: fileSystem)
             return nil
         } catch {
-            return "\(error)"
+            return error
         }
     }
 }

@@ -53,7 +53,7 @@ extension FileStore {
                 _ = try refresh(&state)
                 state.lastRefreshError = nil
             } catch {
-                state.lastRefreshError = "\(error)"
+                state.lastRefreshError = error
             }
         }
         Self.followingQueue.asyncAfter(deadline: .now() + Self.followingInterval) { [weak self] in

@@ -45,7 +45,7 @@ extension FileStore {
             _ = try refresh(&state)
             state.lastRefreshError = nil
         } catch {
-            state.lastRefreshError = "\(error)"
+            state.lastRefreshError = error
         }
     }
 
@@ -117,8 +117,8 @@ extension FileStore {
     /// rows: validated first, so that nothing changes when it does not), or a trim of the history.
     ///
     /// - Returns: the history record of an applied transaction.
-    /// - Throws: ``FileStoreError/danglingReference(file:offset:reason:)`` for a transaction out of sequence or one
-    ///   that does not apply; what reading a row of a checkpoint throws.
+    /// - Throws: ``FileStoreError/danglingReference(file:offset:kind:reason:)`` for a transaction out of sequence or
+    ///   one that does not apply; what reading a row of a checkpoint throws.
     static func apply(_ entry: PendingRecord, to rows: RowStorage, lastTransaction: inout UInt64,
                       operationsLogged: inout Int, layout: StoreLayout) throws -> HistoryRecord? {
         switch entry.record {
@@ -126,12 +126,14 @@ extension FileStore {
             let path = layout.segment(entry.segment)
             guard transaction.number == lastTransaction + 1 else {
                 let conflict = TransactionConflict.outOfSequence(number: transaction.number, last: lastTransaction)
-                throw FileStoreError.danglingReference(file: path, offset: entry.offset, reason: conflict.description)
+                throw FileStoreError.danglingReference(file: path, offset: entry.offset, kind: conflict.kind,
+                                                       reason: conflict.description)
             }
             // Checked as a save checks it (types and unique keys too), and said as a replay says it.
             if let conflict = try rows.conflict(in: transaction.changes) {
                 let conflict = TransactionConflict.changes(number: transaction.number, conflict)
-                throw FileStoreError.danglingReference(file: path, offset: entry.offset, reason: conflict.description)
+                throw FileStoreError.danglingReference(file: path, offset: entry.offset, kind: conflict.kind,
+                                                       reason: conflict.description)
             }
             let changes = transaction.changes
             let record = rows.apply(changes, timestamp: transaction.time)
@@ -186,7 +188,8 @@ extension FileStore {
                     guard case .segment(let header) = record, header.number == number,
                           header.store == manifest.store else {
                         throw FileStoreError.inconsistentSegments(
-                            file: path, reason: "it does not begin with its own segment record")
+                            file: path, kind: .segmentRecordMissing,
+                            reason: "it does not begin with its own segment record")
                     }
                     expectsHeader = false
                 } else {

@@ -11,12 +11,12 @@ extension FileStore {
     /// or held by the migration session the open belongs to), after catching up with what other processes
     /// committed, and then records where the log now ends.
     ///
-    /// - Throws: ``SaveError/readOnly(reason:)``, ``FileStoreError/writesStopped(reason:)``,
+    /// - Throws: ``SaveError/readOnly(reason:)``, ``FileStoreError/writesStopped(kind:reason:)``,
     ///   ``FileStoreError/locked(path:holder:timeout:)`` when another process keeps the lock past the busy timeout,
     ///   what catching up throws (damage, a store migrated by a newer schema), or what `body` throws.
     func withWriteAccess<Result>(_ state: inout State, _ body: (SegmentLog, inout State) throws -> Result) throws -> Result {
         guard state.log != nil else { throw SaveError.readOnly(reason: "\(layout.root) was opened read-only") }
-        if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
+        if let stop = state.writesStopped { throw FileStoreError.writesStopped(kind: stop.kind, reason: stop.reason) }
         guard configuration.sharing == .perSave else { return try body(state.log!, &state) }
 
         // A second flock of this process would wait for the session's, and time out.

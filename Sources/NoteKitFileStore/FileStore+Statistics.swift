@@ -6,8 +6,10 @@ import Foundation
 import NoteKit
 
 extension FileStore {
-    /// Sizes and counts, for tools and for deciding when to compact.
-    public struct Statistics: Sendable, Hashable {
+    /// Sizes and counts, for tools and for deciding when to compact, and the errors of the work a store does on its
+    /// own (automatic compaction, checkpoint, refresh), as the errors themselves: a ``FileStoreError``, a
+    /// ``StoreIOError``, or what else that work threw, to branch on as where it is thrown.
+    public struct Statistics: Sendable {
         /// The number of the last committed transaction.
         public var lastTransaction: UInt64
         /// Live objects per entity.
@@ -21,16 +23,17 @@ extension FileStore {
         /// The fraction of logged writes that no longer describe a live object.
         public var garbageRatio: Double
         /// The error of the last automatic compaction, if it failed (the save that triggered it had succeeded).
-        public var lastCompactionError: String?
+        public var lastCompactionError: (any Error)?
         /// The error of the last automatic refresh (a read's check for other processes' commits, or the background
         /// check for ``FileStore/transactions()`` listeners), if it failed: the reads went on with the state the store
         /// had, so they may be missing those commits. Nil once a refresh succeeds again. ``FileStore/refresh()``
         /// throws the error itself.
-        public var lastRefreshError: String?
+        public var lastRefreshError: (any Error)?
         /// Why the last compaction of this open wrote no `CHECKPOINT` (docs/FORMAT.md, *Version 2*), if it failed
         /// to: the compaction succeeded (the checkpoint is derived data, and the store opens by replaying without
-        /// it). Nil when it was written, and before any compaction.
-        public var lastCheckpointError: String?
+        /// it): a ``FileStoreError/unexpectedFileType(path:found:expected:)`` when something else than a regular file
+        /// is where the checkpoint belongs (it is left as it is). Nil when it was written, and before any compaction.
+        public var lastCheckpointError: (any Error)?
     }
 
     /// The store's current statistics.

@@ -36,7 +36,7 @@ import NoteKit
 /// - ``transactions()``
 ///
 /// ### Salvage
-/// - ``salvage(from:to:mode:fileSystem:)``
+/// - ``salvage(from:to:mode:)``
 /// - ``SalvageMode``
 /// - ``SalvageReport``
 ///
@@ -84,16 +84,17 @@ public final class FileStore: DataStore {
         /// Writes logged since the last snapshot, counting the snapshot's rows: against live rows, the garbage.
         var operationsLogged: Int
         var closedSegmentBytes: Int
-        var writesStopped: String?
+        /// Why writes stopped, once a write whose outcome on disk is unknown failed: nil while they go on.
+        var writesStopped: (kind: InterruptedWrite, reason: String)?
         /// When the first save not flushed yet was written, by the monotonic clock.
         var unsyncedSince: ContinuousClock.Instant?
-        var lastCompactionError: String?
+        var lastCompactionError: (any Error)?
         /// Why the last compaction's checkpoint was not written (the compaction itself succeeded).
-        var lastCheckpointError: String?
+        var lastCheckpointError: (any Error)?
         /// How far a read-only open has read the log, for ``refresh()``; nil for a writable open.
         var position: ReadPosition?
         var lastRefreshCheck: ContinuousClock.Instant?
-        var lastRefreshError: String?
+        var lastRefreshError: (any Error)?
         /// The log's size right after the last compaction of this open (0 before one).
         var bytesAfterCompaction = 0
         /// The log's size right after the last compaction, whichever open made it (found by the open: the

@@ -177,7 +177,7 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     /// *External storage*).
     public var retiredBlobGracePeriod: Double = 300
     /// The file operations used; tests substitute one that fails on purpose.
-    public var fileSystem: any StoreFileSystem
+    package var fileSystem: any StoreFileSystem = POSIXFileSystem()
     /// The clocks used; tests substitute a wall clock that steps.
     var clocks: StoreClocks = .system
 
@@ -189,8 +189,7 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
                 recovery: RecoveryMode = .tolerateTornTail, durability: Durability = .everySave,
                 maximumSegmentSize: Int = 64 << 20, automaticCompaction: AutomaticCompaction? = AutomaticCompaction(),
                 lockTimeout: Double? = nil, automaticRefreshInterval: Double? = 0,
-                historyRetention: HistoryRetention = .untilDeleted, sharing: Sharing = .perSave,
-                fileSystem: any StoreFileSystem = POSIXFileSystem()) {
+                historyRetention: HistoryRetention = .untilDeleted, sharing: Sharing = .perSave) {
         self.name = name ?? url.lastPathComponent
         self.url = url
         self.mode = mode
@@ -202,6 +201,20 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
         self.automaticRefreshInterval = automaticRefreshInterval
         self.historyRetention = historyRetention
         self.sharing = sharing
+    }
+
+    /// A store at `url` whose files are reached through `fileSystem` (tests pass one that fails on purpose); the
+    /// other parameters as in the public initializer.
+    package init(url: URL, name: String? = nil, mode: Mode = .readWrite(createIfMissing: true),
+                 recovery: RecoveryMode = .tolerateTornTail, durability: Durability = .everySave,
+                 maximumSegmentSize: Int = 64 << 20, automaticCompaction: AutomaticCompaction? = AutomaticCompaction(),
+                 lockTimeout: Double? = nil, automaticRefreshInterval: Double? = 0,
+                 historyRetention: HistoryRetention = .untilDeleted, sharing: Sharing = .perSave,
+                 fileSystem: any StoreFileSystem) {
+        self.init(url: url, name: name, mode: mode, recovery: recovery, durability: durability,
+                  maximumSegmentSize: maximumSegmentSize, automaticCompaction: automaticCompaction,
+                  lockTimeout: lockTimeout, automaticRefreshInterval: automaticRefreshInterval,
+                  historyRetention: historyRetention, sharing: sharing)
         self.fileSystem = fileSystem
     }
 

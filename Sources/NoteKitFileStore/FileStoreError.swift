@@ -12,8 +12,9 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case lockedInThisProcess(path: String)
     /// The path holds no store (and the configuration did not ask to create one).
     case storeNotFound(path: String)
-    /// A file is not a NoteKit store file of the expected kind.
-    case notAStoreFile(file: String, reason: String)
+    /// A file is not a NoteKit store file of the expected kind: `kind` says how (empty, not a NoteKit file, a
+    /// NoteKit file of another kind), `reason` in a sentence.
+    case notAStoreFile(file: String, kind: StoreFileMismatch, reason: String)
     /// Where the store keeps a regular file (or a directory, `expected`) there is something else: a symbolic
     /// link, a FIFO, a socket, a device, a directory. The store follows no symbolic link to its files and opens no
     /// special file, so nothing was read or written through it (docs/FORMAT.md, *File types*).
@@ -23,17 +24,22 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A record is damaged where a torn tail cannot explain it: `kind` says how the bytes at `offset` fail to
     /// frame a record (the same kinds ``StoreVerifier`` reports), `reason` what exactly was found.
     case damagedRecord(file: String, offset: Int, kind: RecordDamage, reason: String)
-    /// A record is intact but its content is not what the format allows.
+    /// A record is intact but its content is not what the format allows. `reason` is the decoder's diagnostic (the
+    /// field, value or record concerned), for a person: it has no kind, as every such record is refused alike;
+    /// ``StoreVerifier`` reports it as ``VerificationReport/Kind/undecodableRecord``.
     case undecodableRecord(file: String, offset: Int, reason: String)
-    /// The manifest names a segment that is missing, or lists segments in an impossible order.
-    case inconsistentSegments(file: String, reason: String)
-    /// A record references an object or blob the store does not have.
-    case danglingReference(file: String, offset: Int, reason: String)
-    /// The store stopped accepting writes after an I/O failure whose outcome on disk is unknown.
-    case writesStopped(reason: String)
+    /// The manifest is missing, names a segment that is missing, or lists segments in an impossible order, or a
+    /// segment is not the one the manifest names: `kind` says which.
+    case inconsistentSegments(file: String, kind: SegmentInconsistency, reason: String)
+    /// A transaction of the log does not apply to the state before it: it references an object the store does not
+    /// have, or is out of sequence (`kind` says which).
+    case danglingReference(file: String, offset: Int, kind: TransactionConflictKind, reason: String)
+    /// The store stopped accepting writes after an I/O failure whose outcome on disk is unknown: `kind` names the
+    /// write that failed, `reason` the error. Reopening the store makes it writable again.
+    case writesStopped(kind: InterruptedWrite, reason: String)
     /// A salvage found no whole state in the store at `path`: no segment with a readable schema, or only
-    /// snapshots whose rows did not all arrive.
-    case nothingToSalvage(path: String, reason: String)
+    /// snapshots whose rows did not all arrive (`kind` says which).
+    case nothingToSalvage(path: String, kind: SalvageFailure, reason: String)
     /// Other processes kept changing the store at `path` (compacting, rotating, migrating) for all of the `seconds`
     /// a read was willing to retry, over `attempts` attempts: no consistent view of it was read. Not damage: read
     /// again, or allow longer (``FileStoreConfiguration/readRetryTimeout``).
@@ -69,7 +75,7 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(path) is already open for writing in this process, by another container's FileStore; close that "
                 + "container or its FileStore (FileStore.close()) first, or open this one read-only"
         case .storeNotFound(let path): "there is no NoteKit store at \(path)"
-        case let .notAStoreFile(file, reason): "\(file) is not a NoteKit store file: \(reason)"
+        case let .notAStoreFile(file, _, reason): "\(file) is not a NoteKit store file: \(reason)"
         case let .unexpectedFileType(path, found, expected):
             "\(path) is \(found), where the store keeps \(expected)" + Self.why(found)
                 + " (docs/FORMAT.md, File types); replace it with \(expected)"
@@ -79,11 +85,11 @@ public enum FileStoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .damagedRecord(file, offset, _, reason): "\(file) is damaged at byte \(offset): \(reason)"
         case let .undecodableRecord(file, offset, reason):
             "\(file) has a record at byte \(offset) that cannot be decoded: \(reason)"
-        case let .inconsistentSegments(file, reason): "\(file): \(reason)"
-        case let .danglingReference(file, offset, reason): "\(file) at byte \(offset): \(reason)"
-        case .writesStopped(let reason):
+        case let .inconsistentSegments(file, _, reason): "\(file): \(reason)"
+        case let .danglingReference(file, offset, _, reason): "\(file) at byte \(offset): \(reason)"
+        case .writesStopped(_, let reason):
             "the store accepts no more writes until it is reopened: \(reason)"
-        case let .nothingToSalvage(path, reason): "nothing whole could be salvaged from \(path): \(reason)"
+        case let .nothingToSalvage(path, _, reason): "nothing whole could be salvaged from \(path): \(reason)"
         case let .storeKeptChanging(path, attempts, seconds):
             "\(path) kept changing under this read: in \(seconds) seconds, each of \(attempts) attempts found the "
                 + "manifest replaced (other processes compacted, rotated or migrated the store) or the segments "

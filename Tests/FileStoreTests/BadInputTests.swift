@@ -788,9 +788,9 @@ final class SmallStore: Sendable {
         let described = error.description
         let (file, offset): (String?, Int?) = switch error {
         case let .damagedRecord(file, offset, _, _), let .undecodableRecord(file, offset, _),
-             let .danglingReference(file, offset, _): (file, offset)
-        case let .notAStoreFile(file, _), let .unsupportedFormatVersion(file, _, _),
-             let .inconsistentSegments(file, _): (file, nil)
+             let .danglingReference(file, offset, _, _): (file, offset)
+        case let .notAStoreFile(file, _, _), let .unsupportedFormatVersion(file, _, _),
+             let .inconsistentSegments(file, _, _): (file, nil)
         default: (nil, nil)
         }
         var problems: [String] = []

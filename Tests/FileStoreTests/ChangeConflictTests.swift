@@ -235,6 +235,14 @@ struct ChangeConflictTests {
         return (url, saved, record)
     }
 
+    /// Whether `error` is the refusal of the record at `offset` of `file` for `reason` (its kind follows the reason).
+    static func refusal(_ file: String, _ offset: Int, _ reason: String) -> (any Error) -> Bool {
+        { error in
+            guard case let FileStoreError.danglingReference(found, at, _, said) = error else { return false }
+            return found == file && at == offset && said == reason
+        }
+    }
+
     static func open(_ url: URL, readOnly: Bool = false) throws -> ModelContainer {
         try StoreFiles.open(url, [Box.self, Label.self]) {
             if readOnly {
@@ -249,7 +257,7 @@ struct ChangeConflictTests {
         let made = try Self.storeWithRecord { ChangeSet(inserted: [$0.b], deleted: [ModelDeletion(id: $0.b.id)]) }
         let reason = "transaction \(made.record.number) inserts \(made.saved.b.id), which already exists"
         #expect(throws: FileStoreError.danglingReference(file: made.record.segment, offset: made.record.payloadOffset,
-                                                         reason: reason)) {
+                                                         kind: .objectExists, reason: reason)) {
             try Self.open(made.url, readOnly: true)
         }
     }
@@ -260,18 +268,15 @@ struct ChangeConflictTests {
         let made = try Self.storeWithRecord { Self.conflicts($0)[index].changes }
         let conflict = Self.conflicts(made.saved)[index]
         let logReason = try #require(conflict.logReason)
-        #expect(throws: FileStoreError.danglingReference(file: made.record.segment, offset: made.record.payloadOffset,
-                                                         reason: logReason(made.record.number)),
-                "\(conflict)") {
-            try Self.open(made.url, readOnly: true)
-        }
+        #expect("\(conflict)", performing: { try Self.open(made.url, readOnly: true) },
+                throws: Self.refusal(made.record.segment, made.record.payloadOffset, logReason(made.record.number)))
     }
 
     @Test("An open refuses a transaction whose number does not follow the last one")
     func replayRefusesOutOfSequence() throws {
         let made = try Self.storeWithRecord({ _ in ChangeSet() }, number: { $0 + 2 })
         #expect(throws: FileStoreError.danglingReference(
-            file: made.record.segment, offset: made.record.payloadOffset,
+            file: made.record.segment, offset: made.record.payloadOffset, kind: .outOfSequence,
             reason: "transaction \(made.record.number) follows transaction \(made.record.number - 2)")) {
             try Self.open(made.url, readOnly: true)
         }
@@ -292,11 +297,8 @@ struct ChangeConflictTests {
             let record = try Self.append(conflict.changes, number: last + 1, to: url, schema: schema)
             // In an open's words; what only a save checks, in the save's.
             let reason = conflict.logReason?(record.number) ?? "transaction \(record.number): \(conflict.saveError)"
-            #expect(throws: FileStoreError.danglingReference(file: record.segment, offset: record.offset,
-                                                             reason: reason),
-                    "\(conflict)") {
-                try StoreFiles.store(reader).refresh()
-            }
+            #expect("\(conflict)", performing: { try StoreFiles.store(reader).refresh() },
+                    throws: Self.refusal(record.segment, record.offset, reason))
             #expect(reader.store.snapshots(for: made.ids) == made.rows,
                     "\(conflict): the reader keeps the rows it had")
             try reader.close()

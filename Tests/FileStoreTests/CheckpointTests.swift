@@ -285,7 +285,7 @@ struct CheckpointWritingTests {
         let layout = CheckpointFixture.layout(url)
         #expect(!FileManager.default.fileExists(atPath: layout.temporaryCheckpoint))
         let error = try #require(StoreFiles.store(container).statistics.lastCheckpointError)
-        #expect(error.contains("CHECKPOINT"))
+        #expect("\(error)".contains("CHECKPOINT"))
         // The compaction is committed: one segment, and the state reopens whole.
         #expect(try CheckpointFixture.manifest(url).segments.count == 1)
         try StoreFiles.close(container)

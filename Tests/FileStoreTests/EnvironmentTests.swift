@@ -390,7 +390,8 @@ struct EnvironmentTests {
             ("verify", {
                 let problems = try StoreVerifier.verify(at: url).problems
                 guard problems.contains(where: { $0.kind == .unexpectedFileType && $0.file == fifo.path }) else {
-                    throw FileStoreError.notAStoreFile(file: fifo.path, reason: "verify says \(problems)")
+                    throw FileStoreError.notAStoreFile(file: fifo.path, kind: .otherKind,
+                                                       reason: "verify says \(problems)")
                 }
             }),
         ]

@@ -239,8 +239,9 @@ struct FileStoreRecoveryTests {
 
         for url in [withTransaction, withBlob, withTwoSegments] {
             let before = StoreFiles.contents(of: url)
-            #expect(throws: FileStoreError.inconsistentSegments(file: url.appendingPathComponent("MANIFEST").path,
-                                                                reason: "the manifest is missing but segments exist")) {
+            #expect(throws: FileStoreError.inconsistentSegments(
+                file: url.appendingPathComponent("MANIFEST").path, kind: .manifestMissing,
+                reason: "the manifest is missing but segments exist")) {
                 _ = try StoreFiles.open(url, NotesSchema.models)
             }
             #expect(StoreFiles.contents(of: url) == before, "a refused open writes nothing")
@@ -270,8 +271,9 @@ struct FileStoreRecoveryTests {
         #expect {
             _ = try StoreFiles.open(swapped, NotesSchema.models)
         } throws: { error in
-            guard case let FileStoreError.inconsistentSegments(file, reason) = error else { return false }
-            return file.hasSuffix("000002.seg") && reason.contains("says it is segment 3")
+            guard case let FileStoreError.inconsistentSegments(file, kind, reason) = error else { return false }
+            return file.hasSuffix("000002.seg") && kind == .segmentNumberMismatch
+                && reason.contains("says it is segment 3")
         }
 
         let foreign = try threeTransactions()
@@ -280,8 +282,8 @@ struct FileStoreRecoveryTests {
         #expect {
             _ = try StoreFiles.open(mixed, NotesSchema.models)
         } throws: { error in
-            guard case let FileStoreError.inconsistentSegments(_, reason) = error else { return false }
-            return reason.contains("belongs to store")
+            guard case let FileStoreError.inconsistentSegments(_, kind, reason) = error else { return false }
+            return kind == .segmentOfAnotherStore && reason.contains("belongs to store")
         }
     }
 

@@ -4,15 +4,15 @@ import Synchronization
 
 /// Which calls fail, and how: the rules a fault-injecting file system consults before each call, with a log of
 /// every call. Shared by ``FaultyFileSystem`` (the real disk) and ``SimulatedDisk`` (a disk in memory).
-public final class FaultRules: Sendable {
+package final class FaultRules: Sendable {
     /// A kind of call.
-    public enum Operation: String, CaseIterable, Sendable {
+    package enum Operation: String, CaseIterable, Sendable {
         case read, create, openForAppending, write, fsync, rename, remove, syncDirectory, makeDirectory,
              contentsOfDirectory, truncate, lock, reserve
     }
 
     /// How a call fails.
-    public enum Failure: Sendable, Equatable, CustomStringConvertible {
+    package enum Failure: Sendable, Equatable, CustomStringConvertible {
         /// The call fails with this `errno` (EIO by default) and does nothing.
         case error(Int32)
         /// A write writes only its first `bytes` bytes, then fails with EIO. (Other calls fail with EIO.)
@@ -20,7 +20,7 @@ public final class FaultRules: Sendable {
         /// The call does its work, then reports this `errno` anyway: the caller cannot tell what happened.
         case errorAfterEffect(Int32)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .error(let code): "\(Self.name(code))"
             case .shortWrite(let bytes): "short write of \(bytes) bytes"
@@ -39,14 +39,14 @@ public final class FaultRules: Sendable {
 
     /// When to fail: the `nth` call of `operation` (counted from when the rule was armed) whose path contains
     /// `pathContaining`, and, when `persistent`, every matching call after it.
-    public struct Rule: Sendable, CustomStringConvertible {
-        public var operation: Operation
-        public var nth: Int
-        public var persistent: Bool
-        public var failure: Failure
-        public var pathContaining: String?
+    package struct Rule: Sendable, CustomStringConvertible {
+        package var operation: Operation
+        package var nth: Int
+        package var persistent: Bool
+        package var failure: Failure
+        package var pathContaining: String?
 
-        public init(_ operation: Operation, nth: Int = 1, persistent: Bool = false, failure: Failure = .error(EIO),
+        package init(_ operation: Operation, nth: Int = 1, persistent: Bool = false, failure: Failure = .error(EIO),
                     pathContaining: String? = nil) {
             self.operation = operation
             self.nth = nth
@@ -55,16 +55,16 @@ public final class FaultRules: Sendable {
             self.pathContaining = pathContaining
         }
 
-        public var description: String {
+        package var description: String {
             "\(operation) #\(nth)\(persistent ? " and after" : ""): \(failure)"
         }
     }
 
     /// One call, as logged.
-    public struct Call: Sendable, Equatable {
-        public let operation: Operation
-        public let path: String
-        public let failed: Bool
+    package struct Call: Sendable, Equatable {
+        package let operation: Operation
+        package let path: String
+        package let failed: Bool
     }
 
     private struct State {
@@ -76,23 +76,23 @@ public final class FaultRules: Sendable {
     }
     private let state = Mutex(State())
 
-    public init() {}
+    package init() {}
 
     /// Arms `rule`, replacing any armed one.
-    public func arm(_ rule: Rule) { state.withLock { $0.rule = rule; $0.seen = 0 } }
+    package func arm(_ rule: Rule) { state.withLock { $0.rule = rule; $0.seen = 0 } }
     /// Stops failing.
-    public func disarm() { state.withLock { $0.rule = nil } }
+    package func disarm() { state.withLock { $0.rule = nil } }
     /// Every call so far.
-    public var calls: [Call] { state.withLock { $0.calls } }
+    package var calls: [Call] { state.withLock { $0.calls } }
     /// How many calls were made to fail.
-    public var failureCount: Int { state.withLock { $0.failures } }
+    package var failureCount: Int { state.withLock { $0.failures } }
     /// Forgets the logged calls.
-    public func clearLog() { state.withLock { $0.calls.removeAll() } }
+    package func clearLog() { state.withLock { $0.calls.removeAll() } }
     /// Whether calls are logged (a long scenario that never reads the log can turn it off).
-    public func setLogging(_ on: Bool) { state.withLock { $0.logging = on } }
+    package func setLogging(_ on: Bool) { state.withLock { $0.logging = on } }
 
     /// Records a call and says whether (and how) it must fail.
-    public func check(_ operation: Operation, _ path: String) -> Failure? {
+    package func check(_ operation: Operation, _ path: String) -> Failure? {
         state.withLock { state in
             var failure: Failure?
             if let rule = state.rule, rule.operation == operation,
@@ -112,27 +112,27 @@ public final class FaultRules: Sendable {
 /// A file system that delegates to the real one and fails the calls it is told to: the Nth write, fsync, rename
 /// or directory sync, once or from then on; a short write; a full disk. It also counts and logs every call, so a
 /// test can check, say, that fetching reads no blob file.
-public final class FaultyFileSystem: StoreFileSystem {
-    public typealias Operation = FaultRules.Operation
-    public typealias Failure = FaultRules.Failure
-    public typealias Rule = FaultRules.Rule
-    public typealias Call = FaultRules.Call
+package final class FaultyFileSystem: StoreFileSystem {
+    package typealias Operation = FaultRules.Operation
+    package typealias Failure = FaultRules.Failure
+    package typealias Rule = FaultRules.Rule
+    package typealias Call = FaultRules.Call
 
     private let base = POSIXFileSystem()
     let rules = FaultRules()
 
-    public init() {}
+    package init() {}
 
     /// Arms `rule`, replacing any armed one.
-    public func arm(_ rule: Rule) { rules.arm(rule) }
+    package func arm(_ rule: Rule) { rules.arm(rule) }
     /// Stops failing.
-    public func disarm() { rules.disarm() }
+    package func disarm() { rules.disarm() }
     /// Every call so far.
-    public var calls: [Call] { rules.calls }
+    package var calls: [Call] { rules.calls }
     /// How many calls were made to fail.
-    public var failureCount: Int { rules.failureCount }
+    package var failureCount: Int { rules.failureCount }
     /// Forgets the logged calls.
-    public func clearLog() { rules.clearLog() }
+    package func clearLog() { rules.clearLog() }
 
     /// Runs `body` (the call's effect) as `failure` says: not at all, or before throwing anyway.
     private func perform<T>(_ operation: Operation, _ path: String, _ body: () throws -> T) throws -> T {
@@ -149,58 +149,58 @@ public final class FaultyFileSystem: StoreFileSystem {
         }
     }
 
-    public func read(_ path: String) throws -> [UInt8] {
+    package func read(_ path: String) throws -> [UInt8] {
         try perform(.read, path) { try base.read(path) }
     }
 
-    public func read(_ path: String, from offset: Int) throws -> [UInt8] {
+    package func read(_ path: String, from offset: Int) throws -> [UInt8] {
         try perform(.read, path) { try base.read(path, from: offset) }
     }
 
-    public func read(_ path: String, from offset: Int, count: Int) throws -> [UInt8] {
+    package func read(_ path: String, from offset: Int, count: Int) throws -> [UInt8] {
         try perform(.read, path) { try base.read(path, from: offset, count: count) }
     }
 
     /// One `stat`, as the real file system does it (not a read of the whole file, as the protocol's default).
-    public func status(_ path: String) throws -> StoreFileStatus? { try base.status(path) }
+    package func status(_ path: String) throws -> StoreFileStatus? { try base.status(path) }
 
-    public func create(_ path: String) throws -> any StoreFile {
+    package func create(_ path: String) throws -> any StoreFile {
         try perform(.create, path) { FaultyFile(try base.create(path), path: path, rules: rules) }
     }
 
-    public func openForAppending(_ path: String) throws -> any StoreFile {
+    package func openForAppending(_ path: String) throws -> any StoreFile {
         try perform(.openForAppending, path) { FaultyFile(try base.openForAppending(path), path: path, rules: rules) }
     }
 
-    public func rename(_ source: String, to destination: String) throws {
+    package func rename(_ source: String, to destination: String) throws {
         try perform(.rename, source) { try base.rename(source, to: destination) }
     }
 
-    public func remove(_ path: String) throws {
+    package func remove(_ path: String) throws {
         try perform(.remove, path) { try base.remove(path) }
     }
 
-    public func syncDirectory(_ path: String) throws {
+    package func syncDirectory(_ path: String) throws {
         try perform(.syncDirectory, path) { try base.syncDirectory(path) }
     }
 
-    public func makeDirectory(_ path: String) throws {
+    package func makeDirectory(_ path: String) throws {
         try perform(.makeDirectory, path) { try base.makeDirectory(path) }
     }
 
-    public func contentsOfDirectory(_ path: String) throws -> [String] {
+    package func contentsOfDirectory(_ path: String) throws -> [String] {
         try perform(.contentsOfDirectory, path) { try base.contentsOfDirectory(path) }
     }
 
-    public func exists(_ path: String) -> Bool { base.exists(path) }
+    package func exists(_ path: String) -> Bool { base.exists(path) }
 
-    public func kind(of path: String) throws -> StoreFileKind? { try base.kind(of: path) }
+    package func kind(of path: String) throws -> StoreFileKind? { try base.kind(of: path) }
 
-    public func truncate(_ path: String, to length: Int) throws {
+    package func truncate(_ path: String, to length: Int) throws {
         try perform(.truncate, path) { try base.truncate(path, to: length) }
     }
 
-    public func tryLock(_ path: String) throws -> (any StoreLockHandle)? {
+    package func tryLock(_ path: String) throws -> (any StoreLockHandle)? {
         try perform(.lock, path) { try base.tryLock(path) }
     }
 }

@@ -24,27 +24,28 @@ package final class InterleavingFileSystem: ForwardingFileSystem {
     private let interleaving = Mutex<Interleaving?>(nil)
     private let ran = Mutex(0)
 
-    public init(base: any StoreFileSystem = POSIXFileSystem()) {
+    package init(base: any StoreFileSystem = POSIXFileSystem()) {
         self.base = base
     }
 
     /// Runs `action` before each of the next `times` reads (nil: every read from now on) of a file whose path
     /// contains `path`, replacing any interleaving set before. An error `action` throws is that read's error.
-    public func interleave(beforeReadsOf path: String, times: Int? = 1, _ action: @escaping @Sendable () throws -> Void) {
+    package func interleave(beforeReadsOf path: String, times: Int? = 1,
+                            _ action: @escaping @Sendable () throws -> Void) {
         interleave(beforeReadsOf: path, times: times) { (_: String) in try action() }
     }
 
     /// Runs `action` with the path about to be read, as ``interleave(beforeReadsOf:times:_:)`` does.
-    public func interleave(beforeReadsOf path: String, times: Int? = 1,
+    package func interleave(beforeReadsOf path: String, times: Int? = 1,
                            _ action: @escaping @Sendable (_ path: String) throws -> Void) {
         interleaving.withLock { $0 = Interleaving(path: path, remaining: times, action: action) }
     }
 
     /// Stops interleaving.
-    public func stop() { interleaving.withLock { $0 = nil } }
+    package func stop() { interleaving.withLock { $0 = nil } }
 
     /// How many times an action ran.
-    public var interleavings: Int { ran.withLock { $0 } }
+    package var interleavings: Int { ran.withLock { $0 } }
 
     private func beforeRead(_ path: String) throws {
         let action = interleaving.withLock { interleaving -> (@Sendable (String) throws -> Void)? in
@@ -60,17 +61,17 @@ package final class InterleavingFileSystem: ForwardingFileSystem {
         try action(path)
     }
 
-    public func read(_ path: String) throws -> [UInt8] {
+    package func read(_ path: String) throws -> [UInt8] {
         try beforeRead(path)
         return try base.read(path)
     }
 
-    public func read(_ path: String, from offset: Int) throws -> [UInt8] {
+    package func read(_ path: String, from offset: Int) throws -> [UInt8] {
         try beforeRead(path)
         return try base.read(path, from: offset)
     }
 
-    public func read(_ path: String, from offset: Int, count: Int) throws -> [UInt8] {
+    package func read(_ path: String, from offset: Int, count: Int) throws -> [UInt8] {
         try beforeRead(path)
         return try base.read(path, from: offset, count: count)
     }

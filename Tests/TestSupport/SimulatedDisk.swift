@@ -17,9 +17,9 @@ import Synchronization
 /// later `fsync` succeeds without writing them. So a store that retried a failed flush and trusted it would lose
 /// data at the next power loss, and a test can see it. A failed directory flush changes nothing: its entries stay
 /// pending and a later flush of the directory makes them durable.
-public final class SimulatedDisk: StoreFileSystem {
+package final class SimulatedDisk: StoreFileSystem {
     /// What survives a crash.
-    public enum CrashKind: String, CaseIterable, Sendable, CustomStringConvertible {
+    package enum CrashKind: String, CaseIterable, Sendable, CustomStringConvertible {
         /// The process died; the kernel kept everything: what each completed call did is visible, and what was
         /// not flushed yet is still not durable (the next process may build on it, then the power may fail).
         case processCrash
@@ -33,21 +33,21 @@ public final class SimulatedDisk: StoreFileSystem {
         /// every entry as the process left it, but file bytes only as flushed.
         case metadataFirst
 
-        public var description: String { rawValue }
+        package var description: String { rawValue }
     }
 
-    public typealias Operation = FaultRules.Operation
-    public typealias Failure = FaultRules.Failure
-    public typealias Rule = FaultRules.Rule
+    package typealias Operation = FaultRules.Operation
+    package typealias Failure = FaultRules.Failure
+    package typealias Rule = FaultRules.Rule
 
     /// The fault rules every call consults.
-    public let faults = FaultRules()
+    package let faults = FaultRules()
 
     private let state: Mutex<LiveState>
 
     /// An empty disk on which `existingDirectories` (and their parents) exist and are durable: the directories a
     /// store is created in, which the store did not create and need not flush.
-    public init(existingDirectories: [String] = [TemporaryStores.root.path]) {
+    package init(existingDirectories: [String] = [TemporaryStores.root.path]) {
         var image = Image()
         for directory in existingDirectories {
             var parent = Image.rootID
@@ -67,43 +67,43 @@ public final class SimulatedDisk: StoreFileSystem {
     }
 
     /// A disk holding `image` (a crashed disk, restarted).
-    public init(image: Image) {
+    package init(image: Image) {
         state = Mutex(LiveState(image: image))
     }
 
     // MARK: The journal
 
     /// A point in the journal to replay from: the image at that point and the number of steps before it.
-    public struct Mark: Sendable {
-        public let image: Image
-        public let step: Int
+    package struct Mark: Sendable {
+        package let image: Image
+        package let step: Int
     }
 
     /// Where the journal is now.
-    public func mark() -> Mark {
+    package func mark() -> Mark {
         state.withLock { Mark(image: $0.image, step: $0.journal.count) }
     }
 
     /// The number of steps since `mark`.
-    public func steps(since mark: Mark) -> Int { state.withLock { $0.journal.count - mark.step } }
+    package func steps(since mark: Mark) -> Int { state.withLock { $0.journal.count - mark.step } }
 
     /// The steps since `mark`, described, for messages.
-    public func journal(since mark: Mark) -> [String] {
+    package func journal(since mark: Mark) -> [String] {
         state.withLock { $0.journal[mark.step...].map(\.description) }
     }
 
     /// A crash image: after `step` steps since the mark, of `kind`.
-    public struct CrashImage: Sendable {
-        public let step: Int
-        public let kind: CrashKind
+    package struct CrashImage: Sendable {
+        package let step: Int
+        package let kind: CrashKind
         /// The step the crash interrupted (or "end").
-        public let interrupted: String
-        public let image: Image
+        package let interrupted: String
+        package let image: Image
     }
 
     /// Every crash image since `mark`: for k = 0 … steps (k steps done), each kind; `tornWrite` only where step k
     /// is a write. Distinct images only: kinds that give the same directory at a step are listed once.
-    public func images(since mark: Mark, kinds: [CrashKind] = CrashKind.allCases) -> [CrashImage] {
+    package func images(since mark: Mark, kinds: [CrashKind] = CrashKind.allCases) -> [CrashImage] {
         let steps = state.withLock { Array($0.journal[mark.step...]) }
         var image = mark.image
         var result: [CrashImage] = []
@@ -130,12 +130,12 @@ public final class SimulatedDisk: StoreFileSystem {
     }
 
     /// The image of a crash now, of `kind` (a torn write is a process crash: no write is in progress).
-    public func crashImage(_ kind: CrashKind) -> Image {
+    package func crashImage(_ kind: CrashKind) -> Image {
         state.withLock { $0.image.crashed(kind) }
     }
 
     /// Writes the files under `root` of `image` to the real directory `destination`.
-    public static func materialize(_ image: Image, under root: String, to destination: URL) throws {
+    package static func materialize(_ image: Image, under root: String, to destination: URL) throws {
         guard let id = image.resolve(root), case .directory(let directory) = id else { return }
         try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
         for (name, entry) in image.directories[directory]!.visible {
@@ -152,7 +152,7 @@ public final class SimulatedDisk: StoreFileSystem {
     // MARK: Looking and tampering, outside the store
 
     /// The visible bytes of the file at `path`, or nil.
-    public func contents(_ path: String) -> [UInt8]? {
+    package func contents(_ path: String) -> [UInt8]? {
         state.withLock { state in
             guard case .file(let id)? = state.image.resolve(path) else { return nil }
             return state.image.files[id]!.visible
@@ -160,7 +160,7 @@ public final class SimulatedDisk: StoreFileSystem {
     }
 
     /// Every file under `directory`, relative path to bytes (visible state).
-    public func files(under directory: String) -> [String: [UInt8]] {
+    package func files(under directory: String) -> [String: [UInt8]] {
         state.withLock { state in
             var result: [String: [UInt8]] = [:]
             func walk(_ id: Int, _ prefix: String) {
@@ -178,7 +178,7 @@ public final class SimulatedDisk: StoreFileSystem {
 
     /// Writes `bytes` at the end of the file at `path` (creating it) and makes it durable, as another program
     /// would; no fault rule applies.
-    public func appendDurably(_ path: String, _ bytes: [UInt8]) throws {
+    package func appendDurably(_ path: String, _ bytes: [UInt8]) throws {
         try state.withLock { state in
             let (parent, name) = try state.image.parentAndName(path, operation: "append")
             let id: Int
@@ -217,7 +217,7 @@ public final class SimulatedDisk: StoreFileSystem {
         }
     }
 
-    public func read(_ path: String) throws -> [UInt8] {
+    package func read(_ path: String) throws -> [UInt8] {
         try perform(.read, path) { state in
             switch state.image.resolve(path) {
             case .file(let id)?: return state.image.files[id]!.visible
@@ -227,7 +227,7 @@ public final class SimulatedDisk: StoreFileSystem {
         }
     }
 
-    public func status(_ path: String) throws -> StoreFileStatus? {
+    package func status(_ path: String) throws -> StoreFileStatus? {
         state.withLock { state in
             guard case .file(let id)? = state.image.resolve(path) else { return nil }
             let file = state.image.files[id]!
@@ -235,7 +235,7 @@ public final class SimulatedDisk: StoreFileSystem {
         }
     }
 
-    public func create(_ path: String) throws -> any StoreFile {
+    package func create(_ path: String) throws -> any StoreFile {
         try perform(.create, path) { state in
             let (parent, name) = try state.image.parentAndName(path, operation: "create")
             guard state.image.directories[parent]!.visible[name] == nil else {
@@ -247,7 +247,7 @@ public final class SimulatedDisk: StoreFileSystem {
         }
     }
 
-    public func openForAppending(_ path: String) throws -> any StoreFile {
+    package func openForAppending(_ path: String) throws -> any StoreFile {
         try perform(.openForAppending, path) { state in
             guard case .file(let id)? = state.image.resolve(path) else {
                 throw StoreIOError(operation: "open", path: path, code: ENOENT)
@@ -256,7 +256,7 @@ public final class SimulatedDisk: StoreFileSystem {
         }
     }
 
-    public func rename(_ source: String, to destination: String) throws {
+    package func rename(_ source: String, to destination: String) throws {
         try perform(.rename, source) { state in
             let (from, fromName) = try state.image.parentAndName(source, operation: "rename")
             let (to, toName) = try state.image.parentAndName(destination, operation: "rename")
@@ -267,7 +267,7 @@ public final class SimulatedDisk: StoreFileSystem {
         }
     }
 
-    public func remove(_ path: String) throws {
+    package func remove(_ path: String) throws {
         try perform(.remove, path) { state in
             let (parent, name) = try state.image.parentAndName(path, operation: "unlink")
             guard case .file? = state.image.directories[parent]!.visible[name] else {
@@ -277,7 +277,7 @@ public final class SimulatedDisk: StoreFileSystem {
         }
     }
 
-    public func syncDirectory(_ path: String) throws {
+    package func syncDirectory(_ path: String) throws {
         try perform(.syncDirectory, path) { state in
             guard case .directory(let id)? = state.image.resolve(path) else {
                 throw StoreIOError(operation: "open directory", path: path, code: ENOENT)
@@ -286,7 +286,7 @@ public final class SimulatedDisk: StoreFileSystem {
         }
     }
 
-    public func makeDirectory(_ path: String) throws {
+    package func makeDirectory(_ path: String) throws {
         try perform(.makeDirectory, path) { state in
             var parent = Image.rootID
             for component in path.split(separator: "/").map(String.init) {
@@ -304,7 +304,7 @@ public final class SimulatedDisk: StoreFileSystem {
         }
     }
 
-    public func contentsOfDirectory(_ path: String) throws -> [String] {
+    package func contentsOfDirectory(_ path: String) throws -> [String] {
         try perform(.contentsOfDirectory, path) { state in
             guard case .directory(let id)? = state.image.resolve(path) else {
                 throw StoreIOError(operation: "opendir", path: path, code: ENOENT)
@@ -313,12 +313,12 @@ public final class SimulatedDisk: StoreFileSystem {
         }
     }
 
-    public func exists(_ path: String) -> Bool {
+    package func exists(_ path: String) -> Bool {
         state.withLock { $0.image.resolve(path) != nil }
     }
 
     /// A simulated disk holds regular files and directories only.
-    public func kind(of path: String) throws -> StoreFileKind? {
+    package func kind(of path: String) throws -> StoreFileKind? {
         state.withLock { state in
             switch state.image.resolve(path) {
             case .file?: .regularFile
@@ -329,7 +329,7 @@ public final class SimulatedDisk: StoreFileSystem {
     }
 
     /// Cuts the file and flushes it, as `POSIXFileSystem.truncate` does: two steps, so a crash can fall between.
-    public func truncate(_ path: String, to length: Int) throws {
+    package func truncate(_ path: String, to length: Int) throws {
         try perform(.truncate, path) { state in
             guard case .file(let id)? = state.image.resolve(path) else {
                 throw StoreIOError(operation: "open", path: path, code: ENOENT)
@@ -339,7 +339,7 @@ public final class SimulatedDisk: StoreFileSystem {
         }
     }
 
-    public func tryLock(_ path: String) throws -> (any StoreLockHandle)? {
+    package func tryLock(_ path: String) throws -> (any StoreLockHandle)? {
         try perform(.lock, path) { state in
             if state.image.resolve(path) == nil {
                 let (parent, name) = try state.image.parentAndName(path, operation: "open")
@@ -375,14 +375,14 @@ public final class SimulatedDisk: StoreFileSystem {
     }
 
     /// A flush that failed (or reported failure after its effect).
-    public struct FailedFlush: Sendable, Equatable {
-        public let path: String
+    package struct FailedFlush: Sendable, Equatable {
+        package let path: String
         /// Whether the file held writes not flushed yet: whether the failure could lose data.
-        public let hadUnflushedWrites: Bool
+        package let hadUnflushedWrites: Bool
     }
 
     /// Every flush of a file that failed, in order.
-    public var failedFlushes: [FailedFlush] { state.withLock { $0.failedFlushes } }
+    package var failedFlushes: [FailedFlush] { state.withLock { $0.failedFlushes } }
 
     fileprivate func sync(_ file: Int, path: String) throws {
         let failure = faults.check(.fsync, path)
@@ -446,13 +446,13 @@ public final class SimulatedDisk: StoreFileSystem {
     }
 
     /// What a directory entry names.
-    public enum Entry: Hashable, Sendable {
+    package enum Entry: Hashable, Sendable {
         case file(Int)
         case directory(Int)
     }
 
     /// A file: the bytes the process sees, the bytes on the medium, and the writes not flushed yet.
-    public struct FileNode: Hashable, Sendable {
+    package struct FileNode: Hashable, Sendable {
         var visible: [UInt8] = []
         var durable: [UInt8] = []
         var pending: [PendingWrite] = []
@@ -465,7 +465,7 @@ public final class SimulatedDisk: StoreFileSystem {
     }
 
     /// A directory: the entries the process sees and the entries on the medium.
-    public struct DirectoryNode: Hashable, Sendable {
+    package struct DirectoryNode: Hashable, Sendable {
         var visible: [String: Entry] = [:]
         var durable: [String: Entry] = [:]
     }
@@ -498,7 +498,7 @@ public final class SimulatedDisk: StoreFileSystem {
     }
 
     /// The whole disk: files and directories by number; directory 0 is `/`.
-    public struct Image: Hashable, Sendable {
+    package struct Image: Hashable, Sendable {
         static let rootID = 0
         var files: [Int: FileNode] = [:]
         var directories: [Int: DirectoryNode] = [Image.rootID: DirectoryNode()]

@@ -47,7 +47,8 @@ public enum StoreFiles {
 
     /// The problems `StoreVerifier` finds in the store at `url` other than a torn tail and the warnings (which the
     /// next writable open recovers or repairs: a manifest's schema copy, a stale or damaged checkpoint).
-    public static func unrecoverableProblems(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) -> [String] {
+    package static func unrecoverableProblems(at url: URL,
+                                              fileSystem: any StoreFileSystem = POSIXFileSystem()) -> [String] {
         do {
             return try StoreVerifier.verify(at: url, fileSystem: fileSystem).damage.map(\.description)
         } catch {

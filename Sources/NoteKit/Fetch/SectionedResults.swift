@@ -26,7 +26,7 @@ public struct SectionedResults<Element: PersistentModel, SectionTitle: Hashable>
     private let positions: [SectionTitle: Int]
 
     /// No sections: what a live query made without `sectionBy` reports.
-    public init() {
+    package init() {
         elements = []
         bounds = []
         positions = [:]

@@ -227,7 +227,7 @@ public struct HistoryTombstone<Model: PersistentModel>: Sendable, Hashable {
     public let storedValues: [String: StoredValue]
 
     /// A tombstone of the given stored values, by attribute name (as a store reads them back).
-    public init(_ storedValues: [String: StoredValue]) { self.storedValues = storedValues }
+    package init(_ storedValues: [String: StoredValue]) { self.storedValues = storedValues }
 
     /// The preserved value of the attribute `keyPath` reads, as SwiftData returns it (`Any`, to cast); nil when
     /// the attribute was not preserved.

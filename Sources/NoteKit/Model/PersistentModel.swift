@@ -111,44 +111,49 @@ public enum RelationshipTargets: Sendable, Hashable {
 }
 
 /// A property value a ``Relationship`` can hold: an optional model (to-one) or an array of models (to-many).
+///
+/// NoteKit conforms `Optional` and `Array` of ``PersistentModel`` types, and adds no member to them but the
+/// `Destination` type the protocol requires: how the wrapper reads and writes each is NoteKit's own. Conform no
+/// other type: creating a model that declares a relationship of another type stops the program, with a message
+/// naming the type.
 public protocol RelationshipValue {
     /// The model type at the other end.
     associatedtype Destination: PersistentModel
-    /// Whether this is a to-many relationship.
-    static var isToMany: Bool { get }
-    /// No targets: `nil` or `[]`.
-    static var empty: Self { get }
-    /// The targets, in order.
-    var models: [Destination] { get }
-    /// A value holding `models` (the first one, for a to-one).
-    init(models: [Destination])
 }
 
 extension Optional: RelationshipValue where Wrapped: PersistentModel {
     /// A to-one relationship points at the wrapped model type.
     public typealias Destination = Wrapped
-    /// An optional is a to-one relationship.
-    public static var isToMany: Bool { false }
-    /// No target: `nil`.
-    public static var empty: Wrapped? { nil }
-    /// The target as a one-element array, or an empty one.
-    public var models: [Wrapped] {
-        // A switch, not `map`: in this generic context its closure costs a metadata look-up per call.
-        if let model = self { [model] } else { [] }
-    }
-    /// The first of `models`, or nil when there is none.
-    public init(models: [Wrapped]) { self = models.first }
 }
 
 extension Array: RelationshipValue where Element: PersistentModel {
     /// A to-many relationship points at the element model type.
     public typealias Destination = Element
-    /// An array is a to-many relationship.
-    public static var isToMany: Bool { true }
-    /// No targets: `[]`.
-    public static var empty: [Element] { [] }
+}
+
+/// How ``Relationship`` reads and writes a value it holds: the targets as models, in order.
+package protocol RelationshipTargetList {
+    /// Whether this is a to-many relationship.
+    static var isToMany: Bool { get }
     /// The targets, in order.
-    public var models: [Element] { self }
-    /// The array of `models`.
-    public init(models: [Element]) { self = models }
+    var targetModels: [ModelObject] { get }
+    /// A value holding `models` (the first one, for a to-one), each of the destination type.
+    init(targetModels models: [ModelObject])
+}
+
+extension Optional: RelationshipTargetList where Wrapped: PersistentModel {
+    package static var isToMany: Bool { false }
+    package var targetModels: [ModelObject] {
+        // A switch, not `map`: in this generic context its closure costs a metadata look-up per call.
+        if let model = self { [model] } else { [] }
+    }
+    package init(targetModels models: [ModelObject]) {
+        self = models.first.map { unsafeDowncast($0, to: Wrapped.self) }
+    }
+}
+
+extension Array: RelationshipTargetList where Element: PersistentModel {
+    package static var isToMany: Bool { true }
+    package var targetModels: [ModelObject] { self }
+    package init(targetModels models: [ModelObject]) { self = models.map { unsafeDowncast($0, to: Element.self) } }
 }

@@ -50,7 +50,7 @@ public struct Relationship<Value> {
     public init(deleteRule: DeleteRule = .nullify, minimumModelCount: Int? = nil, maximumModelCount: Int? = nil,
                 originalName: String? = nil, inverse: PartialKeyPath<Value.Destination>? = nil)
         where Value: RelationshipValue {
-        stamp = Self.push({ Value.empty }, deleteRule: deleteRule, minimumModelCount: minimumModelCount,
+        stamp = Self.push({ Self.value(holding: []) }, deleteRule: deleteRule, minimumModelCount: minimumModelCount,
                           maximumModelCount: maximumModelCount, originalName: originalName, inverse: inverse)
     }
 
@@ -59,11 +59,11 @@ public struct Relationship<Value> {
                              inverse: PartialKeyPath<Value.Destination>?) -> UInt16 where Value: RelationshipValue {
         let stack = ConstructionStack.current
         let stamp = UInt16(truncatingIfNeeded: stack.relationshipValues.count)
-        stack.relationshipValues.append(stack.isMaterializing ? [] : initial().models as [ModelObject])
+        stack.relationshipValues.append(stack.isMaterializing ? [] : targetModels(of: initial()))
         if stack.recordingDepth > 0 {
             stack.relationshipDeclarations.append(RelationshipDeclaration(
-                wrapperType: Self.self, destination: Value.Destination.self, isToMany: Value.isToMany, deleteRule: deleteRule,
-                minimumModelCount: minimumModelCount, maximumModelCount: maximumModelCount,
+                wrapperType: Self.self, destination: Value.Destination.self, isToMany: targetList.isToMany,
+                deleteRule: deleteRule, minimumModelCount: minimumModelCount, maximumModelCount: maximumModelCount,
                 originalName: originalName, inverse: inverse))
         }
         return stamp
@@ -113,12 +113,10 @@ public struct Relationship<Value> {
         if model._$isPrototype {
             model._$probeLog.append(.init(property: .relationship(slot), keyPath: wrappedKeyPath))
             if let target = model._$probeTarget(at: slot) {
-                return Value(models: [unsafeDowncast(target, to: Value.Destination.self)])
+                return value(holding: [target])
             }
         }
-        return Value(models: model._$relationshipModels(at: slot).map {
-            unsafeDowncast($0, to: Value.Destination.self)
-        })
+        return value(holding: model._$relationshipModels(at: slot))
     }
 
     /// Sets the targets of the relationship whose wrapper has `stamp`.
@@ -129,6 +127,30 @@ public struct Relationship<Value> {
         let slot = Int(stamp &- model._$relationshipFrame)
         model._$metadata.relationshipNotifiers[slot].register(wrappedKeyPath)
         model._$noteRelationshipAssigned(slot)
-        model._$setRelationship(at: slot, to: newValue.models)
+        model._$setRelationship(at: slot, to: targetModels(of: newValue))
+    }
+}
+
+extension Relationship where Value: RelationshipValue {
+    /// How the value reads and writes its targets: `Optional` and `Array` know, and add no public member for it.
+    static var targetList: any RelationshipTargetList.Type {
+        guard let list = Value.self as? any RelationshipTargetList.Type else {
+            preconditionFailure("@Relationship holds an optional model or an array of models, not \(Value.self)")
+        }
+        return list
+    }
+
+    /// A value holding `models`, each of the destination type (the first one, for a to-one).
+    static func value(holding models: [ModelObject]) -> Value {
+        // The list's type is Value itself, so the cast always succeeds.
+        targetList.init(targetModels: models) as! Value
+    }
+
+    /// The targets `value` holds, in order.
+    static func targetModels(of value: Value) -> [ModelObject] {
+        guard let list = value as? any RelationshipTargetList else {
+            preconditionFailure("@Relationship holds an optional model or an array of models, not \(Value.self)")
+        }
+        return list.targetModels
     }
 }

@@ -56,8 +56,9 @@ public enum SchemaError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .duplicatePropertyName(entity, property):
             "\(entity) has two properties named \(property) (counting original names)"
         case let .unsupportedAttributeType(entity, property, type):
-            "\(entity).\(property) has type \(type), which cannot be stored; use a PersistentValue type, a "
-                + "RawRepresentable with such a raw value, or a Codable value type"
+            "\(entity).\(property) has type \(type), which cannot be stored; use a standard scalar type (Bool, "
+                + "an integer, Double, Float, String, Date, Data, UUID, URL, Decimal, or an optional, array or "
+                + "String-keyed dictionary of them), a RawRepresentable with such a raw value, or a Codable value type"
         case let .externalStorageRequiresData(entity, property, type):
             "\(entity).\(property) uses .externalStorage but has type \(type); external storage holds Data only"
         case let .inverseNotARelationship(entity, property, destination, keyPath):

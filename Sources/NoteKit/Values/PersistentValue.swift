@@ -4,13 +4,12 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// A Swift type that converts to and from a ``StoredValue`` without going through `Codable`.
+/// A Swift type that converts to and from a ``StoredValue`` without going through `Codable`: the standard scalar
+/// types, and optionals, arrays and string-keyed dictionaries of them.
 ///
-/// The standard scalar types conform, and so do optionals, arrays and string-keyed dictionaries of conforming
-/// types. An attribute of any other type is stored through its `RawRepresentable` raw value or its `Codable`
-/// encoding (see ``Attribute``); conform a type of your own only when you want it stored as one of these
-/// scalar kinds.
-public protocol PersistentValue {
+/// NoteKit's own (`package`): it adds no public member to the standard types. An attribute of any other type is
+/// stored through its `RawRepresentable` raw value or its `Codable` encoding (see ``Attribute``).
+package protocol PersistentValue {
     /// How the schema describes this type.
     static var attributeType: Schema.AttributeType { get }
     /// The stored form of this value.
@@ -51,13 +50,13 @@ extension StoredValue {
 
 extension Bool: PersistentValue {
     /// A `Bool` attribute is ``Schema/AttributeType/bool``.
-    public static var attributeType: Schema.AttributeType { .bool }
+    package static var attributeType: Schema.AttributeType { .bool }
     /// A ``StoredValue/bool(_:)``.
-    public var storedValue: StoredValue { .bool(self) }
+    package var storedValue: StoredValue { .bool(self) }
     /// Reads a ``StoredValue/bool(_:)``.
     ///
     /// - Throws: ``StoredValueError/typeMismatch(expected:found:)`` for any other kind.
-    public init(storedValue: StoredValue) throws {
+    package init(storedValue: StoredValue) throws {
         guard case .bool(let v) = storedValue else { throw storedValue.mismatch("bool") }
         self = v
     }
@@ -65,13 +64,13 @@ extension Bool: PersistentValue {
 
 extension String: PersistentValue {
     /// A `String` attribute is ``Schema/AttributeType/string``.
-    public static var attributeType: Schema.AttributeType { .string }
+    package static var attributeType: Schema.AttributeType { .string }
     /// A ``StoredValue/string(_:)``.
-    public var storedValue: StoredValue { .string(self) }
+    package var storedValue: StoredValue { .string(self) }
     /// Reads a ``StoredValue/string(_:)``.
     ///
     /// - Throws: ``StoredValueError/typeMismatch(expected:found:)`` for any other kind.
-    public init(storedValue: StoredValue) throws {
+    package init(storedValue: StoredValue) throws {
         guard case .string(let v) = storedValue else { throw storedValue.mismatch("string") }
         self = v
     }
@@ -79,14 +78,14 @@ extension String: PersistentValue {
 
 extension Double: PersistentValue {
     /// A `Double` attribute is ``Schema/AttributeType/double``.
-    public static var attributeType: Schema.AttributeType { .double }
+    package static var attributeType: Schema.AttributeType { .double }
     /// A ``StoredValue/double(_:)``.
-    public var storedValue: StoredValue { .double(self) }
+    package var storedValue: StoredValue { .double(self) }
     /// Reads a ``StoredValue/double(_:)``, or an integer converted to the nearest `Double` (a migration that widened
     /// the attribute leaves integers in the store).
     ///
     /// - Throws: ``StoredValueError/typeMismatch(expected:found:)`` for any other kind.
-    public init(storedValue: StoredValue) throws {
+    package init(storedValue: StoredValue) throws {
         switch storedValue {
         case .double(let v): self = v
         case .int(let v): self = Double(v)
@@ -98,24 +97,24 @@ extension Double: PersistentValue {
 
 extension Float: PersistentValue {
     /// A `Float` attribute is ``Schema/AttributeType/float``.
-    public static var attributeType: Schema.AttributeType { .float }
+    package static var attributeType: Schema.AttributeType { .float }
     /// A ``StoredValue/double(_:)``, widened exactly.
-    public var storedValue: StoredValue { .double(Double(self)) }
+    package var storedValue: StoredValue { .double(Double(self)) }
     /// Reads what `Double(storedValue:)` reads, rounded to the nearest `Float`.
     ///
     /// - Throws: ``StoredValueError/typeMismatch(expected:found:)`` for a kind that is not a number.
-    public init(storedValue: StoredValue) throws { self = Float(try Double(storedValue: storedValue)) }
+    package init(storedValue: StoredValue) throws { self = Float(try Double(storedValue: storedValue)) }
 }
 
 extension Date: PersistentValue {
     /// A `Date` attribute is ``Schema/AttributeType/date``.
-    public static var attributeType: Schema.AttributeType { .date }
+    package static var attributeType: Schema.AttributeType { .date }
     /// A ``StoredValue/date(_:)``.
-    public var storedValue: StoredValue { .date(self) }
+    package var storedValue: StoredValue { .date(self) }
     /// Reads a ``StoredValue/date(_:)``.
     ///
     /// - Throws: ``StoredValueError/typeMismatch(expected:found:)`` for any other kind.
-    public init(storedValue: StoredValue) throws {
+    package init(storedValue: StoredValue) throws {
         guard case .date(let v) = storedValue else { throw storedValue.mismatch("date") }
         self = v
     }
@@ -123,15 +122,15 @@ extension Date: PersistentValue {
 
 extension Data: PersistentValue {
     /// A `Data` attribute is ``Schema/AttributeType/data``.
-    public static var attributeType: Schema.AttributeType { .data }
+    package static var attributeType: Schema.AttributeType { .data }
     /// A ``StoredValue/data(_:)``, inline; a store moves an `.externalStorage` attribute's bytes out itself.
-    public var storedValue: StoredValue { .data(self) }
+    package var storedValue: StoredValue { .data(self) }
     /// Reads ``StoredValue/data(_:)``, or loads ``StoredValue/external(_:)`` bytes from the store.
     ///
     /// - Throws: ``StoredValueError/externalDataUnreadable(name:reason:)`` when external bytes cannot be read,
     ///   ``StoredValueError/typeMismatch(expected:found:)`` for any other kind.
     /// - Complexity: reading external data reads its file, once per value.
-    public init(storedValue: StoredValue) throws {
+    package init(storedValue: StoredValue) throws {
         switch storedValue {
         case .data(let v): self = v
         case .external(let blob):
@@ -147,13 +146,13 @@ extension Data: PersistentValue {
 
 extension UUID: PersistentValue {
     /// A `UUID` attribute is ``Schema/AttributeType/uuid``.
-    public static var attributeType: Schema.AttributeType { .uuid }
+    package static var attributeType: Schema.AttributeType { .uuid }
     /// A ``StoredValue/uuid(_:)``.
-    public var storedValue: StoredValue { .uuid(self) }
+    package var storedValue: StoredValue { .uuid(self) }
     /// Reads a ``StoredValue/uuid(_:)``.
     ///
     /// - Throws: ``StoredValueError/typeMismatch(expected:found:)`` for any other kind.
-    public init(storedValue: StoredValue) throws {
+    package init(storedValue: StoredValue) throws {
         guard case .uuid(let v) = storedValue else { throw storedValue.mismatch("uuid") }
         self = v
     }
@@ -161,14 +160,14 @@ extension UUID: PersistentValue {
 
 extension URL: PersistentValue {
     /// A `URL` attribute is ``Schema/AttributeType/url``.
-    public static var attributeType: Schema.AttributeType { .url }
+    package static var attributeType: Schema.AttributeType { .url }
     /// A ``StoredValue/string(_:)`` holding the URL's `absoluteString`.
-    public var storedValue: StoredValue { .string(absoluteString) }
+    package var storedValue: StoredValue { .string(absoluteString) }
     /// Reads a URL from a ``StoredValue/string(_:)``.
     ///
     /// - Throws: ``StoredValueError/invalidURL(_:)`` when the string is not a URL,
     ///   ``StoredValueError/typeMismatch(expected:found:)`` for any other kind.
-    public init(storedValue: StoredValue) throws {
+    package init(storedValue: StoredValue) throws {
         guard case .string(let v) = storedValue else { throw storedValue.mismatch("string (URL)") }
         guard let url = URL(string: v) else { throw StoredValueError.invalidURL(v) }
         self = url
@@ -177,13 +176,13 @@ extension URL: PersistentValue {
 
 extension Decimal: PersistentValue {
     /// A `Decimal` attribute is ``Schema/AttributeType/decimal``.
-    public static var attributeType: Schema.AttributeType { .decimal }
+    package static var attributeType: Schema.AttributeType { .decimal }
     /// A ``StoredValue/decimal(_:)``, exact.
-    public var storedValue: StoredValue { .decimal(self) }
+    package var storedValue: StoredValue { .decimal(self) }
     /// Reads a ``StoredValue/decimal(_:)``, or an integer converted exactly.
     ///
     /// - Throws: ``StoredValueError/typeMismatch(expected:found:)`` for any other kind.
-    public init(storedValue: StoredValue) throws {
+    package init(storedValue: StoredValue) throws {
         switch storedValue {
         case .decimal(let v): self = v
         case .int(let v): self = Decimal(v)
@@ -223,133 +222,133 @@ extension FixedWidthInteger {
 
 extension Int: PersistentValue {
     /// An `Int` attribute is ``Schema/AttributeType/int``.
-    public static var attributeType: Schema.AttributeType { .int }
+    package static var attributeType: Schema.AttributeType { .int }
     /// A ``StoredValue/int(_:)``.
-    public var storedValue: StoredValue { integerStoredValue }
+    package var storedValue: StoredValue { integerStoredValue }
     /// Reads a ``StoredValue/int(_:)`` or ``StoredValue/uint(_:)`` that fits `Int` exactly.
     ///
     /// - Throws: ``StoredValueError/integerOverflow(value:type:)`` when the value does not fit,
     ///   ``StoredValueError/typeMismatch(expected:found:)`` for a kind that is not an integer.
-    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+    package init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
 }
 extension Int8: PersistentValue {
     /// An `Int8` attribute is ``Schema/AttributeType/int8``.
-    public static var attributeType: Schema.AttributeType { .int8 }
+    package static var attributeType: Schema.AttributeType { .int8 }
     /// A ``StoredValue/int(_:)``.
-    public var storedValue: StoredValue { integerStoredValue }
+    package var storedValue: StoredValue { integerStoredValue }
     /// Reads a ``StoredValue/int(_:)`` or ``StoredValue/uint(_:)`` that fits `Int8` exactly.
     ///
     /// - Throws: ``StoredValueError/integerOverflow(value:type:)`` when the value does not fit,
     ///   ``StoredValueError/typeMismatch(expected:found:)`` for a kind that is not an integer.
-    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+    package init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
 }
 extension Int16: PersistentValue {
     /// An `Int16` attribute is ``Schema/AttributeType/int16``.
-    public static var attributeType: Schema.AttributeType { .int16 }
+    package static var attributeType: Schema.AttributeType { .int16 }
     /// A ``StoredValue/int(_:)``.
-    public var storedValue: StoredValue { integerStoredValue }
+    package var storedValue: StoredValue { integerStoredValue }
     /// Reads a ``StoredValue/int(_:)`` or ``StoredValue/uint(_:)`` that fits `Int16` exactly.
     ///
     /// - Throws: ``StoredValueError/integerOverflow(value:type:)`` when the value does not fit,
     ///   ``StoredValueError/typeMismatch(expected:found:)`` for a kind that is not an integer.
-    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+    package init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
 }
 extension Int32: PersistentValue {
     /// An `Int32` attribute is ``Schema/AttributeType/int32``.
-    public static var attributeType: Schema.AttributeType { .int32 }
+    package static var attributeType: Schema.AttributeType { .int32 }
     /// A ``StoredValue/int(_:)``.
-    public var storedValue: StoredValue { integerStoredValue }
+    package var storedValue: StoredValue { integerStoredValue }
     /// Reads a ``StoredValue/int(_:)`` or ``StoredValue/uint(_:)`` that fits `Int32` exactly.
     ///
     /// - Throws: ``StoredValueError/integerOverflow(value:type:)`` when the value does not fit,
     ///   ``StoredValueError/typeMismatch(expected:found:)`` for a kind that is not an integer.
-    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+    package init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
 }
 extension Int64: PersistentValue {
     /// An `Int64` attribute is ``Schema/AttributeType/int64``.
-    public static var attributeType: Schema.AttributeType { .int64 }
+    package static var attributeType: Schema.AttributeType { .int64 }
     /// A ``StoredValue/int(_:)``.
-    public var storedValue: StoredValue { integerStoredValue }
+    package var storedValue: StoredValue { integerStoredValue }
     /// Reads a ``StoredValue/int(_:)`` or ``StoredValue/uint(_:)`` that fits `Int64` exactly.
     ///
     /// - Throws: ``StoredValueError/integerOverflow(value:type:)`` when the value does not fit,
     ///   ``StoredValueError/typeMismatch(expected:found:)`` for a kind that is not an integer.
-    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+    package init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
 }
 extension UInt: PersistentValue {
     /// A `UInt` attribute is ``Schema/AttributeType/uint``.
-    public static var attributeType: Schema.AttributeType { .uint }
+    package static var attributeType: Schema.AttributeType { .uint }
     /// A ``StoredValue/uint(_:)``.
-    public var storedValue: StoredValue { integerStoredValue }
+    package var storedValue: StoredValue { integerStoredValue }
     /// Reads a ``StoredValue/int(_:)`` or ``StoredValue/uint(_:)`` that fits `UInt` exactly.
     ///
     /// - Throws: ``StoredValueError/integerOverflow(value:type:)`` when the value does not fit,
     ///   ``StoredValueError/typeMismatch(expected:found:)`` for a kind that is not an integer.
-    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+    package init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
 }
 extension UInt8: PersistentValue {
     /// A `UInt8` attribute is ``Schema/AttributeType/uint8``.
-    public static var attributeType: Schema.AttributeType { .uint8 }
+    package static var attributeType: Schema.AttributeType { .uint8 }
     /// A ``StoredValue/int(_:)``.
-    public var storedValue: StoredValue { integerStoredValue }
+    package var storedValue: StoredValue { integerStoredValue }
     /// Reads a ``StoredValue/int(_:)`` or ``StoredValue/uint(_:)`` that fits `UInt8` exactly.
     ///
     /// - Throws: ``StoredValueError/integerOverflow(value:type:)`` when the value does not fit,
     ///   ``StoredValueError/typeMismatch(expected:found:)`` for a kind that is not an integer.
-    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+    package init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
 }
 extension UInt16: PersistentValue {
     /// A `UInt16` attribute is ``Schema/AttributeType/uint16``.
-    public static var attributeType: Schema.AttributeType { .uint16 }
+    package static var attributeType: Schema.AttributeType { .uint16 }
     /// A ``StoredValue/int(_:)``.
-    public var storedValue: StoredValue { integerStoredValue }
+    package var storedValue: StoredValue { integerStoredValue }
     /// Reads a ``StoredValue/int(_:)`` or ``StoredValue/uint(_:)`` that fits `UInt16` exactly.
     ///
     /// - Throws: ``StoredValueError/integerOverflow(value:type:)`` when the value does not fit,
     ///   ``StoredValueError/typeMismatch(expected:found:)`` for a kind that is not an integer.
-    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+    package init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
 }
 extension UInt32: PersistentValue {
     /// A `UInt32` attribute is ``Schema/AttributeType/uint32``.
-    public static var attributeType: Schema.AttributeType { .uint32 }
+    package static var attributeType: Schema.AttributeType { .uint32 }
     /// A ``StoredValue/int(_:)``.
-    public var storedValue: StoredValue { integerStoredValue }
+    package var storedValue: StoredValue { integerStoredValue }
     /// Reads a ``StoredValue/int(_:)`` or ``StoredValue/uint(_:)`` that fits `UInt32` exactly.
     ///
     /// - Throws: ``StoredValueError/integerOverflow(value:type:)`` when the value does not fit,
     ///   ``StoredValueError/typeMismatch(expected:found:)`` for a kind that is not an integer.
-    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+    package init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
 }
 extension UInt64: PersistentValue {
     /// A `UInt64` attribute is ``Schema/AttributeType/uint64``.
-    public static var attributeType: Schema.AttributeType { .uint64 }
+    package static var attributeType: Schema.AttributeType { .uint64 }
     /// A ``StoredValue/uint(_:)``.
-    public var storedValue: StoredValue { integerStoredValue }
+    package var storedValue: StoredValue { integerStoredValue }
     /// Reads a ``StoredValue/int(_:)`` or ``StoredValue/uint(_:)`` that fits `UInt64` exactly.
     ///
     /// - Throws: ``StoredValueError/integerOverflow(value:type:)`` when the value does not fit,
     ///   ``StoredValueError/typeMismatch(expected:found:)`` for a kind that is not an integer.
-    public init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
+    package init(storedValue: StoredValue) throws { try self.init(integerStoredValue: storedValue) }
 }
 
 extension Optional: PersistentValue where Wrapped: PersistentValue {
     /// An optional attribute is ``Schema/AttributeType/optional(_:)`` of the wrapped type.
-    public static var attributeType: Schema.AttributeType { .optional(Wrapped.attributeType) }
+    package static var attributeType: Schema.AttributeType { .optional(Wrapped.attributeType) }
     /// The wrapped value's stored form, or ``StoredValue/null`` for `nil`.
-    public var storedValue: StoredValue { self?.storedValue ?? .null }
+    package var storedValue: StoredValue { self?.storedValue ?? .null }
     /// `nil` from ``StoredValue/null``, otherwise the wrapped type read from the value.
     ///
     /// - Throws: what the wrapped type's `init(storedValue:)` throws.
-    public init(storedValue: StoredValue) throws {
+    package init(storedValue: StoredValue) throws {
         if case .null = storedValue { self = nil } else { self = try Wrapped(storedValue: storedValue) }
     }
 }
 
 extension Array: PersistentValue where Element: PersistentValue {
     /// An array attribute is ``Schema/AttributeType/array(_:)`` of the element type.
-    public static var attributeType: Schema.AttributeType { .array(Element.attributeType) }
+    package static var attributeType: Schema.AttributeType { .array(Element.attributeType) }
     /// A ``StoredValue/array(_:)`` of the elements' stored forms, in order.
-    public var storedValue: StoredValue {
+    package var storedValue: StoredValue {
         // A closure, not `map(\.storedValue)`: in this generic context a key path would be instantiated, its generic
         // arguments resolved by demangling, on every call.
         .array(map { $0.storedValue })
@@ -359,7 +358,7 @@ extension Array: PersistentValue where Element: PersistentValue {
     /// - Throws: ``StoredValueError/typeMismatch(expected:found:)`` when the value is not an array, or what reading
     ///   an element throws.
     /// - Complexity: O(elements).
-    public init(storedValue: StoredValue) throws {
+    package init(storedValue: StoredValue) throws {
         guard case .array(let items) = storedValue else { throw storedValue.mismatch("array") }
         self = try items.map(Element.init(storedValue:))
     }
@@ -367,15 +366,15 @@ extension Array: PersistentValue where Element: PersistentValue {
 
 extension Dictionary: PersistentValue where Key == String, Value: PersistentValue {
     /// A dictionary attribute is ``Schema/AttributeType/dictionary(_:)`` of the value type.
-    public static var attributeType: Schema.AttributeType { .dictionary(Value.attributeType) }
+    package static var attributeType: Schema.AttributeType { .dictionary(Value.attributeType) }
     /// A ``StoredValue/dictionary(_:)`` of the values' stored forms, by key.
-    public var storedValue: StoredValue { .dictionary(mapValues { $0.storedValue }) } // a closure: see Array's
+    package var storedValue: StoredValue { .dictionary(mapValues { $0.storedValue }) } // a closure: see Array's
     /// Reads every value of a ``StoredValue/dictionary(_:)``.
     ///
     /// - Throws: ``StoredValueError/typeMismatch(expected:found:)`` when the value is not a dictionary, or what
     ///   reading a value throws.
     /// - Complexity: O(entries).
-    public init(storedValue: StoredValue) throws {
+    package init(storedValue: StoredValue) throws {
         guard case .dictionary(let items) = storedValue else { throw storedValue.mismatch("dictionary") }
         self = try items.mapValues(Value.init(storedValue:))
     }

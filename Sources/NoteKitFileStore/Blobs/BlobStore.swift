@@ -121,7 +121,7 @@ struct BlobStore: Sendable {
     /// flush, rename, flush of the directory), unless the blob or its promise is already here.
     ///
     /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` when something else than a regular
-    ///   file has the promise's name, an I/O error, or ``FileStoreError/writesStopped(reason:)`` as ``write(_:)``.
+    ///   file has the promise's name, an I/O error, or ``FileStoreError/writesStopped(kind:reason:)`` as ``write(_:)``.
     func promise(name: String, size: Int) throws {
         guard try fileSystem.kind(of: path(of: name)) != .regularFile else { return }
         let promise = directory + "/" + StoreLayout.remoteBlobFileName(name)
@@ -141,7 +141,7 @@ struct BlobStore: Sendable {
     /// directory flushed, so a file of the final name is always whole.
     ///
     /// - Throws: an I/O error of the temporary file (nothing is in place), or
-    ///   ``FileStoreError/writesStopped(reason:)`` when renaming or flushing the directory failed: the file may
+    ///   ``FileStoreError/writesStopped(kind:reason:)`` when renaming or flushing the directory failed: the file may
     ///   then be in place with its directory entry not on disk, and the next save would find it and trust it. As
     ///   after a failed flush of the log, writes stop; reopening deletes what no record names.
     private func putInPlace(_ bytes: Data, at path: String, temporary: String, what: String) throws {
@@ -151,7 +151,8 @@ struct BlobStore: Sendable {
             try fileSystem.rename(temporary, to: path)
             try fileSystem.syncDirectory(directory)
         } catch {
-            throw FileStoreError.writesStopped(reason: "putting \(what) in place failed: \(error)")
+            throw FileStoreError.writesStopped(kind: .blobPlacement,
+                                               reason: "putting \(what) in place failed: \(error)")
         }
     }
 
@@ -184,8 +185,9 @@ struct BlobStore: Sendable {
     /// file of its name is refused, never trusted as the blob (nor written through).
     ///
     /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` when something else than a regular
-    ///   file has the blob's name, an I/O error (nothing is in place), or ``FileStoreError/writesStopped(reason:)``
-    ///   when renaming or flushing the directory failed: the blob may be in place without being durable.
+    ///   file has the blob's name, an I/O error (nothing is in place), or
+    ///   ``FileStoreError/writesStopped(kind:reason:)`` when renaming or flushing the directory failed: the blob may be
+    ///   in place without being durable.
     ///
     /// - Parameter unlocked: whether the caller does not hold the store's lock (a reader fetching a promised blob),
     ///   so that another process may write the same blob at once: the temporary file then has a name of its own.

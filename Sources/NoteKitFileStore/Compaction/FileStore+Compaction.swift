@@ -25,7 +25,7 @@ extension FileStore {
     /// blobs no object references, and deletes the retired blobs past their grace period (docs/FORMAT.md, *Writing,
     /// rotation and compaction* and *External storage*). A crash at any step leaves the old or the new state whole.
     ///
-    /// - Throws: `SaveError.readOnly(reason:)`, ``FileStoreError/writesStopped(reason:)``, or an I/O error (the
+    /// - Throws: `SaveError.readOnly(reason:)`, ``FileStoreError/writesStopped(kind:reason:)``, or an I/O error (the
     ///   store is then unchanged).
     /// - Complexity: O(objects); writes the whole state once.
     @discardableResult
@@ -36,7 +36,7 @@ extension FileStore {
     @discardableResult
     func compact(_ state: inout State) throws -> CompactionReport {
         guard let log = state.log else { throw SaveError.readOnly(reason: "\(layout.root) was opened read-only") }
-        if let reason = state.writesStopped { throw FileStoreError.writesStopped(reason: reason) }
+        if let stop = state.writesStopped { throw FileStoreError.writesStopped(kind: stop.kind, reason: stop.reason) }
         let bytesBefore = state.closedSegmentBytes + log.activeSize
         try loadHistoryPrefix(&state)
         var entityRows: [[ModelSnapshot]] = []
@@ -77,7 +77,7 @@ extension FileStore {
             try Checkpoint.write(file, layout: layout, fileSystem: fileSystem)
             state.lastCheckpointError = nil
         } catch {
-            state.lastCheckpointError = "\(error)"
+            state.lastCheckpointError = error
         }
         state.closedSegmentBytes = 0
         state.operationsLogged = opening.rowCount
@@ -112,7 +112,7 @@ extension FileStore {
             try compact(&state)
             state.lastCompactionError = nil
         } catch {
-            state.lastCompactionError = "\(error)"
+            state.lastCompactionError = error
             state.compactionRetryBytes = logBytes + max(logBytes / 2, 1)
         }
     }

@@ -206,7 +206,7 @@ package enum MagicLine {
     static func parse(_ bytes: UnsafeRawBufferPointer, expecting kind: Kind, file: String) throws -> (version: Int, end: Int) {
         let limit = min(bytes.count, 64)
         let notNoteKit = FileStoreError.notAStoreFile(
-            file: file, reason: bytes.isEmpty ? "the file is empty"
+            file: file, kind: bytes.isEmpty ? .empty : .notNoteKit, reason: bytes.isEmpty ? "the file is empty"
                 : "not a NoteKit \(kind.rawValue): it does not begin with a NOTEKIT/<version> \(kind.rawValue) line")
         guard let newline = (0..<limit).first(where: { bytes[$0] == 0x0A }) else { throw notNoteKit }
         let line = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<newline]), as: UTF8.self)
@@ -216,7 +216,8 @@ package enum MagicLine {
         }
         guard parts[1] == kind.rawValue else {
             guard let other = Kind(rawValue: String(parts[1])) else { throw notNoteKit }
-            throw FileStoreError.notAStoreFile(file: file, reason: "it is a NoteKit \(other.rawValue), not a \(kind.rawValue)")
+            throw FileStoreError.notAStoreFile(file: file, kind: .otherKind,
+                                               reason: "it is a NoteKit \(other.rawValue), not a \(kind.rawValue)")
         }
         guard supportedVersions.contains(version) else {
             throw FileStoreError.unsupportedFormatVersion(file: file, found: version, supported: supportedVersions)

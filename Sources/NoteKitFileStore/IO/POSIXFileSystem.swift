@@ -42,21 +42,21 @@ private func flush(_ descriptor: Int32, dataOnly: Bool) -> Int32 {
 /// only: a link, FIFO, socket, device or directory where a store file belongs is refused with
 /// ``FileStoreError/unexpectedFileType(path:found:expected:)`` before a byte is read or written. Directories are
 /// followed: a store's `blobs/` or `segments/` may be a link to a directory elsewhere (docs/FORMAT.md, *File types*).
-public struct POSIXFileSystem: StoreFileSystem {
+package struct POSIXFileSystem: StoreFileSystem {
     /// The real file system. It holds no state: every instance behaves the same.
-    public init() {}
+    package init() {}
 
     /// The whole content of the regular file at `path`, read in a loop until its length at open.
     ///
     /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` for anything but a regular file, or a
     ///   ``StoreIOError`` naming the failed call.
     /// - Complexity: allocates the file's length; the store reads segments in bounded pieces instead.
-    public func read(_ path: String) throws -> [UInt8] {
+    package func read(_ path: String) throws -> [UInt8] {
         try read(path, from: 0, count: nil)
     }
 
     /// The bytes from `offset` to the end, read with `pread`: a refresh reads only what was appended.
-    public func read(_ path: String, from offset: Int) throws -> [UInt8] {
+    package func read(_ path: String, from offset: Int) throws -> [UInt8] {
         try read(path, from: offset, count: nil)
     }
 
@@ -65,7 +65,7 @@ public struct POSIXFileSystem: StoreFileSystem {
     /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` for anything but a regular file, or a
     ///   ``StoreIOError``.
     /// - Complexity: allocates at most `count` bytes, whatever the file's length.
-    public func read(_ path: String, from offset: Int, count limit: Int) throws -> [UInt8] {
+    package func read(_ path: String, from offset: Int, count limit: Int) throws -> [UInt8] {
         try read(path, from: offset, count: Optional(limit))
     }
 
@@ -81,7 +81,7 @@ public struct POSIXFileSystem: StoreFileSystem {
     ///
     /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` for anything but a regular file, or the
     ///   open's ``StoreIOError``.
-    public func openForReading(_ path: String) throws -> any StoreReadableFile {
+    package func openForReading(_ path: String) throws -> any StoreReadableFile {
         let (descriptor, _) = try openRegularFile(path, O_RDONLY)
         return POSIXReadableFile(path: path, descriptor: descriptor)
     }
@@ -125,7 +125,7 @@ public struct POSIXFileSystem: StoreFileSystem {
     }
 
     /// What `lstat` says is at `path`: a link is reported as such, not followed.
-    public func kind(of path: String) throws -> StoreFileKind? {
+    package func kind(of path: String) throws -> StoreFileKind? {
         var status = stat()
         guard lstat(path, &status) == 0 else {
             if errno == ENOENT || errno == ENOTDIR { return nil }
@@ -150,7 +150,7 @@ public struct POSIXFileSystem: StoreFileSystem {
     /// One `lstat`: size, device, inode and modification time of a regular file. Anything else (a link, a FIFO, a
     /// socket, a device, a directory) is refused here, as opening it is, since its size means nothing: a reader that
     /// sizes its reads by the status never mistakes a FIFO for an empty file.
-    public func status(_ path: String) throws -> StoreFileStatus? {
+    package func status(_ path: String) throws -> StoreFileStatus? {
         var status = stat()
         guard lstat(path, &status) == 0 else {
             if errno == ENOENT { return nil }
@@ -176,7 +176,7 @@ public struct POSIXFileSystem: StoreFileSystem {
     /// opens it for writing.
     ///
     /// - Throws: a ``StoreIOError`` (`EEXIST` when something is at `path`).
-    public func create(_ path: String) throws -> any StoreFile {
+    package func create(_ path: String) throws -> any StoreFile {
         // O_EXCL fails on any existing entry, a link (dangling or not) included: nothing is created through one.
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw StoreIOError(operation: "create", path: path, code: errno) }
@@ -187,7 +187,7 @@ public struct POSIXFileSystem: StoreFileSystem {
     ///
     /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` for anything but a regular file, or a
     ///   ``StoreIOError``.
-    public func openForAppending(_ path: String) throws -> any StoreFile {
+    package func openForAppending(_ path: String) throws -> any StoreFile {
         let (descriptor, _) = try openRegularFile(path, O_WRONLY)
         let end = lseek(descriptor, 0, SEEK_END)
         guard end >= 0 else {
@@ -202,14 +202,14 @@ public struct POSIXFileSystem: StoreFileSystem {
     /// the directory is flushed (``syncDirectory(_:)``).
     ///
     /// - Throws: a ``StoreIOError`` naming both paths.
-    public func rename(_ source: String, to destination: String) throws {
+    package func rename(_ source: String, to destination: String) throws {
         guard renamePath(source, destination) == 0 else {
             throw StoreIOError(operation: "rename", path: "\(source) -> \(destination)", code: errno)
         }
     }
 
     /// Deletes the regular file at `path` (a link there is not followed, and is refused like any other kind).
-    public func remove(_ path: String) throws {
+    package func remove(_ path: String) throws {
         if let found = try kind(of: path), found != .regularFile {
             throw FileStoreError.unexpectedFileType(path: path, found: found, expected: .regularFile)
         }
@@ -220,7 +220,7 @@ public struct POSIXFileSystem: StoreFileSystem {
     /// durable.
     ///
     /// - Throws: a ``StoreIOError``.
-    public func syncDirectory(_ path: String) throws {
+    package func syncDirectory(_ path: String) throws {
         let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw StoreIOError(operation: "open directory", path: path, code: errno) }
         defer { _ = closeDescriptor(descriptor) }
@@ -231,7 +231,7 @@ public struct POSIXFileSystem: StoreFileSystem {
     /// is.
     ///
     /// - Throws: a ``StoreIOError`` naming the component that could not be created.
-    public func makeDirectory(_ path: String) throws {
+    package func makeDirectory(_ path: String) throws {
         var prefix = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             prefix += "/" + component
@@ -244,7 +244,7 @@ public struct POSIXFileSystem: StoreFileSystem {
     /// The names of the entries of the directory at `path`, sorted, without `.` and `..`.
     ///
     /// - Throws: a ``StoreIOError``.
-    public func contentsOfDirectory(_ path: String) throws -> [String] {
+    package func contentsOfDirectory(_ path: String) throws -> [String] {
         guard let directory = opendir(path) else {
             throw StoreIOError(operation: "opendir", path: path, code: errno)
         }
@@ -260,7 +260,7 @@ public struct POSIXFileSystem: StoreFileSystem {
     }
 
     /// Whether anything is at `path`, a dangling link included (`lstat`).
-    public func exists(_ path: String) -> Bool {
+    package func exists(_ path: String) -> Bool {
         var status = stat()
         return lstat(path, &status) == 0
     }
@@ -269,7 +269,7 @@ public struct POSIXFileSystem: StoreFileSystem {
     ///
     /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` for anything but a regular file, or a
     ///   ``StoreIOError``.
-    public func truncate(_ path: String, to length: Int) throws {
+    package func truncate(_ path: String, to length: Int) throws {
         let (descriptor, _) = try openRegularFile(path, O_WRONLY)
         defer { _ = closeDescriptor(descriptor) }
         guard ftruncate(descriptor, off_t(length)) == 0 else {
@@ -283,7 +283,7 @@ public struct POSIXFileSystem: StoreFileSystem {
     /// Takes the lock on the regular file at `path`, creating it; a link there (dangling or not) is refused
     /// rather than followed, so nothing is created outside the store. Once it holds the lock, it writes this
     /// process's id on the file's first line (no flush: it is only for the message of a process that waits).
-    public func tryLock(_ path: String) throws -> (any StoreLockHandle)? {
+    package func tryLock(_ path: String) throws -> (any StoreLockHandle)? {
         let (descriptor, _) = try openRegularFile(path, O_RDWR | O_CREAT, creating: true)
         if flock(descriptor, LOCK_EX | LOCK_NB) == 0 {
             let lock = POSIXLock(descriptor: descriptor)

@@ -17,7 +17,7 @@ import Darwin
 /// The store's files are regular files: an implementation's reads, appends, cuts, locks and removals refuse
 /// anything else at a path (a symbolic link, FIFO, socket, device, directory) with
 /// ``FileStoreError/unexpectedFileType(path:found:expected:)``, without following it or blocking on it.
-public protocol StoreFileSystem: Sendable {
+package protocol StoreFileSystem: Sendable {
     /// The whole content of the file at `path`.
     func read(_ path: String) throws -> [UInt8]
     /// The content of the file at `path` from `offset` on (empty past the end).
@@ -103,15 +103,15 @@ public enum StoreFileKind: String, Sendable, Hashable, CaseIterable, CustomStrin
 
 /// What a refresh needs to know to tell whether a file changed: its size and an identity that changes when the
 /// file is replaced (a new inode) or modified.
-public struct StoreFileStatus: Sendable, Hashable {
+package struct StoreFileStatus: Sendable, Hashable {
     /// The file's length in bytes.
-    public var size: Int
+    package var size: Int
     /// Changes when the file is replaced or written (for POSIX: device, inode and modification time).
-    public var identity: [Int64]
+    package var identity: [Int64]
 
     /// A status of `size` bytes and the given identity; a file system implementation returns it from
     /// ``StoreFileSystem/status(_:)``.
-    public init(size: Int, identity: [Int64]) {
+    package init(size: Int, identity: [Int64]) {
         self.size = size
         self.identity = identity
     }
@@ -142,7 +142,7 @@ extension StoreFileSystem {
     ///
     /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)``, or ``StoreIOError`` (`ENOENT`) when
     ///   nothing is at `path`.
-    public func openForReading(_ path: String) throws -> any StoreReadableFile {
+    package func openForReading(_ path: String) throws -> any StoreReadableFile {
         guard let found = try kind(of: path) else {
             throw StoreIOError(operation: "open", path: path, code: ENOENT)
         }
@@ -156,7 +156,7 @@ extension StoreFileSystem {
     /// that can read from an offset should.
     ///
     /// - Throws: an I/O error.
-    public func read(_ path: String, from offset: Int) throws -> [UInt8] {
+    package func read(_ path: String, from offset: Int) throws -> [UInt8] {
         let bytes = try read(path)
         return offset >= bytes.count ? [] : Array(bytes[offset...])
     }
@@ -165,14 +165,14 @@ extension StoreFileSystem {
     /// read a range should.
     ///
     /// - Throws: an I/O error.
-    public func read(_ path: String, from offset: Int, count: Int) throws -> [UInt8] {
+    package func read(_ path: String, from offset: Int, count: Int) throws -> [UInt8] {
         Array(try read(path, from: offset).prefix(max(0, count)))
     }
 
     /// The status of the file at `path`, or nil when it does not exist. The default reads the whole file.
     ///
     /// - Throws: an I/O error other than the file's absence.
-    public func status(_ path: String) throws -> StoreFileStatus? {
+    package func status(_ path: String) throws -> StoreFileStatus? {
         guard exists(path) else { return nil }
         let bytes = try read(path)
         var hasher = Hasher()
@@ -182,7 +182,7 @@ extension StoreFileSystem {
 }
 
 /// A file opened for reading by ``StoreFileSystem/openForReading(_:)``. Reads may come from any thread.
-public protocol StoreReadableFile: AnyObject, Sendable {
+package protocol StoreReadableFile: AnyObject, Sendable {
     /// The path the file was opened at.
     var path: String { get }
     /// The file's length now.
@@ -219,7 +219,7 @@ final class PathReadableFile: StoreReadableFile {
 
 /// An open file the store writes to, returned by ``StoreFileSystem/create(_:)`` and
 /// ``StoreFileSystem/openForAppending(_:)``.
-public protocol StoreFile: AnyObject {
+package protocol StoreFile: AnyObject {
     /// How many bytes the file has.
     var size: Int { get }
     /// Writes all of `bytes` at the end of the file, or throws (having possibly written a prefix).
@@ -237,11 +237,11 @@ public protocol StoreFile: AnyObject {
 
 extension StoreFile {
     /// Does nothing: appends extend the file as they go.
-    public func reserve(upTo capacity: Int) throws {}
+    package func reserve(upTo capacity: Int) throws {}
 }
 
 /// A held advisory lock; released by `unlock()` or when the process ends.
-public protocol StoreLockHandle: AnyObject, Sendable {
+package protocol StoreLockHandle: AnyObject, Sendable {
     /// Releases the lock. The store calls it once per handle; it cannot fail (the kernel releases a `flock` when
     /// its file is closed in any case).
     func unlock()
@@ -256,9 +256,9 @@ public struct StoreIOError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The `errno` value.
     public let code: Int32
 
-    /// The error of `operation` on `path`, failed with the `errno` value `code`; a file system implementation
-    /// throws it.
-    public init(operation: String, path: String, code: Int32) {
+    /// The error of `operation` on `path`, failed with the `errno` value `code`; the store's file operations throw
+    /// it.
+    package init(operation: String, path: String, code: Int32) {
         self.operation = operation
         self.path = path
         self.code = code

@@ -14,7 +14,12 @@ public enum StoreInspector {
     /// - Throws: ``FileStoreError`` when the manifest or a segment cannot be read (damage seen twice in a row over an
     ///   unchanged manifest), ``FileStoreError/storeKeptChanging(path:attempts:seconds:)`` when other processes kept
     ///   replacing the manifest for 5 seconds.
-    public static func schemaHistory(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> [Schema] {
+    public static func schemaHistory(at url: URL) throws -> [Schema] {
+        try schemaHistory(at: url, fileSystem: POSIXFileSystem())
+    }
+
+    /// ``schemaHistory(at:)`` through `fileSystem`.
+    package static func schemaHistory(at url: URL, fileSystem: any StoreFileSystem) throws -> [Schema] {
         let layout = StoreLayout(root: url.path)
         guard fileSystem.exists(layout.manifest) else { throw FileStoreError.storeNotFound(path: layout.root) }
         return try LogReplay.schemaHistory(layout: layout, fileSystem: fileSystem)
@@ -27,8 +32,14 @@ public enum StoreInspector {
     /// does.
     ///
     /// - Throws: what opening a store throws.
-    public static func openReadOnly(at url: URL, recovery: FileStoreConfiguration.RecoveryMode = .tolerateTornTail,
-                                    fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> FileStore {
+    public static func openReadOnly(at url: URL, recovery: FileStoreConfiguration.RecoveryMode = .tolerateTornTail)
+        throws -> FileStore {
+        try openReadOnly(at: url, recovery: recovery, fileSystem: POSIXFileSystem())
+    }
+
+    /// ``openReadOnly(at:recovery:)`` through `fileSystem`.
+    package static func openReadOnly(at url: URL, recovery: FileStoreConfiguration.RecoveryMode = .tolerateTornTail,
+                                     fileSystem: any StoreFileSystem) throws -> FileStore {
         try PinnedRead(layout: StoreLayout(root: url.path), fileSystem: fileSystem).run { _ in
             guard let schema = try schemaHistory(at: url, fileSystem: fileSystem).last else {
                 throw FileStoreError.undecodableRecord(file: url.path, offset: 0, reason: "the store records no schema")
@@ -43,7 +54,14 @@ public enum StoreInspector {
     /// Opens the store at `url` for writing, in the schema stored in it (for compaction by a tool). The schema is
     /// read before the lock is taken, pinned as every read is: another process compacting meanwhile makes the open
     /// wait for the lock, or refuse with ``FileStoreError/locked(path:holder:timeout:)``, never report damage.
-    public static func openForWriting(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> FileStore {
+    ///
+    /// - Throws: what opening a store throws.
+    public static func openForWriting(at url: URL) throws -> FileStore {
+        try openForWriting(at: url, fileSystem: POSIXFileSystem())
+    }
+
+    /// ``openForWriting(at:)`` through `fileSystem`.
+    package static func openForWriting(at url: URL, fileSystem: any StoreFileSystem) throws -> FileStore {
         guard let schema = try schemaHistory(at: url, fileSystem: fileSystem).last else {
             throw FileStoreError.undecodableRecord(file: url.path, offset: 0, reason: "the store records no schema")
         }
@@ -87,7 +105,12 @@ public enum StoreInspector {
     /// sizes are of one manifest (docs/FORMAT.md, *Reading while another process writes*).
     ///
     /// - Throws: what opening the store read-only throws.
-    public static func statistics(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> Statistics {
+    public static func statistics(at url: URL) throws -> Statistics {
+        try statistics(at: url, fileSystem: POSIXFileSystem())
+    }
+
+    /// ``statistics(at:)`` through `fileSystem`.
+    package static func statistics(at url: URL, fileSystem: any StoreFileSystem) throws -> Statistics {
         let layout = StoreLayout(root: url.path)
         return try PinnedRead(layout: layout, fileSystem: fileSystem).run { pin in
             try statistics(pin, at: url, layout: layout, fileSystem: fileSystem)
@@ -155,7 +178,7 @@ extension StoreInspector {
     /// seconds since 2001.
     ///
     /// - Parameters:
-    ///   - store: the store to read, usually from ``openReadOnly(at:recovery:fileSystem:)``.
+    ///   - store: the store to read, usually from ``openReadOnly(at:recovery:)``.
     ///   - name: the entity to print; nil prints every entity.
     ///   - sorted: whether to print each entity's objects by identifier and each to-many relationship's targets by
     ///     identifier, so that two stores holding the same objects print the same lines (a mirror's devices: the

@@ -116,8 +116,12 @@ public enum StoreVerifier {
     /// - Throws: ``FileStoreError/storeKeptChanging(path:attempts:seconds:)`` when other processes kept replacing
     ///   the manifest for 5 seconds: nothing was found damaged. Damage is in the report, not thrown.
     /// - Complexity: reads every byte of the store once, blobs included (twice when it finds a problem).
-    public static func verify(at url: URL, fileSystem: any StoreFileSystem = POSIXFileSystem()) throws
-        -> VerificationReport {
+    public static func verify(at url: URL) throws -> VerificationReport {
+        try verify(at: url, fileSystem: POSIXFileSystem())
+    }
+
+    /// ``verify(at:)`` through `fileSystem`.
+    package static func verify(at url: URL, fileSystem: any StoreFileSystem) throws -> VerificationReport {
         let layout = StoreLayout(root: url.path)
         // What an open refuses for the kind of an entry is reported as such: a store verify calls healthy opens.
         let refused = layout.misplacedEntries(writing: true, fileSystem: fileSystem)
@@ -233,7 +237,7 @@ public enum StoreVerifier {
                                 "\(length) zero bytes follow the last record of a segment that is not the last")
                     }
                 }
-            } catch FileStoreError.inconsistentSegments(_, _) {
+            } catch FileStoreError.inconsistentSegments {
                 problem(path, 0, .missingSegment, "the manifest lists segment \(number) but it does not exist")
             } catch {
                 let (kind, offset) = classify(error)
@@ -471,7 +475,7 @@ public enum StoreVerifier {
         case let .damagedRecord(_, offset, damage, _)?: (VerificationReport.Kind(damage), offset)
         case .undecodableRecord(_, let offset, _)?: (.undecodableRecord, offset)
         case .inconsistentSegments?: (.inconsistentSegments, 0)
-        case .danglingReference(_, let offset, _)?: (.danglingReference, offset)
+        case .danglingReference(_, let offset, _, _)?: (.danglingReference, offset)
         default: (.undecodableRecord, 0)
         }
     }

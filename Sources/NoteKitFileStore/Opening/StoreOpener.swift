@@ -93,7 +93,7 @@ struct StoreOpener {
             var report = FileStore.RecoveryReport()
             report.damage = found.damage
             var log: SegmentLog?
-            var checkpointError: String?
+            var checkpointError: (any Error)?
             if !readOnly {
                 (log, checkpointError) = try prepareForWriting(found, holdingMigration: holdingMigration,
                                                                report: &report)
@@ -127,7 +127,7 @@ struct StoreOpener {
     /// open (one another process may have created meanwhile).
     ///
     /// - Throws: ``FileStoreError/storeNotFound(path:)`` when there is none and none may be created;
-    ///   ``FileStoreError/inconsistentSegments(file:reason:)`` for segments without a manifest that a creation
+    ///   ``FileStoreError/inconsistentSegments(file:kind:reason:)`` for segments without a manifest that a creation
     ///   cannot have left; what taking the lock or writing throws.
     private func createIfMissing(lockSource: FileStore.LockSource,
                                  lock: inout (any StoreLockHandle)?) throws -> Opened? {
@@ -137,7 +137,7 @@ struct StoreOpener {
         // what it created then opens as any store does.
         do {
             _ = try FileStore.interruptedCreation(layout: layout, fileSystem: fileSystem)
-        } catch FileStoreError.inconsistentSegments(_, _) where fileSystem.exists(layout.manifest) {
+        } catch FileStoreError.inconsistentSegments where fileSystem.exists(layout.manifest) {
             return nil
         }
         guard case .readWrite(createIfMissing: true) = configuration.mode else {
@@ -257,7 +257,7 @@ struct StoreOpener {
     /// - Returns: the log, and why the checkpoint could not be written (derived data: no failure of the open).
     /// - Throws: what setting the tail aside, removing leftovers, flushing or appending throws.
     func prepareForWriting(_ found: FileStore.OpenedLog, holdingMigration: Bool,
-                           report: inout FileStore.RecoveryReport) throws -> (SegmentLog, String?) {
+                           report: inout FileStore.RecoveryReport) throws -> (SegmentLog, (any Error)?) {
         if let torn = found.tornTail {
             report.tornTail = try FileStore.quarantine(torn, limit: configuration.maximumSegmentSize, layout: layout,
                                                        fileSystem: fileSystem)

@@ -19,13 +19,13 @@ extension FileStore {
     /// creating a store writes first, its `segment` and `schema` records, and `blobs/` is empty. A store has a
     /// manifest before it commits anything, so these files hold nothing to lose.
     ///
-    /// - Throws: ``FileStoreError/inconsistentSegments(file:reason:)`` when segments exist that a creation cannot
+    /// - Throws: ``FileStoreError/inconsistentSegments(file:kind:reason:)`` when segments exist that a creation cannot
     ///   have left: a store that lost its manifest, which is damage.
     static func interruptedCreation(layout: StoreLayout, fileSystem: any StoreFileSystem) throws -> [String] {
         guard fileSystem.exists(layout.segments) else { return [] }
         let names = try fileSystem.contentsOfDirectory(layout.segments)
         guard !names.isEmpty else { return [] }
-        let refusal = FileStoreError.inconsistentSegments(file: layout.manifest,
+        let refusal = FileStoreError.inconsistentSegments(file: layout.manifest, kind: .manifestMissing,
                                                           reason: "the manifest is missing but segments exist")
         let blobs = fileSystem.exists(layout.blobs) ? try fileSystem.contentsOfDirectory(layout.blobs) : []
         guard names == [StoreLayout.segmentName(1)], blobs.isEmpty else { throw refusal }

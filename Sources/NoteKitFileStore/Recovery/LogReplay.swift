@@ -133,7 +133,8 @@ struct SegmentScan {
     private static func begin(_ path: String, number: Int, fileSystem: any StoreFileSystem,
                               from resume: (offset: Int, version: Int)?) throws -> (SegmentScan, PieceReader) {
         guard let status = try fileSystem.status(path) else {
-            throw FileStoreError.inconsistentSegments(file: path, reason: "the manifest lists it but it does not exist")
+            throw FileStoreError.inconsistentSegments(file: path, kind: .segmentMissing,
+                                                      reason: "the manifest lists it but it does not exist")
         }
         var reader = PieceReader(path: path, fileSystem: fileSystem, size: status.size, base: resume?.offset ?? 0)
         let version: Int, start: Int
@@ -471,7 +472,7 @@ struct LogReplay {
         var seen = Set<Int>()
         for (position, number) in manifest.segments.enumerated() {
             guard seen.insert(number).inserted else {
-                throw FileStoreError.inconsistentSegments(file: layout.manifest,
+                throw FileStoreError.inconsistentSegments(file: layout.manifest, kind: .segmentListedTwice,
                                                           reason: "segment \(number) is listed twice")
             }
             let isLast = position == manifest.segments.count - 1
@@ -573,11 +574,12 @@ struct LogReplay {
                 }
                 guard header.store == manifest.store else {
                     throw FileStoreError.inconsistentSegments(
-                        file: path, reason: "it belongs to store \(header.store), not \(manifest.store)")
+                        file: path, kind: .segmentOfAnotherStore,
+                        reason: "it belongs to store \(header.store), not \(manifest.store)")
                 }
                 guard header.number == number else {
                     throw FileStoreError.inconsistentSegments(
-                        file: path, reason: "it says it is segment \(header.number)")
+                        file: path, kind: .segmentNumberMismatch, reason: "it says it is segment \(header.number)")
                 }
                 return
             }
@@ -639,7 +641,8 @@ struct LogReplay {
             operationsLogged += rows.count
         case .transaction(let transaction):
             if let conflict = objects.apply(transaction) {
-                throw FileStoreError.danglingReference(file: file, offset: offset, reason: conflict.description)
+                throw FileStoreError.danglingReference(file: file, offset: offset, kind: conflict.kind,
+                                                       reason: conflict.description)
             }
             let changes = transaction.changes
             operationsLogged += changes.inserted.count + changes.updated.count + changes.deleted.count

@@ -91,13 +91,18 @@ extension FileStore {
     ///   - source: the damaged store's directory.
     ///   - destination: where to create the new store; it must not exist.
     ///   - mode: what to keep after the first transaction lost; ``SalvageMode/bestEffort`` by default.
-    ///   - fileSystem: the file operations to use.
-    /// - Throws: ``FileStoreError/nothingToSalvage(path:reason:)`` when no segment holds a whole state (a schema,
+    /// - Throws: ``FileStoreError/nothingToSalvage(path:kind:reason:)`` when no segment holds a whole state (a schema,
     ///   and every row of any snapshot used), ``FileStoreError/destinationExists(path:)`` when `destination`
     ///   exists; I/O errors.
     /// - Complexity: reads every segment once; memory is proportional to the state rebuilt.
-    public static func salvage(from source: URL, to destination: URL, mode: SalvageMode = .bestEffort,
-                               fileSystem: any StoreFileSystem = POSIXFileSystem()) throws -> SalvageReport {
+    public static func salvage(from source: URL, to destination: URL, mode: SalvageMode = .bestEffort) throws
+        -> SalvageReport {
+        try salvage(from: source, to: destination, mode: mode, fileSystem: POSIXFileSystem())
+    }
+
+    /// ``salvage(from:to:mode:)`` through `fileSystem`.
+    package static func salvage(from source: URL, to destination: URL, mode: SalvageMode = .bestEffort,
+                                fileSystem: any StoreFileSystem) throws -> SalvageReport {
         let layout = StoreLayout(root: source.path), target = StoreLayout(root: destination.path)
         guard !fileSystem.exists(target.root) else {
             throw FileStoreError.destinationExists(path: target.root)
@@ -161,7 +166,7 @@ extension FileStore {
     /// Reads every segment file of the store at `layout` (the manifest pinned says which store they belong to and
     /// which are missing) and rebuilds the state they hold.
     ///
-    /// - Throws: ``FileStoreError/nothingToSalvage(path:reason:)`` when no segment holds a whole state.
+    /// - Throws: ``FileStoreError/nothingToSalvage(path:kind:reason:)`` when no segment holds a whole state.
     private static func readSource(_ pin: PinnedRead.Pin, layout: StoreLayout, mode: SalvageMode,
                                    fileSystem: any StoreFileSystem) throws -> SourceRead {
         var reading = SourceReading(pin, layout: layout, mode: mode, fileSystem: fileSystem)
@@ -188,6 +193,8 @@ extension FileStore {
         var copy: SchemaCopy
         var schemas: [Schema] = []
         var state: SalvageState
+        /// The segments left out whole because only part of their state arrived.
+        var leftOutSegments = 0
 
         /// Lists the segment files to read. Every segment file counts, named by the manifest or not; the manifest
         /// only says which store they must belong to, and which are missing.
@@ -261,7 +268,7 @@ extension FileStore {
                     state.damaged(at: (path, offset))
                     report.skippedBytes.append(.init(file: path, offset: offset, length: length, reason: reason))
                 }
-            } catch FileStoreError.inconsistentSegments(_, _) {
+            } catch FileStoreError.inconsistentSegments {
                 report.skippedBytes.append(.init(file: path, offset: 0, length: 0, reason: "the segment is missing"))
                 return
             } catch {
@@ -333,6 +340,7 @@ extension FileStore {
                 segment.leftOut = partial
             }
             if let (offset, reason) = segment.leftOut {
+                leftOutSegments += 1
                 // Only part of this segment's state arrived: none of it is used, and what came before stands.
                 (state, schemas, report.transactionsKept, report.segmentsUsed) = before
                 report.skippedRecords.append(.init(file: path, offset: offset, length: max(0, fileEnd - offset),
@@ -354,12 +362,12 @@ extension FileStore {
 
         /// What was read, once every segment has been.
         ///
-        /// - Throws: ``FileStoreError/nothingToSalvage(path:reason:)`` when no segment holds a whole state.
+        /// - Throws: ``FileStoreError/nothingToSalvage(path:kind:reason:)`` when no segment holds a whole state.
         func finish() throws -> SourceRead {
             guard let schema = schemas.last else {
                 let reasons = (report.skippedBytes + report.skippedRecords).prefix(3).map(\.description)
                 throw FileStoreError.nothingToSalvage(
-                    path: layout.root,
+                    path: layout.root, kind: leftOutSegments > 0 ? .segmentsLeftOut : .noReadableSchema,
                     reason: "no segment holds a readable schema and whole state"
                         + (reasons.isEmpty ? "" : " (\(reasons.joined(separator: "; ")))"))
             }

@@ -3,7 +3,7 @@ import NoteKit
 /// Why a transaction of a log does not apply to the state before it: its number does not follow, or its changes
 /// conflict with the rows (``ChangeConflict``, what the applier every store shares finds).
 ///
-/// A replay or a refresh refuses the record with it (``FileStoreError/danglingReference(file:offset:reason:)``), a
+/// A replay or a refresh refuses the record with it (``FileStoreError/danglingReference(file:offset:kind:reason:)``), a
 /// verification reports it, a salvage leaves the transaction out; each says ``description``, and names the record's
 /// file and offset.
 enum TransactionConflict: Error, Hashable, CustomStringConvertible {
@@ -43,6 +43,22 @@ enum TransactionConflict: Error, Hashable, CustomStringConvertible {
                 let error = SaveError.valueDoesNotMatchType(model: model, property: property, expected: expected,
                                                             found: found)
                 return "transaction \(number): \(error)"
+            }
+        }
+    }
+
+    /// The kind a ``FileStoreError/danglingReference(file:offset:kind:reason:)`` gives it.
+    var kind: TransactionConflictKind {
+        switch self {
+        case .outOfSequence: .outOfSequence
+        case .changes(_, let conflict):
+            switch conflict {
+            case .unknownEntity: .unknownEntity
+            case .insertedRowExists: .objectExists
+            case .updatedRowMissing, .deletedRowMissing: .objectMissing
+            case .missingTarget: .targetMissing
+            case .uniqueKeyTaken: .uniqueKeyTaken
+            case .valueDoesNotMatchType: .valueDoesNotMatchType
             }
         }
     }

@@ -134,8 +134,8 @@ struct PinnedRead {
         do {
             guard let status = try fileSystem.status(layout.manifest),
                   let bytes = try SegmentLog.manifestBytes(layout: layout, fileSystem: fileSystem) else {
-                return (Look(), .failure(FileStoreError.inconsistentSegments(file: layout.manifest,
-                                                                             reason: "the manifest is missing")))
+                return (Look(), .failure(FileStoreError.inconsistentSegments(
+                    file: layout.manifest, kind: .manifestMissing, reason: "the manifest is missing")))
             }
             return (Look(status: status, bytes: bytes), .success(bytes))
         } catch {

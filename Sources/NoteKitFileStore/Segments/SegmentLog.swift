@@ -91,7 +91,8 @@ final class SegmentLog {
             do {
                 try cutBack(to: before)
             } catch {
-                throw FileStoreError.writesStopped(reason: "a failed append could not be undone: \(error)")
+                throw FileStoreError.writesStopped(kind: .append,
+                                                   reason: "a failed append could not be undone: \(error)")
             }
             throw error
         }
@@ -104,7 +105,7 @@ final class SegmentLog {
     ///   without writing them, while reads go on returning them until they are evicted. Left in place, those bytes
     ///   would be read back as committed (by this process after reopening, or by a reader) and written after, and a
     ///   power loss could then leave a hole before records that were flushed. If even the cut fails, the error is
-    ///   ``FileStoreError/writesStopped(reason:)``.
+    ///   ``FileStoreError/writesStopped(kind:reason:)``.
     func sync() throws {
         do {
             try active.sync()
@@ -112,8 +113,9 @@ final class SegmentLog {
             do {
                 try cutBack(to: flushedSize)
             } catch let cutError {
-                throw FileStoreError.writesStopped(reason: "flushing failed (\(error)) and cutting back the unflushed "
-                                                   + "records failed too: \(cutError)")
+                throw FileStoreError.writesStopped(kind: .flushAndCutBack,
+                                                   reason: "flushing failed (\(error)) and cutting back the "
+                                                       + "unflushed records failed too: \(cutError)")
             }
             throw error
         }
@@ -152,8 +154,9 @@ final class SegmentLog {
             // The segment being closed stays in the store: with deferred durability its last records may not be
             // flushed yet, and nothing would flush them once appends go to the next segment.
             do { try sync() } catch {
-                throw FileStoreError.writesStopped(reason: "flushing segment \(activeSegment) before closing it "
-                                                   + "failed: \(error)")
+                throw FileStoreError.writesStopped(kind: .segmentRotation,
+                                                   reason: "flushing segment \(activeSegment) before closing it "
+                                                       + "failed: \(error)")
             }
             // A failure leaves the segment the last one, where reserved space is allowed: the save fails, and the
             // next one tries again.
@@ -189,7 +192,7 @@ final class SegmentLog {
     /// missing (a version 1 manifest), short (a crash between a migration's record and its manifest) or different.
     ///
     /// - Returns: whether the manifest was replaced.
-    /// - Throws: the write's errors; ``FileStoreError/writesStopped(reason:)`` when the rename or the directory's
+    /// - Throws: the write's errors; ``FileStoreError/writesStopped(kind:reason:)`` when the rename or the directory's
     ///   flush failed (whether the new manifest is in place is then unknown).
     @discardableResult
     func replaceSchemas(with schemas: [Schema]) throws -> Bool {
@@ -211,7 +214,8 @@ final class SegmentLog {
             try fileSystem.rename(layout.temporaryManifest, to: layout.manifest)
             try fileSystem.syncDirectory(layout.root)
         } catch {
-            throw FileStoreError.writesStopped(reason: "replacing the manifest failed: \(error)")
+            throw FileStoreError.writesStopped(kind: .manifestReplacement,
+                                               reason: "replacing the manifest failed: \(error)")
         }
     }
 
@@ -294,7 +298,8 @@ final class SegmentLog {
     /// - Throws: ``FileStoreError`` when it is missing, damaged or of an unknown version.
     static func readManifest(layout: StoreLayout, fileSystem: any StoreFileSystem) throws -> Manifest {
         guard let bytes = try manifestBytes(layout: layout, fileSystem: fileSystem) else {
-            throw FileStoreError.inconsistentSegments(file: layout.manifest, reason: "the manifest is missing")
+            throw FileStoreError.inconsistentSegments(file: layout.manifest, kind: .manifestMissing,
+                                                      reason: "the manifest is missing")
         }
         return try decodeManifest(bytes, layout: layout)
     }
@@ -345,7 +350,8 @@ final class SegmentLog {
                       manifest.segments.allSatisfy({ $0 > 0 && $0 < manifest.nextSegment })
                 else {
                     throw FileStoreError.inconsistentSegments(
-                        file: layout.manifest, reason: "segments \(manifest.segments) are impossible before segment "
+                        file: layout.manifest, kind: .impossibleSegmentNumbers,
+                        reason: "segments \(manifest.segments) are impossible before segment "
                             + "\(manifest.nextSegment)")
                 }
                 return manifest

@@ -13,7 +13,7 @@ extension FileStore {
     ///
     /// External-storage bytes are written to blob files (and flushed) before the record that names them.
     ///
-    /// - Throws: `SaveError` (nothing written), ``FileStoreError/writesStopped(reason:)``, or an I/O error. After
+    /// - Throws: `SaveError` (nothing written), ``FileStoreError/writesStopped(kind:reason:)``, or an I/O error. After
     ///   a failed flush the record is cut off again and the store accepts no more writes until reopened: retrying
     ///   the flush could report success for data the kernel already dropped.
     public func save(_ changes: ChangeSet) throws -> SaveResult {
@@ -39,15 +39,15 @@ extension FileStore {
         } }
     }
 
-    /// Runs `body`; a ``FileStoreError/writesStopped(reason:)`` it throws (the files are in doubt) is recorded, so
+    /// Runs `body`; a ``FileStoreError/writesStopped(kind:reason:)`` it throws (the files are in doubt) is recorded, so
     /// that the store refuses writes until it is reopened.
     @discardableResult
     func recordingStop<Result>(_ state: inout State, _ body: () throws -> Result) throws -> Result {
         do {
             return try body()
-        } catch FileStoreError.writesStopped(let reason) {
-            state.writesStopped = reason
-            throw FileStoreError.writesStopped(reason: reason)
+        } catch FileStoreError.writesStopped(let kind, let reason) {
+            state.writesStopped = (kind, reason)
+            throw FileStoreError.writesStopped(kind: kind, reason: reason)
         }
     }
 
@@ -58,7 +58,7 @@ extension FileStore {
         do {
             try flush(log, &state, forced: false)
         } catch {
-            state.writesStopped = "flushing \(what) failed: \(error)"
+            state.writesStopped = (.flush, "flushing \(what) failed: \(error)")
             throw error
         }
     }
@@ -150,7 +150,7 @@ extension FileStore {
     /// Deletes the transactions in `ranges` from the history by appending a `trim` record (flushed as a save is);
     /// the space is reclaimed at the next compaction.
     ///
-    /// - Throws: `SaveError.readOnly(reason:)`, ``FileStoreError/writesStopped(reason:)`` or an I/O error; the
+    /// - Throws: `SaveError.readOnly(reason:)`, ``FileStoreError/writesStopped(kind:reason:)`` or an I/O error; the
     ///   history is then unchanged.
     public func deleteHistory(_ ranges: [ClosedRange<UInt64>]) throws {
         try state.withLock { state in try withWriteAccess(&state) { log, state in
@@ -179,7 +179,7 @@ extension FileStore {
             // back to where this log last flushed, past the other writer's records.
             try withWriteAccess(&state) { log, state in
                 do { try flush(log, &state, forced: true) } catch {
-                    state.writesStopped = "flushing failed: \(error)"
+                    state.writesStopped = (.flush, "flushing failed: \(error)")
                     throw error
                 }
             }
