@@ -114,8 +114,7 @@ public enum RelationshipTargets: Sendable, Hashable {
 ///
 /// NoteKit conforms `Optional` and `Array` of ``PersistentModel`` types, and adds no member to them but the
 /// `Destination` type the protocol requires: how the wrapper reads and writes each is NoteKit's own. Conform no
-/// other type: creating a model that declares a relationship of another type stops the program, with a message
-/// naming the type.
+/// other type: a relationship of another type stops the program at its first read or write.
 public protocol RelationshipValue {
     /// The model type at the other end.
     associatedtype Destination: PersistentModel
@@ -129,31 +128,4 @@ extension Optional: RelationshipValue where Wrapped: PersistentModel {
 extension Array: RelationshipValue where Element: PersistentModel {
     /// A to-many relationship points at the element model type.
     public typealias Destination = Element
-}
-
-/// How ``Relationship`` reads and writes a value it holds: the targets as models, in order.
-package protocol RelationshipTargetList {
-    /// Whether this is a to-many relationship.
-    static var isToMany: Bool { get }
-    /// The targets, in order.
-    var targetModels: [ModelObject] { get }
-    /// A value holding `models` (the first one, for a to-one), each of the destination type.
-    init(targetModels models: [ModelObject])
-}
-
-extension Optional: RelationshipTargetList where Wrapped: PersistentModel {
-    package static var isToMany: Bool { false }
-    package var targetModels: [ModelObject] {
-        // A switch, not `map`: in this generic context its closure costs a metadata look-up per call.
-        if let model = self { [model] } else { [] }
-    }
-    package init(targetModels models: [ModelObject]) {
-        self = models.first.map { unsafeDowncast($0, to: Wrapped.self) }
-    }
-}
-
-extension Array: RelationshipTargetList where Element: PersistentModel {
-    package static var isToMany: Bool { true }
-    package var targetModels: [ModelObject] { self }
-    package init(targetModels models: [ModelObject]) { self = models.map { unsafeDowncast($0, to: Element.self) } }
 }

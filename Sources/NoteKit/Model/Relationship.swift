@@ -62,7 +62,7 @@ public struct Relationship<Value> {
         stack.relationshipValues.append(stack.isMaterializing ? [] : targetModels(of: initial()))
         if stack.recordingDepth > 0 {
             stack.relationshipDeclarations.append(RelationshipDeclaration(
-                wrapperType: Self.self, destination: Value.Destination.self, isToMany: targetList.isToMany,
+                wrapperType: Self.self, destination: Value.Destination.self, isToMany: isToMany,
                 deleteRule: deleteRule, minimumModelCount: minimumModelCount, maximumModelCount: maximumModelCount,
                 originalName: originalName, inverse: inverse))
         }
@@ -132,25 +132,23 @@ public struct Relationship<Value> {
 }
 
 extension Relationship where Value: RelationshipValue {
-    /// How the value reads and writes its targets: `Optional` and `Array` know, and add no public member for it.
-    static var targetList: any RelationshipTargetList.Type {
-        guard let list = Value.self as? any RelationshipTargetList.Type else {
-            preconditionFailure("@Relationship holds an optional model or an array of models, not \(Value.self)")
-        }
-        return list
-    }
+    /// Whether the wrapper holds an array of models (to-many) rather than an optional one (to-one): `Optional` and
+    /// `Array` are the only conformances, and neither adds a member for the wrapper to ask. A comparison of two
+    /// metatypes, no conformance look-up.
+    static var isToMany: Bool { Value.self == [Value.Destination].self }
 
-    /// A value holding `models`, each of the destination type (the first one, for a to-one).
+    /// A value holding `models`, each of the destination type (the first one, for a to-one). The casts are from a
+    /// type to itself, which the runtime answers by identity.
     static func value(holding models: [ModelObject]) -> Value {
-        // The list's type is Value itself, so the cast always succeeds.
-        targetList.init(targetModels: models) as! Value
+        if isToMany {
+            return models.map { unsafeDowncast($0, to: Value.Destination.self) } as! Value
+        }
+        return models.first.map { unsafeDowncast($0, to: Value.Destination.self) } as! Value
     }
 
     /// The targets `value` holds, in order.
     static func targetModels(of value: Value) -> [ModelObject] {
-        guard let list = value as? any RelationshipTargetList else {
-            preconditionFailure("@Relationship holds an optional model or an array of models, not \(Value.self)")
-        }
-        return list.targetModels
+        if isToMany { return value as! [Value.Destination] }
+        return (value as! Value.Destination?).map { [$0] } ?? []
     }
 }
