@@ -11,7 +11,7 @@ extension FileStore {
     /// ``StoreIOError``, or what else that work threw, to branch on as where it is thrown.
     public struct Statistics: Sendable {
         /// The number of the last committed transaction.
-        public var lastTransaction: UInt64
+        public var lastTransactionNumber: UInt64
         /// Live objects per entity.
         public var objectsPerEntity: [String: Int]
         /// The segments the manifest lists.
@@ -42,7 +42,7 @@ extension FileStore {
             let live = schema.entities.reduce(0) { $0 + state.rows.count(of: $1.name) }
             let logBytes = state.closedSegmentBytes + (state.log?.activeSize ?? 0)
             return Statistics(
-                lastTransaction: state.lastTransaction,
+                lastTransactionNumber: state.lastTransactionNumber,
                 objectsPerEntity: Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, state.rows.count(of: $0.name)) }),
                 segments: state.log?.manifest.segments ?? [],
                 logBytes: logBytes, operationsLogged: state.operationsLogged,

@@ -52,7 +52,7 @@ import NoteKit
 /// - ``identifier(entity:uniqueConstraint:key:)``
 /// - ``identifiers(entity:relationship:referencing:)``
 /// - ``save(_:)``
-/// - ``generation``
+/// - ``transactionNumber``
 public final class FileStore: DataStore {
     /// The schema the store's rows follow: the container's schema, at the version the store records (after a
     /// lightweight migration, the version migrated to).
@@ -80,7 +80,7 @@ public final class FileStore: DataStore {
         var log: SegmentLog?
         var lock: (any StoreLockHandle)?
         var schemas: [Schema]
-        var lastTransaction: UInt64
+        var lastTransactionNumber: UInt64
         /// Writes logged since the last snapshot, counting the snapshot's rows: against live rows, the garbage.
         var operationsLogged: Int
         var closedSegmentBytes: Int
@@ -284,10 +284,10 @@ public final class FileStore: DataStore {
 
     /// The number of the last committed transaction, which every save (of any process, once picked up) increases;
     /// contexts compare it to skip work.
-    public var generation: UInt64 {
+    public var transactionNumber: UInt64 {
         state.withLock { state in
             refreshAutomatically(&state)
-            return state.lastTransaction
+            return state.lastTransactionNumber
         }
     }
 

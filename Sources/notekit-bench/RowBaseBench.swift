@@ -40,12 +40,12 @@ enum RowBaseBench {
             rows.append(ModelSnapshot(id: PersistentIdentifier(entityName: entity.name, primaryKey: UUID()),
                                       attributes: attributes,
                                       relationships: entity.relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) },
-                                      version: 1))
+                                      transactionNumber: 1))
         }
         let loaded = RowStorage(schema: schema)
-        loaded.load(rows, generation: 1)
+        loaded.load(rows, transactionNumber: 1)
         let base = InMemoryRowBase(entity: entity, rows: rows)
-        let based = RowStorage(schema: schema, bases: [entity.name: base], generation: 1)
+        let based = RowStorage(schema: schema, bases: [entity.name: base], transactionNumber: 1)
 
         let top20 = StoreFetchRequest(entity: entity.name,
                                       filter: .compare(.attribute(slot("isPinned")), .equal, .value(.bool(true))),

@@ -114,7 +114,7 @@ extension BadInputTests {
             let segment = store.segments.last!
             let end = store.files[segment]!.count
             let cap = 64 << 20
-            for (zeros, expected) in [(cap, Expectation.opens(transaction: store.lastTransaction)),
+            for (zeros, expected) in [(cap, Expectation.opens(transaction: store.lastTransactionNumber)),
                                       (cap + 1, .refused(file: segment, offsets: (end + cap)..<(end + cap + 1)))] {
                 var files = store.files
                 files[segment]! += [UInt8](repeating: 0, count: zeros)

@@ -71,7 +71,7 @@ struct ChangeConflictTests {
             row.id = newID
             row.attributes[0] = .string(name)
             row.relationships = RelationshipValues([.toOne(label)])
-            row.version = 0
+            row.transactionNumber = 0
             return row
         }
 
@@ -156,18 +156,18 @@ struct ChangeConflictTests {
     private func expectEachSaveRefused(_ kind: StoreKind, _ which: (Conflict) -> Bool) throws {
         let saved = try Saved(kind)
         let store = saved.container.store
-        let generation = store.generation
+        let transactionNumber = store.transactionNumber
         for conflict in Self.conflicts(saved) where which(conflict) {
             #expect(throws: conflict.saveError, "\(conflict)") { try store.save(conflict.changes) }
         }
-        #expect(store.generation == generation)
+        #expect(store.transactionNumber == transactionNumber)
         #expect(store.snapshots(for: saved.ids) == saved.rows)
         guard kind == .file else { return }
         let url = StoreFiles.store(saved.container).configuration.url
         try saved.container.close()
         // The store wrote no record: it opens, with the rows it had.
         let reopened = try Self.open(url)
-        #expect(reopened.store.generation == generation)
+        #expect(reopened.store.transactionNumber == transactionNumber)
         #expect(reopened.store.snapshots(for: saved.ids) == saved.rows)
         try reopened.close()
     }
@@ -227,7 +227,7 @@ struct ChangeConflictTests {
         let store = StoreFiles.store(saved.container)
         if compacted { _ = try store.compact() }
         let url = store.configuration.url
-        let last = store.generation
+        let last = store.transactionNumber
         let schema = saved.container.schema
         try saved.container.close()
         let record = try append(changes(saved), number: number.map { $0(last) } ?? last + 1, to: url, schema: schema)
@@ -291,7 +291,7 @@ struct ChangeConflictTests {
             guard conflict.canBeLogged else { continue }
             let store = StoreFiles.store(made.container)
             if compacted { _ = try store.compact() }
-            let url = store.configuration.url, schema = made.container.schema, last = store.generation
+            let url = store.configuration.url, schema = made.container.schema, last = store.transactionNumber
             try made.container.close()
             let reader = try Self.open(url, readOnly: true)
             let record = try Self.append(conflict.changes, number: last + 1, to: url, schema: schema)

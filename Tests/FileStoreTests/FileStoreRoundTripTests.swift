@@ -88,7 +88,7 @@ struct FileStoreRoundTripTests {
         #expect(segments.count > 20)
         let container = try StoreFiles.open(url, NotesSchema.models)
         #expect(allRows(container) == before)
-        #expect(StoreFiles.store(container).statistics.lastTransaction > 60)
+        #expect(StoreFiles.store(container).statistics.lastTransactionNumber > 60)
     }
 
     @Test("A cyclic folder graph is saved and reopened (DOMAIN.md R6)")

@@ -401,7 +401,7 @@ final class CountingStore: DataStore {
     let lookups = Locked<[Int]>([])
     init(_ base: any DataStore) { self.base = base }
     var schema: Schema { base.schema }
-    var generation: UInt64 { base.generation }
+    var transactionNumber: UInt64 { base.transactionNumber }
     func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
         lookups.withLock { $0.append(ids.count) }
         return base.snapshots(for: ids)

@@ -40,7 +40,7 @@ struct ReaderSnapshotTests {
                 }
             case .refresh:
                 let reader = try StoreInspector.openReadOnly(at: url, fileSystem: fileSystem)
-                let before = reader.statistics.lastTransaction
+                let before = reader.statistics.lastTransactionNumber
                 try ReaderSnapshotTests.save(url, times: 3)
                 return {
                     let picked = try reader.refresh()

@@ -47,7 +47,7 @@ struct DynamicModelTests {
                 .identifiers
             for (id, snapshot) in zip(ids, container.store.snapshots(for: ids)) {
                 var row = try #require(snapshot)
-                row.version = 0
+                row.transactionNumber = 0
                 rows[id] = row
             }
         }

@@ -57,7 +57,7 @@ struct RowBaseTests {
 
     static func folder(_ n: Int, name: String, rank: Int, notes: [PersistentIdentifier] = []) -> ModelSnapshot {
         ModelSnapshot(id: id("Folder", n), attributes: [.string(name), .int(Int64(rank))],
-                      relationships: [.toMany(notes)], version: 1)
+                      relationships: [.toMany(notes)], transactionNumber: 1)
     }
 
     static func note(_ n: Int, title: String, pinned: Bool = false, created: Int = 0, score: Int = 0,
@@ -66,20 +66,20 @@ struct RowBaseTests {
         ModelSnapshot(id: id("Note", n),
                       attributes: [.string(title), .bool(pinned), .int(Int64(created)), .int(Int64(score)),
                                    code.map(StoredValue.string) ?? .null],
-                      relationships: [.toOne(folder), .toMany(related)], version: 1)
+                      relationships: [.toOne(folder), .toMany(related)], transactionNumber: 1)
     }
 
     /// The storage that loaded `rows`, and the one over an ``InMemoryRowBase`` of the same rows.
     static func pair(_ rows: [ModelSnapshot], failingAt: [String: Int] = [:])
         -> (loaded: RowStorage, based: RowStorage, bases: [String: InMemoryRowBase]) {
         let loaded = RowStorage(schema: schema)
-        loaded.load(rows, generation: 1)
+        loaded.load(rows, transactionNumber: 1)
         var bases: [String: InMemoryRowBase] = [:]
         for entity in schema.entities {
             bases[entity.name] = InMemoryRowBase(entity: entity, rows: rows.filter { $0.id.entityName == entity.name },
                                                  failingAt: failingAt[entity.name])
         }
-        let based = RowStorage(schema: schema, bases: bases, generation: 1)
+        let based = RowStorage(schema: schema, bases: bases, transactionNumber: 1)
         return (loaded, based, bases)
     }
 
@@ -328,7 +328,7 @@ struct RowBaseTests {
         // About a third are accepted (the others name deleted or unknown rows, on purpose); seed 5589366857225114622
         // accepts 97 of 300, so the bound only guards against a generator that stops producing valid change sets.
         #expect(accepted > steps / 6, "enough random change sets are accepted (\(accepted) of \(steps))")
-        #expect(loaded.generation == based.generation)
+        #expect(loaded.transactionNumber == based.transactionNumber)
     }
 
     // MARK: The rules, one by one

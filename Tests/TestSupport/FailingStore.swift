@@ -10,7 +10,7 @@ public final class FailingStore: DataStore {
     public let base: InMemoryStore
     public let failuresLeft = Mutex(0)
     public var schema: Schema { base.schema }
-    public var generation: UInt64 { base.generation }
+    public var transactionNumber: UInt64 { base.transactionNumber }
 
     public init(schema: Schema) { base = InMemoryStore(schema: schema) }
 

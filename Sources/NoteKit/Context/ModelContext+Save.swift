@@ -34,7 +34,7 @@ extension ModelContext {
         try resolveUniqueInserts()
         let inserted = insertedObjects, changed = changedObjects, deleted = deletedObjects
         var changes = ChangeSet(author: author)
-        changes.expectedGeneration = expectedStoreGeneration
+        changes.expectedTransactionNumber = expectedTransactionNumber
         changes.inserted.reserveCapacity(inserted.count)
         for object in inserted {
             try checkRelationships(of: object, added: nil)
@@ -54,9 +54,9 @@ extension ModelContext {
             changes.deleted.append(ModelDeletion(id: object._$id, tombstone: tombstone))
         }
 
-        let generation = changes.isEmpty ? store.generation : try store.save(changes).generation
+        let transactionNumber = changes.isEmpty ? store.transactionNumber : try store.save(changes).transactionNumber
 
-        for object in inserted { object._$commitInsert(generation: generation) }
+        for object in inserted { object._$commitInsert(transactionNumber: transactionNumber) }
         for object in changed { object._$commitChanges() }
         // The store merged only what changed; read back what it now holds for objects it updated.
         let stored = store.snapshots(for: updatedObjects.map(\._$id))
@@ -72,7 +72,7 @@ extension ModelContext {
             object._$leave(deleted: true)
         }
         clearLists()
-        if !changes.isEmpty { postDidSave(changes, transaction: generation) }
+        if !changes.isEmpty { postDidSave(changes, transaction: transactionNumber) }
     }
 
     /// The changed properties of `object` since it was last read or saved; nil when nothing differs.

@@ -424,7 +424,7 @@ struct LogReplay {
     /// The objects, rebuilt.
     private var objects = ReplayedObjects()
     /// The number of the last transaction applied.
-    var lastTransaction: UInt64 { objects.lastTransaction }
+    var lastTransactionNumber: UInt64 { objects.lastTransactionNumber }
     /// Writes since the last snapshot, and rows in it: what automatic compaction weighs.
     var operationsLogged = 0
     /// Bytes of each segment up to its last intact record.

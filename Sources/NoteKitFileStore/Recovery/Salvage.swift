@@ -120,7 +120,7 @@ extension FileStore {
         let rows = state.rows
         let encoder = RecordEncoder()
         var records = schemas.map(encoder.schema)
-        records.append(encoder.snapshot(lastTransaction: state.lastTransaction, rowCount: rows.count))
+        records.append(encoder.snapshot(lastTransactionNumber: state.lastTransactionNumber, rowCount: rows.count))
         for entity in schema.entities {
             let entityRows = rows.filter { $0.id.entityName == entity.name }
             var start = 0
@@ -246,7 +246,7 @@ extension FileStore {
                     }
                     do {
                         let record = try entry.decode(schema: schemas.last)
-                        if let reason = segment.take(record, at: offset, after: state.lastTransaction) {
+                        if let reason = segment.take(record, at: offset, after: state.lastTransactionNumber) {
                             segment.leftOut = (offset, reason)
                             return
                         }
@@ -475,7 +475,7 @@ private struct SalvageState {
     let mode: FileStore.SalvageMode
     private var objects = ReplayedObjects()
     var rows: [ModelSnapshot] { objects.rows }
-    var lastTransaction: UInt64 { objects.lastTransaction }
+    var lastTransactionNumber: UInt64 { objects.lastTransactionNumber }
     /// The highest transaction number met in an intact record (kept or not), to tell which numbers were lost.
     private var lastSeen: UInt64 = 0
     /// Where the last damaged or undecodable record was, since the last intact transaction.
