@@ -274,7 +274,7 @@ extension FileStore {
                                    tailBlobs: Set<String>, mayReleaseBlobs: Bool) throws -> Set<String> {
         guard mayReleaseBlobs else { return try reader.blobNames().union(tailBlobs) }
         var all: [ModelSnapshot] = []
-        for entity in recorded.entities { all += try rows.snapshots(of: entity.name) }
+        for entity in recorded.entities { all += try rows.rows(of: entity.name) }
         return referencedBlobs(all, schema: recorded)
     }
 

@@ -1,5 +1,5 @@
-// The names the transaction number had before issue 36 (item 5) gave it one name. Each forwards to the new name, so
-// that code written against them still builds, with a warning that names the replacement.
+// The names the transaction number and the row had before issue 36 (item 5) gave each one name. Each forwards to
+// the new name, so that code written against them still builds, with a warning that names the replacement.
 
 extension FileStore.Statistics {
     /// The number of the last committed transaction: ``lastTransactionNumber``.
@@ -32,5 +32,14 @@ extension StoreInspector.Statistics {
     public var lastTransaction: UInt64 {
         get { lastTransactionNumber }
         set { lastTransactionNumber = newValue }
+    }
+}
+
+extension FileStore.Statistics {
+    /// Rows (live objects) per entity: ``rowsPerEntity``. (Its name before issue 36, item 5.)
+    @available(*, deprecated, renamed: "rowsPerEntity")
+    public var objectsPerEntity: [String: Int] {
+        get { rowsPerEntity }
+        set { rowsPerEntity = newValue }
     }
 }

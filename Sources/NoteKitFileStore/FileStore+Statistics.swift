@@ -12,8 +12,8 @@ extension FileStore {
     public struct Statistics: Sendable {
         /// The number of the last committed transaction.
         public var lastTransactionNumber: UInt64
-        /// Live objects per entity.
-        public var objectsPerEntity: [String: Int]
+        /// Rows (live objects) per entity.
+        public var rowsPerEntity: [String: Int]
         /// The segments the manifest lists.
         public var segments: [Int]
         /// Bytes of the segments.
@@ -43,7 +43,7 @@ extension FileStore {
             let logBytes = state.closedSegmentBytes + (state.log?.activeSize ?? 0)
             return Statistics(
                 lastTransactionNumber: state.lastTransactionNumber,
-                objectsPerEntity: Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, state.rows.count(of: $0.name)) }),
+                rowsPerEntity: Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, state.rows.count(of: $0.name)) }),
                 segments: state.log?.manifest.segments ?? [],
                 logBytes: logBytes, operationsLogged: state.operationsLogged,
                 garbageRatio: state.operationsLogged == 0 ? 0 : max(0, 1 - Double(live) / Double(state.operationsLogged)),

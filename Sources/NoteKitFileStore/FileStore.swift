@@ -47,7 +47,7 @@ import NoteKit
 /// ### The store protocol
 /// - ``schema``
 /// - ``configuration``
-/// - ``snapshots(for:)``
+/// - ``rows(for:)``
 /// - ``fetch(_:)``
 /// - ``identifier(entity:uniqueConstraint:key:)``
 /// - ``identifiers(entity:relationship:referencing:)``
@@ -206,16 +206,16 @@ public final class FileStore: DataStore {
 
     // MARK: DataStore
 
-    /// The saved snapshots of `ids`, in order; nil for an identifier the store does not have.
+    /// The saved rows of `ids`, in order; nil for an identifier the store does not have.
     ///
     /// An open that can fall behind (read-only, or shared per save) first picks up what other processes committed,
     /// as ``FileStoreConfiguration/automaticRefreshInterval`` says.
     ///
     /// - Complexity: O(`ids.count`), from memory; no file is read (external-storage bytes load on first use).
-    public func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
+    public func rows(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
         state.withLock { state in
             refreshAutomatically(&state)
-            return readingRows(&state, otherwise: ids.map { _ in nil }) { try $0.snapshots(for: ids) }
+            return readingRows(&state, otherwise: ids.map { _ in nil }) { try $0.rows(for: ids) }
         }
     }
 

@@ -52,7 +52,7 @@ extension SyncSession {
                 // Already there: a push whose local record of success was lost. Its objects were merged then.
                 guard let seq = inserted.values.first?.first.flatMap({ $0 }).flatMap(Int64.init) else { continue }
                 let insertedIDs = record.inserted
-                let snapshots = store.snapshots(for: insertedIDs + record.updated.map(\.id))
+                let snapshots = store.rows(for: insertedIDs + record.updated.map(\.id))
                 for (id, snapshot) in zip(insertedIDs, snapshots.prefix(insertedIDs.count)) {
                     guard let snapshot, let entity = plan.entities[id.entityName] else { continue }
                     try merge(snapshot, entity: entity, attributes: entity.attributes, toOnes: entity.toOnes,
@@ -113,7 +113,7 @@ extension SyncSession {
             }
             for chunk in stride(from: 0, to: ids.count, by: 1000) {
                 let part = Array(ids[chunk..<min(chunk + 1000, ids.count)])
-                let snapshots = container.store.snapshots(for: part)
+                let snapshots = container.store.rows(for: part)
                 try connection.transaction(purpose: "send the store's baseline") { () throws(MirrorError) in
                     try lockZone()
                     for snapshot in snapshots.compactMap({ $0 }) {

@@ -120,7 +120,7 @@ extension SyncSession {
         var snapshots: [PersistentIdentifier: ModelSnapshot] = [:]
         func snapshot(_ id: PersistentIdentifier) -> ModelSnapshot? {
             if let known = snapshots[id] { return known }
-            let found = container.store.snapshots(for: [id]).first ?? nil
+            let found = container.store.rows(for: [id]).first ?? nil
             snapshots[id] = found
             return found
         }

@@ -63,7 +63,7 @@ enum RowBaseBench {
             }
             return times.sorted()[times.count / 2]
         }
-        guard try loaded.fetch(top20).snapshots == based.fetch(top20).snapshots else { return "{\"error\":\"answers differ\"}" }
+        guard try loaded.fetch(top20).rows == based.fetch(top20).rows else { return "{\"error\":\"answers differ\"}" }
         var fields: [(String, Double)] = []
         for (name, storage) in [("loaded", loaded), ("base", based)] {
             fields.append(("\(name)_top20_ms", try median(storage, top20, runs: runs)))
@@ -94,7 +94,7 @@ enum RowBaseBench {
             storage.apply(edits)
             fields.append(("\(name)_top20_after_edits_ms", try median(storage, top20, runs: runs)))
         }
-        guard try loaded.fetch(top20).snapshots == based.fetch(top20).snapshots else { return "{\"error\":\"answers differ\"}" }
+        guard try loaded.fetch(top20).rows == based.fetch(top20).rows else { return "{\"error\":\"answers differ\"}" }
         return "{\"notes\":\(n)," + fields.map { "\"\($0.0)\":\(String(format: "%.4f", $0.1))" }.joined(separator: ",") + "}"
     }
 }

@@ -74,7 +74,7 @@ extension BadInputTests {
                     let opened = try FileStore(configuration: configuration, schema: store.schema)
                     if isSegment { problems.append("\(name): opened \(mode); zeros past reserved space are damage") }
                     // Reading the drawing's bytes checks the blob's size against the record's, without reading more.
-                    for row in try opened.fetch(StoreFetchRequest(entity: "NoteDrawing")).snapshots {
+                    for row in try opened.fetch(StoreFetchRequest(entity: "NoteDrawing")).rows {
                         for case .external(let data) in row.attributes {
                             do {
                                 _ = try data.load()

@@ -618,7 +618,7 @@ final class SmallStore: Sendable {
     static func state(of store: FileStore) throws -> Set<ModelSnapshot> {
         var rows = Set<ModelSnapshot>()
         for entity in store.schema.entities {
-            for row in try store.fetch(StoreFetchRequest(entity: entity.name)).snapshots {
+            for row in try store.fetch(StoreFetchRequest(entity: entity.name)).rows {
                 rows.insert(ModelSnapshot(id: row.id, attributes: row.attributes, relationships: row.relationships))
             }
         }

@@ -47,7 +47,7 @@ struct ChangeConflictTests {
             context.insert(a)
             context.insert(b)
             try context.save()
-            let rows = container.store.snapshots(for: [a.persistentModelID, b.persistentModelID,
+            let rows = container.store.rows(for: [a.persistentModelID, b.persistentModelID,
                                                        label.persistentModelID])
             self.a = try #require(rows[0])
             self.b = try #require(rows[1])
@@ -161,14 +161,14 @@ struct ChangeConflictTests {
             #expect(throws: conflict.saveError, "\(conflict)") { try store.save(conflict.changes) }
         }
         #expect(store.transactionNumber == transactionNumber)
-        #expect(store.snapshots(for: saved.ids) == saved.rows)
+        #expect(store.rows(for: saved.ids) == saved.rows)
         guard kind == .file else { return }
         let url = StoreFiles.store(saved.container).configuration.url
         try saved.container.close()
         // The store wrote no record: it opens, with the rows it had.
         let reopened = try Self.open(url)
         #expect(reopened.store.transactionNumber == transactionNumber)
-        #expect(reopened.store.snapshots(for: saved.ids) == saved.rows)
+        #expect(reopened.store.rows(for: saved.ids) == saved.rows)
         try reopened.close()
     }
 
@@ -190,7 +190,7 @@ struct ChangeConflictTests {
         let dangling = saved.newBox("d", label: PersistentIdentifier(entityName: saved.label.id.entityName,
                                                                     primaryKey: UUID()))
         _ = try saved.container.store.save(ChangeSet(inserted: [dangling]))
-        #expect(saved.container.store.snapshots(for: [dangling.id]).first??.id == dangling.id)
+        #expect(saved.container.store.rows(for: [dangling.id]).first??.id == dangling.id)
         try saved.container.close()
     }
 
@@ -299,7 +299,7 @@ struct ChangeConflictTests {
             let reason = conflict.logReason?(record.number) ?? "transaction \(record.number): \(conflict.saveError)"
             #expect("\(conflict)", performing: { try StoreFiles.store(reader).refresh() },
                     throws: Self.refusal(record.segment, record.offset, reason))
-            #expect(reader.store.snapshots(for: made.ids) == made.rows,
+            #expect(reader.store.rows(for: made.ids) == made.rows,
                     "\(conflict): the reader keeps the rows it had")
             try reader.close()
         }

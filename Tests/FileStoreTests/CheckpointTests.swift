@@ -113,7 +113,7 @@ enum CheckpointFixture {
 
     /// The rows of `entity` in the store's memory, in insertion order: row number order.
     static func rows(_ container: ModelContainer, _ entity: String) throws -> [ModelSnapshot] {
-        try StoreFiles.store(container).state.withLock { try $0.rows.snapshots(of: entity) }
+        try StoreFiles.store(container).state.withLock { try $0.rows.rows(of: entity) }
     }
 
     static func manifest(_ url: URL) throws -> Manifest {

@@ -9,7 +9,7 @@ import Testing
 /// forwarders, so that code written against them builds until they are removed.
 @Suite("Deprecated names: the file store's last transaction number")
 struct FileStoreDeprecatedNamesTests {
-    @Test("Statistics, BackupReport and StoreInspector.Statistics forward lastTransaction (and firstTransaction)")
+    @Test("The statistics, backup report and inspector forward lastTransaction, firstTransaction, objectsPerEntity")
     @available(*, deprecated)
     func lastTransactionForwarders() throws {
         let url = TemporaryStores.newURL()
@@ -19,6 +19,7 @@ struct FileStoreDeprecatedNamesTests {
         try context.save()
         let store = StoreFiles.store(container)
         #expect(store.statistics.lastTransaction == store.statistics.lastTransactionNumber)
+        #expect(store.statistics.objectsPerEntity == store.statistics.rowsPerEntity)
         #expect(store.generation == 1)
         let report = try store.backup(to: TemporaryStores.newURL())
         #expect(report.lastTransaction == report.lastTransactionNumber)

@@ -290,7 +290,7 @@ struct FaultInjectionTests {
     }
 
     private static func rows(_ container: ModelContainer) throws -> [ModelSnapshot] {
-        try container.schema.entities.flatMap { try container.store.fetch(StoreFetchRequest(entity: $0.name)).snapshots }
+        try container.schema.entities.flatMap { try container.store.fetch(StoreFetchRequest(entity: $0.name)).rows }
     }
 
     private static func withoutTransactionNumbers(_ rows: [ModelSnapshot]) -> [ModelSnapshot] {

@@ -8,7 +8,7 @@ import Testing
 @Suite("File store: compaction")
 struct FileStoreCompactionTests {
     private func rows(_ container: ModelContainer) throws -> [ModelSnapshot] {
-        try container.schema.entities.flatMap { try container.store.fetch(StoreFetchRequest(entity: $0.name)).snapshots }
+        try container.schema.entities.flatMap { try container.store.fetch(StoreFetchRequest(entity: $0.name)).rows }
     }
 
     private func withoutTransactionNumbers(_ rows: [ModelSnapshot]) -> [ModelSnapshot] {

@@ -203,7 +203,7 @@ struct FileStoreRoundTripTests {
         var rows: [ModelSnapshot] = []
         for entity in container.schema.entities {
             let result = try? container.store.fetch(StoreFetchRequest(entity: entity.name))
-            rows += result?.snapshots ?? []
+            rows += result?.rows ?? []
         }
         return rows
     }

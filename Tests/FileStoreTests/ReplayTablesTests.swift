@@ -130,7 +130,7 @@ private struct Observed: Equatable {
 
     init(_ container: ModelContainer) throws {
         func rows(_ entity: String) throws -> [ModelSnapshot] {
-            try container.store.fetch(StoreFetchRequest(entity: entity)).snapshots
+            try container.store.fetch(StoreFetchRequest(entity: entity)).rows
         }
         func unversioned(_ rows: [ModelSnapshot]) -> [ModelSnapshot] {
             rows.map { ModelSnapshot(id: $0.id, attributes: $0.attributes, relationships: $0.relationships) }

@@ -47,7 +47,7 @@ struct ValueTypeCheckTests {
                                                             expected: item.expected, found: item.found)) {
                 try store.save(update)
             }
-            var row = try #require(store.snapshots(for: [id]).first ?? nil)
+            var row = try #require(store.rows(for: [id]).first ?? nil)
             row.id = PersistentIdentifier(entityName: "EveryType", primaryKey: UUID())
             row.attributes[slot] = item.value
             #expect(throws: SaveError.valueDoesNotMatchType(model: row.id, property: item.attribute,
@@ -55,7 +55,7 @@ struct ValueTypeCheckTests {
                 try store.save(ChangeSet(inserted: [row]))
             }
         }
-        var short = try #require(store.snapshots(for: [id]).first ?? nil)
+        var short = try #require(store.rows(for: [id]).first ?? nil)
         short.id = PersistentIdentifier(entityName: "EveryType", primaryKey: UUID())
         short.attributes = AttributeValues(Array(short.attributes.dropLast()))
         #expect(throws: SaveError.self) { try store.save(ChangeSet(inserted: [short])) }
@@ -110,7 +110,7 @@ struct ValueTypeCheckTests {
         #expect(admitted > 20 && refused > 20, "admitted \(admitted), refused \(refused)")
         let reopened = try FileStore(configuration: configuration, schema: schema)
         defer { try? reopened.close() }
-        let rows = reopened.snapshots(for: Array(kept.keys))
+        let rows = reopened.rows(for: Array(kept.keys))
         #expect(rows.compactMap { $0 }.count == kept.count)
         for row in rows.compactMap({ $0 }) {
             let expected = kept[row.id]!

@@ -38,7 +38,7 @@ extension ModelContext {
         changes.inserted.reserveCapacity(inserted.count)
         for object in inserted {
             try checkRelationships(of: object, added: nil)
-            changes.inserted.append(object._$snapshot)
+            changes.inserted.append(object._$row)
         }
         var updatedObjects: [ModelObject] = []
         for object in changed {
@@ -59,7 +59,7 @@ extension ModelContext {
         for object in inserted { object._$commitInsert(transactionNumber: transactionNumber) }
         for object in changed { object._$commitChanges() }
         // The store merged only what changed; read back what it now holds for objects it updated.
-        let stored = store.snapshots(for: updatedObjects.map(\._$id))
+        let stored = store.rows(for: updatedObjects.map(\._$id))
         for (object, snapshot) in zip(updatedObjects, stored) {
             guard let snapshot else { continue }
             object._$takeSaved(snapshot)
@@ -132,7 +132,7 @@ extension ModelContext {
                                                             maximum: relationship.maximumModelCount)
             }
             for target in targets.identifiers where added?.contains(target) ?? true {
-                if registry[target]?._$state == .deleted || (registry[target] == nil && store.snapshots(for: [target]).first! == nil) {
+                if registry[target]?._$state == .deleted || (registry[target] == nil && store.rows(for: [target]).first! == nil) {
                     throw SaveError.relationshipToMissingModel(model: object._$id, property: relationship.name,
                                                                target: target)
                 }
@@ -237,7 +237,7 @@ extension ModelContext {
             guard registered._$state == .registered, slots.map({ registered._$attributes[$0] }) == key else { return nil }
             return .object(registered)
         }
-        return store.snapshots(for: [id]).first?.map(KeyHolder.stored)
+        return store.rows(for: [id]).first?.map(KeyHolder.stored)
     }
 
     /// Points every reference to `duplicate` (an inserted object an upsert merged away or renamed) at `survivor`,

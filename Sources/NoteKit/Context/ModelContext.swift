@@ -281,12 +281,12 @@ public final class ModelContext {
     func _object(for id: PersistentIdentifier, refresh: Bool = false) -> ModelObject? {
         if let known = registry[id] {
             if refresh, known._$state == .registered, !known._$isChanged,
-               let stored = store.snapshots(for: [id]).first ?? nil {
+               let stored = store.rows(for: [id]).first ?? nil {
                 _refresh(known, from: stored)
             }
             return known
         }
-        guard let stored = store.snapshots(for: [id]).first ?? nil else { return nil }
+        guard let stored = store.rows(for: [id]).first ?? nil else { return nil }
         return _materialize(stored)
     }
 
@@ -339,7 +339,7 @@ public final class ModelContext {
             if let committed = known._$committed, snapshot.transactionNumber > committed.transactionNumber {
                 if known._$fault != nil {
                     _fulfill(known)
-                } else if let stored = store.snapshots(for: [snapshot.id]).first ?? nil {
+                } else if let stored = store.rows(for: [snapshot.id]).first ?? nil {
                     _refresh(known, from: stored)
                 }
             }
@@ -355,7 +355,7 @@ public final class ModelContext {
     /// context deleted it) leaves each unloaded attribute at its declared default, recorded in ``readFailures``.
     func _fulfill(_ object: ModelObject) {
         guard object._$fault != nil else { return }
-        _fill(object, from: store.snapshots(for: [object._$id]).first ?? nil)
+        _fill(object, from: store.rows(for: [object._$id]).first ?? nil)
     }
 
     /// Fills the unloaded attributes of `object` from `row`, its whole saved row (nil: gone), then refreshes it.

@@ -435,7 +435,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     // MARK: Snapshots
 
     /// The object's current values as a store row.
-    final var _$snapshot: ModelSnapshot {
+    final var _$row: ModelSnapshot {
         ModelSnapshot(id: _$id, attributes: _$attributes, relationships: _$relationships)
     }
 
@@ -569,7 +569,7 @@ extension ModelObject {
     final func _$fillUnloaded(_ value: (Int) -> StoredValue) {
         guard let fault = _$fault else { return }
         _$fault = nil
-        var committed = _$committed ?? _$snapshot
+        var committed = _$committed ?? _$row
         for slot in fault.loaded.indices where !fault.loaded[slot] {
             let filled = value(slot)
             _$attributes[slot] = filled

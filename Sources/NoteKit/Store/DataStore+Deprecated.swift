@@ -56,3 +56,54 @@ extension SaveResult {
     @available(*, deprecated, renamed: "init(transactionNumber:)")
     public init(generation: UInt64) { self.init(transactionNumber: generation) }
 }
+
+// The names a row had before issue 36 (item 5) gave it one name: *snapshot* and *record*.
+
+extension DataStore {
+    /// The rows of `ids`, in order: ``rows(for:)``.
+    @available(*, deprecated, renamed: "rows(for:)")
+    public func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] { rows(for: ids) }
+}
+
+extension StoreFetchRequest.ResultType {
+    /// The rows themselves: ``rows``.
+    @available(*, deprecated, renamed: "rows")
+    public static var snapshots: Self { .rows }
+}
+
+extension StoreFetchResult {
+    /// The matching rows: ``rows``.
+    @available(*, deprecated, renamed: "rows")
+    public var snapshots: [ModelSnapshot] {
+        get { rows }
+        set { rows = newValue }
+    }
+}
+
+extension FetchPlan {
+    /// How many stored rows were read to answer: ``rowsExamined``.
+    @available(*, deprecated, renamed: "rowsExamined")
+    public var recordsExamined: Int {
+        get { rowsExamined }
+        set { rowsExamined = newValue }
+    }
+
+    /// How many rows the fetch returned: ``rowsReturned``.
+    @available(*, deprecated, renamed: "rowsReturned")
+    public var recordsReturned: Int {
+        get { rowsReturned }
+        set { rowsReturned = newValue }
+    }
+
+    /// A plan with its counts under their former names:
+    /// `init(entity:index:indexEqualityPrefix:indexRange:sortedByIndex:rowsExamined:rowsReturned:evaluatedInMemory:)`.
+    @available(*, deprecated, renamed:
+        "init(entity:index:indexEqualityPrefix:indexRange:sortedByIndex:rowsExamined:rowsReturned:evaluatedInMemory:)")
+    public init(entity: String, index: [String]? = nil, indexEqualityPrefix: Int = 0, indexRange: Bool = false,
+                sortedByIndex: Bool = false, recordsExamined: Int, recordsReturned: Int,
+                evaluatedInMemory: Bool = false) {
+        self.init(entity: entity, index: index, indexEqualityPrefix: indexEqualityPrefix, indexRange: indexRange,
+                  sortedByIndex: sortedByIndex, rowsExamined: recordsExamined, rowsReturned: recordsReturned,
+                  evaluatedInMemory: evaluatedInMemory)
+    }
+}

@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// The seam between contexts and storage, shaped like SwiftData's `DataStore`: stores exchange plain `Sendable`
-/// snapshots, never model objects.
+/// rows (``ModelSnapshot``), never model objects.
 ///
 /// NoteKit ships two implementations: ``InMemoryStore`` and the file store (`NoteKitFileStore`). A context's
 /// behaviour (delete rules, inverse maintenance, uniqueness, validation) is the same on both, because it lives
@@ -16,8 +16,8 @@ public protocol DataStore: AnyObject, Sendable {
     /// The schema the store's rows follow.
     var schema: Schema { get }
 
-    /// The snapshots of `ids`, in order; nil for an identifier the store does not have.
-    func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?]
+    /// The rows of `ids`, in order; nil for an identifier the store does not have.
+    func rows(for ids: [PersistentIdentifier]) -> [ModelSnapshot?]
 
     /// Runs a fetch over the saved rows.
     ///
@@ -25,7 +25,7 @@ public protocol DataStore: AnyObject, Sendable {
     func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult
 
     /// Which of `ids` the store has, in order: what a context needs to make objects for a relationship's targets
-    /// without reading their rows. The default reads the rows (``snapshots(for:)``); NoteKit's stores look the
+    /// without reading their rows. The default reads the rows (``rows(for:)``); NoteKit's stores look the
     /// identifiers up only.
     ///
     /// - Complexity: NoteKit's stores: a hash look-up per identifier (over a checkpoint, its key search), no row read.
@@ -85,8 +85,8 @@ public protocol DataStore: AnyObject, Sendable {
 }
 
 extension DataStore {
-    /// The default: whether ``snapshots(for:)`` finds each row.
-    public func containedIdentifiers(_ ids: [PersistentIdentifier]) -> [Bool] { snapshots(for: ids).map { $0 != nil } }
+    /// The default: whether ``rows(for:)`` finds each row.
+    public func containedIdentifiers(_ ids: [PersistentIdentifier]) -> [Bool] { rows(for: ids).map { $0 != nil } }
 
     /// The default for a store that keeps no history.
     ///

@@ -28,7 +28,7 @@ public final class InMemoryStore: DataStore, HistoryHolding {
     /// The saved rows of `ids`, in order; nil for an identifier never saved or deleted.
     ///
     /// - Complexity: O(`ids.count`).
-    public func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
+    public func rows(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
         // The storage has no base (it is made by `RowStorage(schema:)`), so its reads cannot throw.
         storage.withLock { storage in storage.withoutBase { storage in try ids.map { try storage.snapshot(for: $0) } } }
     }

@@ -90,7 +90,7 @@ package final class RowStorage {
     /// - Throws: ``RowBaseFailure``.
     /// - Complexity: a hash look-up per identifier; over a base, one ``RowBase/rowNumber(of:)`` per row not
     ///   changed since, and one ``RowBase/rows(_:)`` per entity.
-    package func snapshots(for ids: [PersistentIdentifier]) throws -> [ModelSnapshot?] {
+    package func rows(for ids: [PersistentIdentifier]) throws -> [ModelSnapshot?] {
         if ids.count == 1 { return [try snapshot(for: ids[0])] }
         var found = [ModelSnapshot?](repeating: nil, count: ids.count)
         // Per table, the positions in `ids` of the identifiers only its base can answer.
@@ -129,7 +129,7 @@ package final class RowStorage {
     ///
     /// - Throws: ``RowBaseFailure``.
     /// - Complexity: O(rows); a base is read a few hundred rows per call.
-    package func snapshots(of entity: String) throws -> [ModelSnapshot] {
+    package func rows(of entity: String) throws -> [ModelSnapshot] {
         guard let number = numbers[entity] else { return [] }
         var rows: [ModelSnapshot] = []
         rows.reserveCapacity(tables[number].count)
@@ -151,7 +151,7 @@ package final class RowStorage {
         guard table.base != nil else { return table.indexes[index].entries }
         // Over a base the in-memory tree holds only the rows changed since: every row is read and sorted instead.
         let slots = table.indexSlots[index]
-        var entries = try snapshots(of: entity).map { IndexEntry(key: EntityTable.key($0, slots), id: $0.id) }
+        var entries = try rows(of: entity).map { IndexEntry(key: EntityTable.key($0, slots), id: $0.id) }
         entries.sort { IndexEntry.compare($0, $1) < 0 }
         return entries
     }

@@ -92,7 +92,7 @@ extension FileStore {
             try loadHistoryPrefix(&state)
             var entityRows: [[ModelSnapshot]] = []
             for entity in schema.entities {
-                entityRows.append(try readingRows(&state) { try $0.snapshots(of: entity.name) })
+                entityRows.append(try readingRows(&state) { try $0.rows(of: entity.name) })
             }
             let opening = SegmentOpening(schemas: state.schemas, schema: schema, entityRows: entityRows,
                                          history: state.rows.history,

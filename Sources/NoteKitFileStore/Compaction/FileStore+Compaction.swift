@@ -41,7 +41,7 @@ extension FileStore {
         try loadHistoryPrefix(&state)
         var entityRows: [[ModelSnapshot]] = []
         for entity in schema.entities {
-            entityRows.append(try readingRows(&state, lockHeld: true) { try $0.snapshots(of: entity.name) })
+            entityRows.append(try readingRows(&state, lockHeld: true) { try $0.rows(of: entity.name) })
         }
         if case .latest(let count) = configuration.historyRetention {
             state.rows.history.keepLatest(count, slack: 0, holding: historyHold)

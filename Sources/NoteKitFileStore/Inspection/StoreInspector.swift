@@ -146,7 +146,7 @@ public enum StoreInspector {
         let statistics = store.statistics
         let history = try store.history()
         return Statistics(formatVersion: formatVersion, schemaVersion: store.schema.version,
-                          schemaHash: store.schema.contentHash, entities: statistics.objectsPerEntity,
+                          schemaHash: store.schema.contentHash, entities: statistics.rowsPerEntity,
                           segments: manifest.segments.count, bytes: manifestBytes + segmentBytes + blobBytes + retiredBytes,
                           segmentBytes: segmentBytes, blobs: blobNames.count, blobBytes: blobBytes,
                           firstTransactionNumber: firstTransactionNumber.map {
@@ -198,7 +198,7 @@ extension StoreInspector {
         var encoder = RecordEncoder()
         encoder.datesAsISO8601 = true
         for entity in entities {
-            var rows = try store.fetch(StoreFetchRequest(entity: entity.name)).snapshots
+            var rows = try store.fetch(StoreFetchRequest(entity: entity.name)).rows
             if sorted { rows.sort { $0.id.primaryKey.uuidString < $1.id.primaryKey.uuidString } }
             for row in rows {
                 var writer = JSONWriter(reservingCapacity: 512)

@@ -220,7 +220,7 @@ struct StoreOpener {
             let fills = lightweight.fillUpdates(for: converted) { entity, attribute in
                 target.generatedDefault(entity: entity, attribute: attribute) ?? .null
             }
-            converted = ReplayedObjects.applying(fills, to: converted,
+            converted = ReplayedRows.applying(fills, to: converted,
                                                  transactionNumber: replay.lastTransactionNumber + 1)
             let record = MigrationRecord(number: replay.lastTransactionNumber + 1, time: configuration.clocks.wall(),
                                          from: stored, schema: target, fills: fills)

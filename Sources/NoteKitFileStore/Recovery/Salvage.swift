@@ -473,7 +473,7 @@ private struct SegmentProgress {
 /// transaction left out for depending on it says which.
 private struct SalvageState {
     let mode: FileStore.SalvageMode
-    private var objects = ReplayedObjects()
+    private var objects = ReplayedRows()
     var rows: [ModelSnapshot] { objects.rows }
     var lastTransactionNumber: UInt64 { objects.lastTransactionNumber }
     /// The highest transaction number met in an intact record (kept or not), to tell which numbers were lost.
@@ -531,7 +531,7 @@ private struct SalvageState {
     /// Applies transaction `number` (with `changes`) by `body` when the mode keeps it, and remembers what a
     /// transaction left out inserted.
     private mutating func take(_ number: UInt64, at place: (file: String, offset: Int), changes: ChangeSet,
-                               _ body: (inout ReplayedObjects) -> String?) -> String? {
+                               _ body: (inout ReplayedRows) -> String?) -> String? {
         if number > lastSeen + 1 {
             lost.append(((lastSeen + 1)...(number - 1), damage?.file, damage?.offset))
         }

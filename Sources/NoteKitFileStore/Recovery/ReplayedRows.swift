@@ -5,10 +5,10 @@ import Foundation
 #endif
 import NoteKit
 
-/// The objects a log describes, rebuilt record by record: the one place where replay and salvage apply
-/// snapshots, rows and transactions.
-struct ReplayedObjects {
-    /// Each entity's objects in the order they were first inserted, in the order the entities first appeared:
+/// The rows a log describes, rebuilt record by record: the one place where replay and salvage apply snapshot
+/// records, rows and transactions.
+struct ReplayedRows {
+    /// Each entity's rows in the order they were first inserted, in the order the entities first appeared:
     /// what the store adopts as its tables (``takeTables()``).
     private var tables: [OrderedRows] = []
     private var entityNames: [String] = []
@@ -144,7 +144,7 @@ struct ReplayedObjects {
         } catch {
             return "the recorded migration no longer applies: \(error)"
         }
-        var next = ReplayedObjects()
+        var next = ReplayedRows()
         next.lastTransactionNumber = lastTransactionNumber
         next.noAction = noAction
         for row in converted { next.tables[next.table(of: row.id, make: true)!].append(row) }
@@ -168,7 +168,7 @@ struct ReplayedObjects {
 /// The objects as the applier of change sets sees them: all in memory, so no read fails; a table is made for an
 /// entity when its first row is inserted (a replay decodes every row against the schema in force, so each names a
 /// known entity).
-extension ReplayedObjects: ChangeableRows {
+extension ReplayedRows: ChangeableRows {
     typealias ReadFailure = Never
 
     func hasEntity(of id: PersistentIdentifier) -> Bool { true }
