@@ -19,7 +19,7 @@ extension FileStore {
         /// The byte range of its `history` records.
         var range: Range<Int>
         /// The number of the last transaction the opening's state includes (the snapshot's).
-        var lastTransaction: UInt64
+        var lastTransactionNumber: UInt64
     }
 
     /// Reads the history a checkpointed open left unread and puts it before the history of the transactions applied
@@ -169,8 +169,8 @@ extension FileStore {
         }
         let reader = try CheckpointReader.open(checkpoint, header: header, segment: first, file: segmentFile,
                                                store: manifest.store, schema: stored, blobs: blobs).get()
-        let rows = RowStorage(schema: recorded, bases: reader.bases, generation: header.lastTransaction)
-        var lastTransaction = header.lastTransaction
+        let rows = RowStorage(schema: recorded, bases: reader.bases, transactionNumber: header.lastTransactionNumber)
+        var lastTransactionNumber = header.lastTransactionNumber
         var operationsLogged = header.rowCount
         let start = ReadPosition(manifest: manifest, manifestStatus: pin.status, segment: first, offset: header.end,
                                  version: segmentVersion)
@@ -190,8 +190,8 @@ extension FileStore {
                 tailBlobs.formUnion(referencedBlobs(changes, schema: recorded))
                 mayReleaseBlobs = mayReleaseBlobs || mayRelease(changes, external: external)
             }
-            _ = try apply(entry, to: rows, lastTransaction: &lastTransaction, operationsLogged: &operationsLogged,
-                          layout: layout)
+            _ = try apply(entry, to: rows, lastTransactionNumber: &lastTransactionNumber,
+                          operationsLogged: &operationsLogged, layout: layout)
             (segment, end, version) = (entry.segment, entry.end, entry.version)
         }
         if let last = manifest.segments.last, last != segment {
@@ -213,11 +213,12 @@ extension FileStore {
         var closed = 0
         for number in manifest.segments.dropLast() { closed += try fileSystem.status(layout.segment(number))?.size ?? 0 }
         return OpenedLog(manifest: manifest, manifestStatus: pin.status, schemas: schemas,
-                         rows: rows, lastTransaction: lastTransaction, operationsLogged: operationsLogged,
+                         rows: rows, lastTransactionNumber: lastTransactionNumber, operationsLogged: operationsLogged,
                          segment: segment, end: end, version: version, closedSegmentBytes: closed,
                          tornTail: tornTail, referencedBlobs: referenced,
                          historyPrefix: HistoryPrefix(segment: first, version: segmentVersion, file: segmentFile,
-                                                      range: header.history, lastTransaction: header.lastTransaction),
+                                                      range: header.history,
+                                                      lastTransactionNumber: header.lastTransactionNumber),
                          compactedBytes: header.end, damage: nil, migration: nil, checkpoint: nil)
     }
 
@@ -273,7 +274,7 @@ extension FileStore {
                                    tailBlobs: Set<String>, mayReleaseBlobs: Bool) throws -> Set<String> {
         guard mayReleaseBlobs else { return try reader.blobNames().union(tailBlobs) }
         var all: [ModelSnapshot] = []
-        for entity in recorded.entities { all += try rows.snapshots(of: entity.name) }
+        for entity in recorded.entities { all += try rows.rows(of: entity.name) }
         return referencedBlobs(all, schema: recorded)
     }
 

@@ -94,7 +94,7 @@ extension FileStore {
             for entry in pending {
                 let applied: HistoryRecord?
                 do {
-                    applied = try Self.apply(entry, to: state.rows, lastTransaction: &state.lastTransaction,
+                    applied = try Self.apply(entry, to: state.rows, lastTransactionNumber: &state.lastTransactionNumber,
                                              operationsLogged: &state.operationsLogged, layout: layout)
                 } catch is RowBaseFailure {
                     baseFailed = true
@@ -119,13 +119,14 @@ extension FileStore {
     /// - Returns: the history record of an applied transaction.
     /// - Throws: ``FileStoreError/danglingReference(file:offset:kind:reason:)`` for a transaction out of sequence or
     ///   one that does not apply; what reading a row of a checkpoint throws.
-    static func apply(_ entry: PendingRecord, to rows: RowStorage, lastTransaction: inout UInt64,
+    static func apply(_ entry: PendingRecord, to rows: RowStorage, lastTransactionNumber: inout UInt64,
                       operationsLogged: inout Int, layout: StoreLayout) throws -> HistoryRecord? {
         switch entry.record {
         case .transaction(let transaction):
             let path = layout.segment(entry.segment)
-            guard transaction.number == lastTransaction + 1 else {
-                let conflict = TransactionConflict.outOfSequence(number: transaction.number, last: lastTransaction)
+            guard transaction.number == lastTransactionNumber + 1 else {
+                let conflict = TransactionConflict.outOfSequence(number: transaction.number,
+                                                                 last: lastTransactionNumber)
                 throw FileStoreError.danglingReference(file: path, offset: entry.offset, kind: conflict.kind,
                                                        reason: conflict.description)
             }
@@ -137,11 +138,11 @@ extension FileStore {
             }
             let changes = transaction.changes
             let record = rows.apply(changes, timestamp: transaction.time)
-            lastTransaction = transaction.number
+            lastTransactionNumber = transaction.number
             operationsLogged += changes.changeCount
             return record
         case .trim(let deleted):
-            rows.history.delete(deleted, committedThrough: lastTransaction)
+            rows.history.delete(deleted, committedThrough: lastTransactionNumber)
             return nil
         default:
             return nil
@@ -233,9 +234,11 @@ extension FileStore {
             .open(lockSource: lockHeld ? .heldBySession : .acquire, holdingMigration: false,
                   useCheckpoint: useCheckpoint)
         var refreshed = opened.state
-        let before = state.lastTransaction
+        let before = state.lastTransactionNumber
         // The transactions this open has not seen may be in the history a checkpoint left unread.
-        if let prefix = refreshed.historyPrefix, prefix.lastTransaction > before { try loadHistoryPrefix(&refreshed) }
+        if let prefix = refreshed.historyPrefix, prefix.lastTransactionNumber > before {
+            try loadHistoryPrefix(&refreshed)
+        }
         // Another writer moved past this open's log (shared per save): let it go without flushing or cutting it.
         state.log?.abandon()
         let picked = refreshed.rows.history.records.filter { $0.number > before }

@@ -11,9 +11,9 @@ extension FileStore {
     /// ``StoreIOError``, or what else that work threw, to branch on as where it is thrown.
     public struct Statistics: Sendable {
         /// The number of the last committed transaction.
-        public var lastTransaction: UInt64
-        /// Live objects per entity.
-        public var objectsPerEntity: [String: Int]
+        public var lastTransactionNumber: UInt64
+        /// Rows (live objects) per entity.
+        public var rowsPerEntity: [String: Int]
         /// The segments the manifest lists.
         public var segments: [Int]
         /// Bytes of the segments.
@@ -42,8 +42,8 @@ extension FileStore {
             let live = schema.entities.reduce(0) { $0 + state.rows.count(of: $1.name) }
             let logBytes = state.closedSegmentBytes + (state.log?.activeSize ?? 0)
             return Statistics(
-                lastTransaction: state.lastTransaction,
-                objectsPerEntity: Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, state.rows.count(of: $0.name)) }),
+                lastTransactionNumber: state.lastTransactionNumber,
+                rowsPerEntity: Dictionary(uniqueKeysWithValues: schema.entities.map { ($0.name, state.rows.count(of: $0.name)) }),
                 segments: state.log?.manifest.segments ?? [],
                 logBytes: logBytes, operationsLogged: state.operationsLogged,
                 garbageRatio: state.operationsLogged == 0 ? 0 : max(0, 1 - Double(live) / Double(state.operationsLogged)),

@@ -47,12 +47,12 @@ import NoteKit
 /// ### The store protocol
 /// - ``schema``
 /// - ``configuration``
-/// - ``snapshots(for:)``
+/// - ``rows(for:)``
 /// - ``fetch(_:)``
 /// - ``identifier(entity:uniqueConstraint:key:)``
 /// - ``identifiers(entity:relationship:referencing:)``
 /// - ``save(_:)``
-/// - ``generation``
+/// - ``transactionNumber``
 public final class FileStore: DataStore {
     /// The schema the store's rows follow: the container's schema, at the version the store records (after a
     /// lightweight migration, the version migrated to).
@@ -80,7 +80,7 @@ public final class FileStore: DataStore {
         var log: SegmentLog?
         var lock: (any StoreLockHandle)?
         var schemas: [Schema]
-        var lastTransaction: UInt64
+        var lastTransactionNumber: UInt64
         /// Writes logged since the last snapshot, counting the snapshot's rows: against live rows, the garbage.
         var operationsLogged: Int
         var closedSegmentBytes: Int
@@ -206,16 +206,16 @@ public final class FileStore: DataStore {
 
     // MARK: DataStore
 
-    /// The saved snapshots of `ids`, in order; nil for an identifier the store does not have.
+    /// The saved rows of `ids`, in order; nil for an identifier the store does not have.
     ///
     /// An open that can fall behind (read-only, or shared per save) first picks up what other processes committed,
     /// as ``FileStoreConfiguration/automaticRefreshInterval`` says.
     ///
     /// - Complexity: O(`ids.count`), from memory; no file is read (external-storage bytes load on first use).
-    public func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
+    public func rows(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
         state.withLock { state in
             refreshAutomatically(&state)
-            return readingRows(&state, otherwise: ids.map { _ in nil }) { try $0.snapshots(for: ids) }
+            return readingRows(&state, otherwise: ids.map { _ in nil }) { try $0.rows(for: ids) }
         }
     }
 
@@ -284,10 +284,10 @@ public final class FileStore: DataStore {
 
     /// The number of the last committed transaction, which every save (of any process, once picked up) increases;
     /// contexts compare it to skip work.
-    public var generation: UInt64 {
+    public var transactionNumber: UInt64 {
         state.withLock { state in
             refreshAutomatically(&state)
-            return state.lastTransaction
+            return state.lastTransactionNumber
         }
     }
 

@@ -132,7 +132,7 @@ extension SyncSession {
             !$0.isExternal && changedElsewhere.contains($0.name) && local.fields[$0.name] != nil
                 && row.attributes[$0.name] != nil
         }
-        guard !edited.isEmpty, let snapshot = container.store.snapshots(for: [row.id]).first ?? nil else { return false }
+        guard !edited.isEmpty, let snapshot = container.store.rows(for: [row.id]).first ?? nil else { return false }
         return edited.contains { snapshot.attributes[$0.slot] != row.attributes[$0.name]?.value }
     }
 }

@@ -159,10 +159,10 @@ public final class StoreMirror: Sendable {
 
     deinit { loop.withLock { $0 }?.stop() }
 
-    /// The store's generation, after a file store has looked for other processes' commits.
-    func currentGeneration() -> UInt64 {
+    /// The store's transaction number, after a file store has looked for other processes' commits.
+    func currentTransactionNumber() -> UInt64 {
         if let store = container.store as? FileStore { _ = try? store.refresh() }
-        return container.store.generation
+        return container.store.transactionNumber
     }
 }
 

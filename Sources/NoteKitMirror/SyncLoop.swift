@@ -1,8 +1,8 @@
 import Foundation
 
 /// The background loop of ``StoreMirror/startSyncing(every:)``: a thread that syncs when woken, when its interval has
-/// passed, or when the store has a transaction it has not synced (checked every quarter second: a generation read,
-/// and for a file store a look at whether another process appended), until stopped. It uses no Swift concurrency
+/// passed, or when the store has a transaction it has not synced (checked every quarter second: a transaction number
+/// read, and for a file store a look at whether another process appended), until stopped. It uses no Swift concurrency
 /// task, so that a cooperative pool kept busy by the app cannot hold it up.
 final class SyncLoop: @unchecked Sendable {
     private let condition = NSCondition()
@@ -28,9 +28,9 @@ final class SyncLoop: @unchecked Sendable {
             var synced: UInt64?
             while let mirror, self.waitForTurn(seconds: wait, mirror: mirror, synced: synced) {
                 // Read before the sync, not after: a commit that lands while the sync runs, or between its end and
-                // the next look, must bring the next sync forward. (The sync's own import moves the generation too,
-                // which costs one more sync that finds nothing.)
-                let before = mirror.currentGeneration()
+                // the next look, must bring the next sync forward. (The sync's own import moves the transaction number
+                // too, which costs one more sync that finds nothing.)
+                let before = mirror.currentTransactionNumber()
                 if (try? mirror.sync()) != nil {
                     wait = self.interval
                     retry = 1
@@ -40,7 +40,7 @@ final class SyncLoop: @unchecked Sendable {
                     retry = min(retry * 2, self.interval)
                     // What is committed from now on brings the next sync forward, but not what the failed sync left
                     // pending: that waits for the retry.
-                    synced = mirror.currentGeneration()
+                    synced = mirror.currentTransactionNumber()
                 }
             }
             self.condition.lock()
@@ -63,7 +63,7 @@ final class SyncLoop: @unchecked Sendable {
             condition.unlock()
             if isStopped { return false }
             if isWoken || Date() >= deadline { return true }
-            if let synced, mirror.currentGeneration() != synced { return true }
+            if let synced, mirror.currentTransactionNumber() != synced { return true }
         }
     }
 

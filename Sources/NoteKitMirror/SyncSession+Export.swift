@@ -7,14 +7,15 @@ extension SyncSession {
     /// Sends the local transactions not exported yet, in server transactions of about 1,000 changed objects, or
     /// the whole store as a baseline when the history does not reach back to the last export.
     mutating func export() throws {
-        let (generation, log) = try generationAndHistory()
+        let (transactionNumber, log) = try transactionNumberAndHistory()
         let exported = state.exportedThrough
-        guard generation > exported || needsBaseline else { return }
-        try assignClocks(log, through: generation)
-        let records = log.records.filter { $0.number > exported && $0.number <= generation }
-        let complete = generation <= exported || records.map(\.number) == Array((exported + 1)...generation)
+        guard transactionNumber > exported || needsBaseline else { return }
+        try assignClocks(log, through: transactionNumber)
+        let records = log.records.filter { $0.number > exported && $0.number <= transactionNumber }
+        let complete = transactionNumber <= exported
+            || records.map(\.number) == Array((exported + 1)...transactionNumber)
         if !complete || needsBaseline {
-            try exportBaseline(through: generation)
+            try exportBaseline(through: transactionNumber)
             return
         }
         let clocks = Dictionary(state.pendingClocks.map { ($0.transaction, $0.clock) }, uniquingKeysWith: max)
@@ -32,7 +33,7 @@ extension SyncSession {
             }
             if objects >= 1000 { try flush(&self, through: record.number) }
         }
-        if !batch.isEmpty || state.exportedThrough < generation { try flush(&self, through: generation) }
+        if !batch.isEmpty || state.exportedThrough < transactionNumber { try flush(&self, through: transactionNumber) }
     }
 
     /// Sends `batch` (transactions and their clocks) in one server transaction, then records that everything
@@ -51,7 +52,7 @@ extension SyncSession {
                 // Already there: a push whose local record of success was lost. Its objects were merged then.
                 guard let seq = inserted.values.first?.first.flatMap({ $0 }).flatMap(Int64.init) else { continue }
                 let insertedIDs = record.inserted
-                let snapshots = store.snapshots(for: insertedIDs + record.updated.map(\.id))
+                let snapshots = store.rows(for: insertedIDs + record.updated.map(\.id))
                 for (id, snapshot) in zip(insertedIDs, snapshots.prefix(insertedIDs.count)) {
                     guard let snapshot, let entity = plan.entities[id.entityName] else { continue }
                     try merge(snapshot, entity: entity, attributes: entity.attributes, toOnes: entity.toOnes,
@@ -112,7 +113,7 @@ extension SyncSession {
             }
             for chunk in stride(from: 0, to: ids.count, by: 1000) {
                 let part = Array(ids[chunk..<min(chunk + 1000, ids.count)])
-                let snapshots = container.store.snapshots(for: part)
+                let snapshots = container.store.rows(for: part)
                 try connection.transaction(purpose: "send the store's baseline") { () throws(MirrorError) in
                     try lockZone()
                     for snapshot in snapshots.compactMap({ $0 }) {

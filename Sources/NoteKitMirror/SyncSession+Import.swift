@@ -2,7 +2,7 @@ import Foundation
 import NoteKit
 
 /// Applying the other devices' changes, batch by batch, each as one local transaction committed only at the
-/// store generation it was computed at (docs/MIRROR.md, *Import*).
+/// transaction number it was computed at (docs/MIRROR.md, *Import*).
 extension SyncSession {
     /// Reads and applies the server's changes after the cursor, batch by batch, moving the cursor after each.
     mutating func importChanges() throws {
@@ -46,8 +46,8 @@ extension SyncSession {
     ///   applied then): local changes the server has not merged with the batch's unique-key merges.
     private mutating func apply(_ batch: Batch) throws -> [PersistentIdentifier] {
         for attempt in 1...20 {
-            let (generation, log) = try generationAndHistory()
-            try assignClocks(log, through: generation)
+            let (transactionNumber, log) = try transactionNumberAndHistory()
+            try assignClocks(log, through: transactionNumber)
             let pending = Self.pending(log, after: state.exportedThrough, clocks: state.pendingClocks,
                                        schema: container.schema)
             var objects: [ReplicaObject] = []
@@ -93,18 +93,18 @@ extension SyncSession {
             if !unsent.isEmpty { return unsent }
             let context = ModelContext(container)
             context.author = StoreMirror.author
-            context.expectedStoreGeneration = generation
+            context.expectedTransactionNumber = transactionNumber
             let outcome = try context.applyReplicaChanges(objects, deleting: deletions, merging: merging)
             guard context.hasChanges else { return [] }
             do {
                 try context.save()
-            } catch is StoreGenerationMoved where attempt < 20 {
+            } catch is TransactionNumberMoved where attempt < 20 {
                 continue
             }
             if let token = context.currentHistoryToken() { report.importTransactions.append(token) }
             report.deniedDeletions += outcome.deniedDeletions
             // The import's own transaction is never sent.
-            let (after, afterLog) = try generationAndHistory()
+            let (after, afterLog) = try transactionNumberAndHistory()
             try assignClocks(afterLog, through: after)
             return []
         }
@@ -120,7 +120,7 @@ extension SyncSession {
         var snapshots: [PersistentIdentifier: ModelSnapshot] = [:]
         func snapshot(_ id: PersistentIdentifier) -> ModelSnapshot? {
             if let known = snapshots[id] { return known }
-            let found = container.store.snapshots(for: [id]).first ?? nil
+            let found = container.store.rows(for: [id]).first ?? nil
             snapshots[id] = found
             return found
         }

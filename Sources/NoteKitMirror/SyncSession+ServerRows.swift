@@ -100,7 +100,7 @@ extension SyncSession {
             // One look-up in the store for all of them, not one a relationship of a row.
             let unread = pointedAt.subtracting(read).sorted()
             var targets: [String: Set<String>] = [:]
-            for (target, snapshot) in zip(unread, container.store.snapshots(for: unread)) where snapshot == nil {
+            for (target, snapshot) in zip(unread, container.store.rows(for: unread)) where snapshot == nil {
                 targets[target.entityName, default: []].insert(Self.key(target))
             }
             for survivor in survivors.subtracting(read) {

@@ -89,13 +89,14 @@ struct SyncSession {
 
     // MARK: The store's history, shared by export and import
 
-    /// The store's generation and its history through at least that generation: read in this order (after a file
+    /// The store's transaction number and its history through at least that number: read in this order (after a file
     /// store has picked up other processes' commits), so that a save landing in between is never counted in the
-    /// generation while missing from the history (an import computed against such a history could overwrite it).
-    func generationAndHistory() throws -> (UInt64, HistoryLog) {
+    /// transaction number while missing from the history (an import computed against such a history could overwrite
+    /// it).
+    func transactionNumberAndHistory() throws -> (UInt64, HistoryLog) {
         if let fileStore = container.store as? FileStore { _ = try fileStore.refresh() }
-        let generation = container.store.generation
-        return (generation, try container.store.history())
+        let transactionNumber = container.store.transactionNumber
+        return (transactionNumber, try container.store.history())
     }
 
     /// Gives each local transaction not clocked yet its clock: the next tick at its commit time.

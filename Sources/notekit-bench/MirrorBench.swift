@@ -101,7 +101,7 @@ enum MirrorBench {
                           purpose: "make the COPY table")
         let schema = first.schema.entity(named: "NoteRecord")!
         start = ContinuousClock.now
-        let rows = try first.store.fetch(StoreFetchRequest(entity: "NoteRecord")).snapshots
+        let rows = try first.store.fetch(StoreFetchRequest(entity: "NoteRecord")).rows
         var lines: [String] = []
         lines.reserveCapacity(rows.count)
         for row in rows {

@@ -40,12 +40,12 @@ enum RowBaseBench {
             rows.append(ModelSnapshot(id: PersistentIdentifier(entityName: entity.name, primaryKey: UUID()),
                                       attributes: attributes,
                                       relationships: entity.relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) },
-                                      version: 1))
+                                      transactionNumber: 1))
         }
         let loaded = RowStorage(schema: schema)
-        loaded.load(rows, generation: 1)
+        loaded.load(rows, transactionNumber: 1)
         let base = InMemoryRowBase(entity: entity, rows: rows)
-        let based = RowStorage(schema: schema, bases: [entity.name: base], generation: 1)
+        let based = RowStorage(schema: schema, bases: [entity.name: base], transactionNumber: 1)
 
         let top20 = StoreFetchRequest(entity: entity.name,
                                       filter: .compare(.attribute(slot("isPinned")), .equal, .value(.bool(true))),
@@ -63,7 +63,7 @@ enum RowBaseBench {
             }
             return times.sorted()[times.count / 2]
         }
-        guard try loaded.fetch(top20).snapshots == based.fetch(top20).snapshots else { return "{\"error\":\"answers differ\"}" }
+        guard try loaded.fetch(top20).rows == based.fetch(top20).rows else { return "{\"error\":\"answers differ\"}" }
         var fields: [(String, Double)] = []
         for (name, storage) in [("loaded", loaded), ("base", based)] {
             fields.append(("\(name)_top20_ms", try median(storage, top20, runs: runs)))
@@ -94,7 +94,7 @@ enum RowBaseBench {
             storage.apply(edits)
             fields.append(("\(name)_top20_after_edits_ms", try median(storage, top20, runs: runs)))
         }
-        guard try loaded.fetch(top20).snapshots == based.fetch(top20).snapshots else { return "{\"error\":\"answers differ\"}" }
+        guard try loaded.fetch(top20).rows == based.fetch(top20).rows else { return "{\"error\":\"answers differ\"}" }
         return "{\"notes\":\(n)," + fields.map { "\"\($0.0)\":\(String(format: "%.4f", $0.1))" }.joined(separator: ",") + "}"
     }
 }

@@ -40,7 +40,7 @@ struct AddChild {
                 }
             }
             try context.save()
-            print("added \(title) transaction=\(container.store.generation)")
+            print("added \(title) transaction=\(container.store.transactionNumber)")
             exit(0)
         } catch {
             if case .locked(_, let holder, _) = error as? FileStoreError {

@@ -17,7 +17,7 @@ import NoteKitStressSupport
 ///     sync exported         its export is committed on the server and its import begins (or after this: mid-pull)
 ///     sync end REPORT       it ended
 ///     sync failed ERROR     it failed (the server is away); the device goes on
-///     done GENERATION       all ops made (and, with --final, a last sync that succeeded)
+///     done TRANSACTION      all ops made (and, with --final, a last sync that succeeded)
 ///
 /// The test kills it with SIGKILL at random moments and starts it again on the same store.
 struct MirrorDevice {
@@ -44,7 +44,7 @@ struct MirrorDevice {
                 try change(context, &random, label: operation == 0)
                 if context.hasChanges {
                     try context.save()
-                    say("ack \(container.store.generation)")
+                    say("ack \(container.store.transactionNumber)")
                 }
                 if random.chance(syncChance) { _ = sync(mirror) }
             }
@@ -57,7 +57,7 @@ struct MirrorDevice {
                 }
                 guard synced else { fatal("the final sync never succeeded") }
             }
-            say("done \(container.store.generation)")
+            say("done \(container.store.transactionNumber)")
             try container.close()
             exit(0)
         } catch {

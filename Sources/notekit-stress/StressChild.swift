@@ -85,9 +85,9 @@ struct StressChild {
                 emit("compact \(step)")
                 if try ranUnlessLocked("compact \(step)", { try store.compact() }) { emit("compacted \(step)") }
             }
-            if plan.trimsHistoryAfter, statistics.lastTransaction > 60 {
+            if plan.trimsHistoryAfter, statistics.lastTransactionNumber > 60 {
                 emit("trim \(step)")
-                let through = statistics.lastTransaction - 50
+                let through = statistics.lastTransactionNumber - 50
                 if try ranUnlessLocked("trim \(step)", { try store.deleteHistory([1...through]) }) { emit("trimmed \(step)") }
             }
         }

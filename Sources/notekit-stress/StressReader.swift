@@ -92,9 +92,9 @@ struct StressReader {
             return (.ok, "-")
         case .stats:
             let statistics = try StoreInspector.statistics(at: url)
-            if let kept = statistics.historyKept, kept.upperBound != statistics.lastTransaction {
+            if let kept = statistics.historyKept, kept.upperBound != statistics.lastTransactionNumber {
                 throw ShareRead.Inconsistent("stats: history ends at transaction \(kept.upperBound), the store at "
-                                             + "\(statistics.lastTransaction)")
+                                             + "\(statistics.lastTransactionNumber)")
             }
             return (.ok, "-")
         case .dump:
@@ -119,9 +119,9 @@ struct StressReader {
             defer { try? store.close() }
             let records = try store.history().records
             try Self.checkHistory(records)
-            if let last = records.last, last.number != store.statistics.lastTransaction {
+            if let last = records.last, last.number != store.statistics.lastTransactionNumber {
                 throw ShareRead.Inconsistent("history ends at transaction \(last.number), the store at "
-                                             + "\(store.statistics.lastTransaction)")
+                                             + "\(store.statistics.lastTransactionNumber)")
             }
             return (.ok, "-")
         }

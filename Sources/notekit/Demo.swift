@@ -19,7 +19,7 @@ enum Demo {
             print("  made \(made)")
             print("  attachment files live in \(attachmentsURL.path)")
         } else {
-            let transactions = (container.store as? FileStore)?.statistics.lastTransaction ?? 0
+            let transactions = (container.store as? FileStore)?.statistics.lastTransactionNumber ?? 0
             print("NoteKit demo: reopened \(path) (\(transactions) transactions); the demo data is there, nothing added")
         }
         print("")

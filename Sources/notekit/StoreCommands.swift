@@ -37,11 +37,11 @@ enum StoreCommands {
                 "segmentBytes": statistics.segmentBytes,
                 "blobs": statistics.blobs,
                 "blobBytes": statistics.blobBytes,
-                "lastTransaction": statistics.lastTransaction,
+                "lastTransaction": statistics.lastTransactionNumber,
                 "historyTransactions": statistics.historyTransactions,
             ]
             object["historyOldest"] = statistics.historyKept.map { $0.lowerBound as Any } ?? NSNull()
-            object["firstTransaction"] = statistics.firstTransaction.map { $0 as Any } ?? NSNull()
+            object["firstTransaction"] = statistics.firstTransactionNumber.map { $0 as Any } ?? NSNull()
             printJSON(object)
             return 0
         }
@@ -54,8 +54,9 @@ enum StoreCommands {
         print("segments         \(statistics.segments) (\(statistics.segmentBytes) bytes)")
         print("blobs            \(statistics.blobs) (\(statistics.blobBytes) bytes)")
         print("bytes            \(statistics.bytes)")
-        let range = statistics.firstTransaction.map { "\($0)...\(statistics.lastTransaction)" } ?? "none in the log"
-        print("log              transactions \(range) (last committed: \(statistics.lastTransaction))")
+        let range = statistics.firstTransactionNumber.map { "\($0)...\(statistics.lastTransactionNumber)" }
+            ?? "none in the log"
+        print("log              transactions \(range) (last committed: \(statistics.lastTransactionNumber))")
         let kept = statistics.historyKept.map { "\($0.lowerBound)...\($0.upperBound)" } ?? "none"
         print("history          \(statistics.historyTransactions) transaction(s) kept: \(kept)")
         return 0
@@ -190,13 +191,14 @@ enum StoreCommands {
         }
         if json {
             printJSON([
-                "path": report.path, "lastTransaction": report.lastTransaction, "objects": report.objects,
+                "path": report.path, "lastTransaction": report.lastTransactionNumber, "objects": report.objects,
                 "historyTransactions": report.historyTransactions, "blobs": report.blobs,
                 "promisedBlobs": report.promisedBlobs, "bytes": report.bytes,
             ])
             return 0
         }
-        print("backed up \(path) to \(report.path): transaction \(report.lastTransaction), \(report.objects) object(s), "
+        print("backed up \(path) to \(report.path): transaction \(report.lastTransactionNumber), "
+              + "\(report.objects) object(s), "
               + "\(report.historyTransactions) transaction(s) of history, \(report.blobs) blob(s)"
               + (report.promisedBlobs > 0 ? " and \(report.promisedBlobs) promised on the mirror's server" : "")
               + ", \(report.bytes) bytes; verified")

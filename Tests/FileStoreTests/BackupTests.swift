@@ -98,7 +98,7 @@ struct BackupTests {
                 #expect(run.status == 0, "\(run)")
                 let json = run.json
                 report = FileStore.BackupReport(path: json["path"] as? String ?? "",
-                                                lastTransaction: UInt64(json["lastTransaction"] as? Int ?? -1),
+                                                lastTransactionNumber: UInt64(json["lastTransaction"] as? Int ?? -1),
                                                 objects: json["objects"] as? Int ?? -1,
                                                 historyTransactions: json["historyTransactions"] as? Int ?? -1,
                                                 blobs: json["blobs"] as? Int ?? -1,
@@ -106,10 +106,11 @@ struct BackupTests {
                                                 bytes: json["bytes"] as? Int ?? -1)
             }
             #expect(report.path == destination.path)
-            #expect(report.lastTransaction >= previous, "backups go forward: \(report.lastTransaction) after \(previous)")
-            #expect(report.lastTransaction <= UInt64(writer.progress.acked + 1))
-            #expect(report.blobs == BackupWorkload.expected(after: Int(report.lastTransaction)).count)
-            previous = report.lastTransaction
+            #expect(report.lastTransactionNumber >= previous,
+                    "backups go forward: \(report.lastTransactionNumber) after \(previous)")
+            #expect(report.lastTransactionNumber <= UInt64(writer.progress.acked + 1))
+            #expect(report.blobs == BackupWorkload.expected(after: Int(report.lastTransactionNumber)).count)
+            previous = report.lastTransactionNumber
             #expect(try StoreVerifier.verify(at: destination).problems.isEmpty)
             #expect(try BackupWorkload.check(backup: destination) == nil)
             // Give the writer a moment to move on: save, rotate, compact.
@@ -138,7 +139,7 @@ struct BackupTests {
         try app.close()
         let destination = TemporaryStores.newURL("backup-of-retired")
         let report = try reader.backup(to: destination)
-        #expect(report.lastTransaction == 9, "a backup reads the last commit first")
+        #expect(report.lastTransactionNumber == 9, "a backup reads the last commit first")
         #expect(try BackupWorkload.check(backup: destination) == nil)
     }
 

@@ -74,7 +74,7 @@ extension BadInputTests {
                     let opened = try FileStore(configuration: configuration, schema: store.schema)
                     if isSegment { problems.append("\(name): opened \(mode); zeros past reserved space are damage") }
                     // Reading the drawing's bytes checks the blob's size against the record's, without reading more.
-                    for row in try opened.fetch(StoreFetchRequest(entity: "NoteDrawing")).snapshots {
+                    for row in try opened.fetch(StoreFetchRequest(entity: "NoteDrawing")).rows {
                         for case .external(let data) in row.attributes {
                             do {
                                 _ = try data.load()
@@ -114,7 +114,7 @@ extension BadInputTests {
             let segment = store.segments.last!
             let end = store.files[segment]!.count
             let cap = 64 << 20
-            for (zeros, expected) in [(cap, Expectation.opens(transaction: store.lastTransaction)),
+            for (zeros, expected) in [(cap, Expectation.opens(transaction: store.lastTransactionNumber)),
                                       (cap + 1, .refused(file: segment, offsets: (end + cap)..<(end + cap + 1)))] {
                 var files = store.files
                 files[segment]! += [UInt8](repeating: 0, count: zeros)

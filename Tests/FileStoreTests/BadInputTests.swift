@@ -146,7 +146,7 @@ struct BadInputTests {
         let opened = try FileStore(configuration: configuration, schema: store.schema)
         defer { try? opened.close() }
         #expect(opened.state.withLock { $0.rows.hasBase })
-        #expect(opened.generation == before)
+        #expect(opened.transactionNumber == before)
         #expect(try SmallStore.state(of: opened) == store.states[before])
     }
 
@@ -170,7 +170,7 @@ struct BadInputTests {
                     files[segment]! += tail
                     let isLast = index == store.segments.count - 1
                     cases += 1
-                    store.check(files, isLast ? .opens(transaction: store.lastTransaction)
+                    store.check(files, isLast ? .opens(transaction: store.lastTransactionNumber)
                                     : .refused(file: segment), "\(name) after \(segment)")
                 }
                 var files = store.files
@@ -268,8 +268,8 @@ struct BadInputTests {
                 files = store.files
                 files["MANIFEST.tmp"] = bytes
                 cases += 1
-                store.check(files, .opens(transaction: store.lastTransaction), "leftover MANIFEST.tmp holding \(name)",
-                            leftovers: ["MANIFEST.tmp"])
+                store.check(files, .opens(transaction: store.lastTransactionNumber),
+                            "leftover MANIFEST.tmp holding \(name)", leftovers: ["MANIFEST.tmp"])
             }
             TestOutput.summary("BadInput: \(cases + 1) manifest cases")
         }
@@ -441,7 +441,8 @@ struct BadInputTests {
                 return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
             }
             let start = cpuSeconds()
-            store.check(files, .opens(transaction: store.lastTransaction), "\(lines) lines claiming the rest of the file")
+            store.check(files, .opens(transaction: store.lastTransactionNumber),
+                        "\(lines) lines claiming the rest of the file")
             let used = cpuSeconds() - start
             #expect(used < 10, "used \(used) s of CPU")
         }
@@ -487,7 +488,7 @@ final class SmallStore: Sendable {
     /// and its `rows` records, but for the rows a fetch reads (docs/FORMAT.md, *What an open through a checkpoint does
     /// not read*). Nil when the first segment is no compaction's.
     let uncheckedThroughCheckpoint: Range<Int>?
-    let lastTransaction: UInt64
+    let lastTransactionNumber: UInt64
 
     init(compactLast: Bool) throws {
         schema = try Schema(versionedSchema: NotesSchema.self)
@@ -502,7 +503,7 @@ final class SmallStore: Sendable {
         var states: [UInt64: Set<ModelSnapshot>] = [0: []]
         func save() throws {
             try context.save()
-            states[store.generation] = try Self.state(of: store)
+            states[store.transactionNumber] = try Self.state(of: store)
         }
         let inbox = Folder(), work = Folder()
         inbox.name = "Inbox"
@@ -556,7 +557,7 @@ final class SmallStore: Sendable {
             try store.deleteHistory([1...1])
             try store.compact()
         }
-        lastTransaction = store.generation
+        lastTransactionNumber = store.transactionNumber
         try StoreFiles.close(container)
 
         var files: [String: [UInt8]] = [:]
@@ -617,7 +618,7 @@ final class SmallStore: Sendable {
     static func state(of store: FileStore) throws -> Set<ModelSnapshot> {
         var rows = Set<ModelSnapshot>()
         for entity in store.schema.entities {
-            for row in try store.fetch(StoreFetchRequest(entity: entity.name)).snapshots {
+            for row in try store.fetch(StoreFetchRequest(entity: entity.name)).rows {
                 rows.insert(ModelSnapshot(id: row.id, attributes: row.attributes, relationships: row.relationships))
             }
         }
@@ -650,7 +651,7 @@ final class SmallStore: Sendable {
         }
         if hits.contains(where: { $0.file == segments.count }) { return .refused(file: "MANIFEST") }
         guard let first = hits.min(by: { ($0.file, $0.offset) < ($1.file, $1.offset) }) else {
-            return .opens(transaction: lastTransaction)
+            return .opens(transaction: lastTransactionNumber)
         }
         let records = records[first.file]
         let damaged = Set(hits.filter { $0.file == first.file }.compactMap { hit in
@@ -666,7 +667,7 @@ final class SmallStore: Sendable {
     /// records the segment was created with; anything else refuses the open.
     func expectation(forDamageIn index: Int, at offset: Int, cut: Bool) -> Expectation {
         let file = segments[index]
-        if cut && offset == files[file]!.count { return .opens(transaction: lastTransaction) }
+        if cut && offset == files[file]!.count { return .opens(transaction: lastTransactionNumber) }
         let segmentRecords = records[index]
         guard let first = segmentRecords.first, offset >= first.start,
               let record = segmentRecords.firstIndex(where: { offset < $0.end }) else {
@@ -680,7 +681,7 @@ final class SmallStore: Sendable {
             // transaction numbers, and cannot show when no transaction was cut off (a trim record alone).
             guard cut, record > opening, segmentRecords[record].start == offset else { return .refused(file: file) }
             return segmentRecords[record...].allSatisfy { $0.commits == nil }
-                ? .opens(transaction: lastTransaction) : .refused(file: nil)
+                ? .opens(transaction: lastTransactionNumber) : .refused(file: nil)
         }
         guard record > opening, cut || record == segmentRecords.count - 1,
               let committed = transaction(before: index, offset: segmentRecords[record].start) else {
@@ -726,7 +727,7 @@ final class SmallStore: Sendable {
                 problems += refusalProblems(error, expected, name, root: url.path)
                 continue
             }
-            let transaction = opened.generation
+            let transaction = opened.transactionNumber
             // Through a checkpoint an open reads the checkpoint's header and the log after it: damage in the rows
             // or history it did not read is met, and refused, at the first read that reaches it, never answered.
             let throughCheckpoint = opened.state.withLock { $0.rows.hasBase || $0.historyPrefix != nil }
@@ -756,7 +757,7 @@ final class SmallStore: Sendable {
                     problems.append("\(name): opened at transaction \(transaction) with rows that differ from its commit")
                 }
             case .refused where throughCheckpoint
-                && transaction == (alternative ?? .opens(transaction: lastTransaction)).transaction
+                && transaction == (alternative ?? .opens(transaction: lastTransactionNumber)).transaction
                 && state == states[transaction]:
                 // Through a checkpoint every row read was checked on its own; damage where no read of it goes (the
                 // snapshot record, the frame of a rows record, the bytes between two rows) is answered around, never
@@ -766,8 +767,9 @@ final class SmallStore: Sendable {
             case .refused:
                 problems.append("\(name): opened at transaction \(transaction), expected a refusal")
             case .opensOrRefused:
-                if transaction < lastTransaction || (transaction == lastTransaction && state != states[transaction]) {
-                    problems.append("\(name): opened at transaction \(transaction), short of the committed \(lastTransaction)")
+                let last = lastTransactionNumber
+                if transaction < last || (transaction == last && state != states[transaction]) {
+                    problems.append("\(name): opened at transaction \(transaction), short of the committed \(last)")
                 }
             }
         }
@@ -870,7 +872,7 @@ struct CraftedRecord {
     }
 
     static func cases(_ store: SmallStore) -> [CraftedRecord] {
-        let next = store.lastTransaction + 1
+        let next = store.lastTransactionNumber + 1
         let id = "E621E1F8-C36C-495A-93FC-0C247A3E6E5F"
         let folderID = "0C247A3E-C36C-495A-93FC-E621E1F86E5F"
         func inserted(_ attributes: String, _ relationships: String = #""folder":null,"drawing":null,"revisions":[],"attachments":[]"#,

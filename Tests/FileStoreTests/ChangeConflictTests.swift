@@ -47,7 +47,7 @@ struct ChangeConflictTests {
             context.insert(a)
             context.insert(b)
             try context.save()
-            let rows = container.store.snapshots(for: [a.persistentModelID, b.persistentModelID,
+            let rows = container.store.rows(for: [a.persistentModelID, b.persistentModelID,
                                                        label.persistentModelID])
             self.a = try #require(rows[0])
             self.b = try #require(rows[1])
@@ -71,7 +71,7 @@ struct ChangeConflictTests {
             row.id = newID
             row.attributes[0] = .string(name)
             row.relationships = RelationshipValues([.toOne(label)])
-            row.version = 0
+            row.transactionNumber = 0
             return row
         }
 
@@ -156,19 +156,19 @@ struct ChangeConflictTests {
     private func expectEachSaveRefused(_ kind: StoreKind, _ which: (Conflict) -> Bool) throws {
         let saved = try Saved(kind)
         let store = saved.container.store
-        let generation = store.generation
+        let transactionNumber = store.transactionNumber
         for conflict in Self.conflicts(saved) where which(conflict) {
             #expect(throws: conflict.saveError, "\(conflict)") { try store.save(conflict.changes) }
         }
-        #expect(store.generation == generation)
-        #expect(store.snapshots(for: saved.ids) == saved.rows)
+        #expect(store.transactionNumber == transactionNumber)
+        #expect(store.rows(for: saved.ids) == saved.rows)
         guard kind == .file else { return }
         let url = StoreFiles.store(saved.container).configuration.url
         try saved.container.close()
         // The store wrote no record: it opens, with the rows it had.
         let reopened = try Self.open(url)
-        #expect(reopened.store.generation == generation)
-        #expect(reopened.store.snapshots(for: saved.ids) == saved.rows)
+        #expect(reopened.store.transactionNumber == transactionNumber)
+        #expect(reopened.store.rows(for: saved.ids) == saved.rows)
         try reopened.close()
     }
 
@@ -190,7 +190,7 @@ struct ChangeConflictTests {
         let dangling = saved.newBox("d", label: PersistentIdentifier(entityName: saved.label.id.entityName,
                                                                     primaryKey: UUID()))
         _ = try saved.container.store.save(ChangeSet(inserted: [dangling]))
-        #expect(saved.container.store.snapshots(for: [dangling.id]).first??.id == dangling.id)
+        #expect(saved.container.store.rows(for: [dangling.id]).first??.id == dangling.id)
         try saved.container.close()
     }
 
@@ -227,7 +227,7 @@ struct ChangeConflictTests {
         let store = StoreFiles.store(saved.container)
         if compacted { _ = try store.compact() }
         let url = store.configuration.url
-        let last = store.generation
+        let last = store.transactionNumber
         let schema = saved.container.schema
         try saved.container.close()
         let record = try append(changes(saved), number: number.map { $0(last) } ?? last + 1, to: url, schema: schema)
@@ -291,7 +291,7 @@ struct ChangeConflictTests {
             guard conflict.canBeLogged else { continue }
             let store = StoreFiles.store(made.container)
             if compacted { _ = try store.compact() }
-            let url = store.configuration.url, schema = made.container.schema, last = store.generation
+            let url = store.configuration.url, schema = made.container.schema, last = store.transactionNumber
             try made.container.close()
             let reader = try Self.open(url, readOnly: true)
             let record = try Self.append(conflict.changes, number: last + 1, to: url, schema: schema)
@@ -299,7 +299,7 @@ struct ChangeConflictTests {
             let reason = conflict.logReason?(record.number) ?? "transaction \(record.number): \(conflict.saveError)"
             #expect("\(conflict)", performing: { try StoreFiles.store(reader).refresh() },
                     throws: Self.refusal(record.segment, record.offset, reason))
-            #expect(reader.store.snapshots(for: made.ids) == made.rows,
+            #expect(reader.store.rows(for: made.ids) == made.rows,
                     "\(conflict): the reader keeps the rows it had")
             try reader.close()
         }

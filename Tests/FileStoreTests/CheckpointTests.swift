@@ -113,7 +113,7 @@ enum CheckpointFixture {
 
     /// The rows of `entity` in the store's memory, in insertion order: row number order.
     static func rows(_ container: ModelContainer, _ entity: String) throws -> [ModelSnapshot] {
-        try StoreFiles.store(container).state.withLock { try $0.rows.snapshots(of: entity) }
+        try StoreFiles.store(container).state.withLock { try $0.rows.rows(of: entity) }
     }
 
     static func manifest(_ url: URL) throws -> Manifest {
@@ -131,7 +131,7 @@ enum CheckpointFixture {
     }
 
     static func strip(_ rows: [ModelSnapshot]) -> [ModelSnapshot] {
-        rows.map { var row = $0; row.version = 0; return row }
+        rows.map { var row = $0; row.transactionNumber = 0; return row }
     }
 
     /// Everything a reader answers for `entity`, gathered: every row, each row's number by its key (and a key it
@@ -188,7 +188,7 @@ enum CheckpointFixture {
         var answers = Answers()
         let rows = try self.rows(container, entity.name)
         let storage = RowStorage(schema: try schema())
-        storage.load(rows, generation: 1)
+        storage.load(rows, transactionNumber: 1)
         answers.rows = strip(rows)
         let number = Dictionary(uniqueKeysWithValues: rows.enumerated().map { ($1.id, $0) })
         answers.numbers = rows.indices.map { $0 } + [nil]
@@ -244,9 +244,9 @@ struct CheckpointWritingTests {
             #expect(answers.scans == expected.scans)
             #expect(answers.holders == expected.holders)
         }
-        // A row's version is the snapshot's last transaction.
+        // A row's transaction number is the snapshot's last transaction.
         let row = try #require(try reader.bases["CheckpointItem"]?.rows([0]).first)
-        #expect(row.version == StoreFiles.store(container).statistics.lastTransaction)
+        #expect(row.transactionNumber == StoreFiles.store(container).statistics.lastTransactionNumber)
         #expect(StoreFiles.store(container).statistics.lastCheckpointError == nil)
         #expect(reader.header.blobs.entries == 2)
     }
@@ -570,7 +570,7 @@ struct CheckpointReadingTests {
         var segment = Array("NOTEKIT/1 segment\n".utf8)
         segment += encoder.segment(SegmentHeader(store: store, number: 2, created: Date()))
         segment += encoder.schema(schema)
-        segment += encoder.snapshot(lastTransaction: 1, rowCount: rows.count)
+        segment += encoder.snapshot(lastTransactionNumber: 1, rowCount: rows.count)
         var start = 0
         while start < rows.count {
             segment += encoder.rows(entity: item, rows[start..<min(rows.count, start + 4096)])

@@ -195,7 +195,7 @@ struct CommandLineTests {
         let url = try store()
         // Remove a folder's row from the state by hand: append a transaction deleting it without unlinking its notes.
         let store = try StoreInspector.openForWriting(at: url)
-        let folder = try #require(try store.fetch(StoreFetchRequest(entity: "Folder")).snapshots
+        let folder = try #require(try store.fetch(StoreFetchRequest(entity: "Folder")).rows
             .first { $0.attributes[1] == .string("Inbox") })
         _ = try store.save(ChangeSet(deleted: [ModelDeletion(id: folder.id)]))
         try store.close()

@@ -260,7 +260,7 @@ struct FaultInjectionTests {
             }
             try StoreFiles.close(container)
         }
-        let expected = try Self.stripVersions(Self.rows(StoreFiles.open(original, NotesSchema.models) { $0.mode = .readOnly }))
+        let expected = try Self.withoutTransactionNumbers(Self.rows(StoreFiles.open(original, NotesSchema.models) { $0.mode = .readOnly }))
         // Fail each step of compaction in turn: every file created, write, flush, rename and directory flush.
         var failedSteps = 0
         for operation: FaultRules.Operation in [.create, .write, .fsync, .rename, .syncDirectory, .remove] {
@@ -279,7 +279,7 @@ struct FaultInjectionTests {
                 try? store.close()
                 // Whatever happened, the store reopens whole, with the same objects.
                 let reopened = try StoreFiles.open(copy, NotesSchema.models)
-                #expect(Self.stripVersions(try Self.rows(reopened)) == expected, "\(operation) #\(nth)")
+                #expect(Self.withoutTransactionNumbers(try Self.rows(reopened)) == expected, "\(operation) #\(nth)")
                 let context = ModelContext(reopened)
                 #expect(try context.fetch(FetchDescriptor<NoteDrawing>()).allSatisfy { !$0.data.isEmpty })
                 #expect(context.readFailures.isEmpty)
@@ -290,11 +290,11 @@ struct FaultInjectionTests {
     }
 
     private static func rows(_ container: ModelContainer) throws -> [ModelSnapshot] {
-        try container.schema.entities.flatMap { try container.store.fetch(StoreFetchRequest(entity: $0.name)).snapshots }
+        try container.schema.entities.flatMap { try container.store.fetch(StoreFetchRequest(entity: $0.name)).rows }
     }
 
-    private static func stripVersions(_ rows: [ModelSnapshot]) -> [ModelSnapshot] {
-        rows.map { var row = $0; row.version = 0; return row }
+    private static func withoutTransactionNumbers(_ rows: [ModelSnapshot]) -> [ModelSnapshot] {
+        rows.map { var row = $0; row.transactionNumber = 0; return row }
     }
 }
 

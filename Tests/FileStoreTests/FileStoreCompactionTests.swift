@@ -8,11 +8,11 @@ import Testing
 @Suite("File store: compaction")
 struct FileStoreCompactionTests {
     private func rows(_ container: ModelContainer) throws -> [ModelSnapshot] {
-        try container.schema.entities.flatMap { try container.store.fetch(StoreFetchRequest(entity: $0.name)).snapshots }
+        try container.schema.entities.flatMap { try container.store.fetch(StoreFetchRequest(entity: $0.name)).rows }
     }
 
-    private func stripVersions(_ rows: [ModelSnapshot]) -> [ModelSnapshot] {
-        rows.map { var row = $0; row.version = 0; return row }
+    private func withoutTransactionNumbers(_ rows: [ModelSnapshot]) -> [ModelSnapshot] {
+        rows.map { var row = $0; row.transactionNumber = 0; return row }
     }
 
     /// The bytes the segments hold, without the space an open store reserves at the end of the last one.
@@ -47,7 +47,7 @@ struct FileStoreCompactionTests {
         let report = try StoreFiles.store(container).compact()
         #expect(report.bytesAfter < report.bytesBefore / 3)
         #expect(bytes(url) < sizeBefore / 3)
-        #expect(stripVersions(try rows(container)) == stripVersions(before))
+        #expect(withoutTransactionNumbers(try rows(container)) == withoutTransactionNumbers(before))
         #expect(try FileManager.default.contentsOfDirectory(atPath: url.appendingPathComponent("segments").path).count == 1)
 
         // Saves after a compaction append to the new segment, and everything reopens.
@@ -56,8 +56,9 @@ struct FileStoreCompactionTests {
         let after = try rows(container)
         try StoreFiles.close(container)
         let reopened = try StoreFiles.open(url, NotesSchema.models)
-        #expect(stripVersions(try rows(reopened)) == stripVersions(after))
-        #expect(StoreFiles.store(reopened).statistics.lastTransaction == StoreFiles.store(container).generation)
+        #expect(withoutTransactionNumbers(try rows(reopened)) == withoutTransactionNumbers(after))
+        #expect(StoreFiles.store(reopened).statistics.lastTransactionNumber
+                == StoreFiles.store(container).transactionNumber)
     }
 
     @Test("Compaction keeps the schema history, and transaction numbers continue after it")
@@ -72,7 +73,7 @@ struct FileStoreCompactionTests {
         try StoreFiles.store(container).compact()
         context.insert(Note())
         try context.save()
-        #expect(StoreFiles.store(container).generation == 4)
+        #expect(StoreFiles.store(container).transactionNumber == 4)
         let text = String(decoding: try Data(contentsOf: StoreFiles.segment(url, 2)), as: UTF8.self)
         #expect(text.contains(#""k":"schema""#) && text.contains(#""k":"snapshot","lastTx":3"#))
         #expect(text.contains(#""k":"tx","tx":4"#))

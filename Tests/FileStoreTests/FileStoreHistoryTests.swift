@@ -146,7 +146,7 @@ struct FileStoreHistoryTests {
         let history = try all(container)
         let last = try #require(history.last)
         #expect(last.author == HistoryRecord.migrationAuthor)
-        #expect(last.number == StoreFiles.store(container).statistics.lastTransaction)
+        #expect(last.number == StoreFiles.store(container).statistics.lastTransactionNumber)
         #expect(history.dropLast().allSatisfy { $0.author != HistoryRecord.migrationAuthor })
         #expect(!history.dropLast().isEmpty, "the fixture's own transactions are history too")
     }

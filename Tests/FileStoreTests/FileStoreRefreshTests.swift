@@ -171,7 +171,7 @@ struct FileStoreRefreshTests {
             #expect(transaction.changes.count == 1)
             break
         }
-        #expect(StoreFiles.store(reader).statistics.lastTransaction == 2)
+        #expect(StoreFiles.store(reader).statistics.lastTransactionNumber == 2)
     }
 
     @Test("An automatic refresh that fails keeps the reader's state and says why in statistics.lastRefreshError")

@@ -88,7 +88,7 @@ struct FileStoreRoundTripTests {
         #expect(segments.count > 20)
         let container = try StoreFiles.open(url, NotesSchema.models)
         #expect(allRows(container) == before)
-        #expect(StoreFiles.store(container).statistics.lastTransaction > 60)
+        #expect(StoreFiles.store(container).statistics.lastTransactionNumber > 60)
     }
 
     @Test("A cyclic folder graph is saved and reopened (DOMAIN.md R6)")
@@ -203,7 +203,7 @@ struct FileStoreRoundTripTests {
         var rows: [ModelSnapshot] = []
         for entity in container.schema.entities {
             let result = try? container.store.fetch(StoreFetchRequest(entity: entity.name))
-            rows += result?.snapshots ?? []
+            rows += result?.rows ?? []
         }
         return rows
     }

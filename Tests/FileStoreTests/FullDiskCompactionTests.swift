@@ -119,7 +119,7 @@ struct FullDiskCompactionTests {
         try StoreFiles.close(container)
         let reopened = try StoreFiles.open(url, NotesSchema.models)
         #expect(try folderNames(reopened) == ["\(round)"])
-        #expect(StoreFiles.store(reopened).generation == UInt64(round + 1))
+        #expect(StoreFiles.store(reopened).transactionNumber == UInt64(round + 1))
         try StoreFiles.close(reopened)
     }
 }

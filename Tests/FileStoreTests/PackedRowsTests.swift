@@ -30,7 +30,7 @@ struct PackedRowsTests {
     }
 
     private func rows(_ container: ModelContainer) throws -> [ModelSnapshot] {
-        try container.store.fetch(StoreFetchRequest(entity: "ReplayVolume")).snapshots
+        try container.store.fetch(StoreFetchRequest(entity: "ReplayVolume")).rows
     }
 
     @Test("A store opened by replaying its log holds its rows packed, with the values saved")
@@ -79,7 +79,7 @@ struct PackedRowsTests {
         let container = try StoreFiles.open(url, ReplayShelf.models) { $0.automaticCompaction = nil }
         defer { try? StoreFiles.close(container) }
         // The shelf holds 20 volumes: past 8, its targets stay an array, and read back the same.
-        let shelves = try container.store.fetch(StoreFetchRequest(entity: "ReplayShelf")).snapshots
+        let shelves = try container.store.fetch(StoreFetchRequest(entity: "ReplayShelf")).rows
         #expect(shelves.count == 1)
         #expect(shelves.first.map { !$0.relationships.isPacked && $0.relationships[0].count == 20 } == true)
         // Updates through a context (a relationship moved, an attribute written, both) keep rows packed together

@@ -395,16 +395,16 @@ struct PrefetchTests {
     }
 }
 
-/// A store that counts the identifiers each `snapshots(for:)` call asks for, over another store.
+/// A store that counts the identifiers each `rows(for:)` call asks for, over another store.
 final class CountingStore: DataStore {
     let base: any DataStore
     let lookups = Locked<[Int]>([])
     init(_ base: any DataStore) { self.base = base }
     var schema: Schema { base.schema }
-    var generation: UInt64 { base.generation }
-    func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
+    var transactionNumber: UInt64 { base.transactionNumber }
+    func rows(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
         lookups.withLock { $0.append(ids.count) }
-        return base.snapshots(for: ids)
+        return base.rows(for: ids)
     }
     func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult { try base.fetch(request) }
     func identifier(entity: String, uniqueConstraint: Int, key: [StoredValue]) -> PersistentIdentifier? {

@@ -91,7 +91,7 @@ struct ReaderRaceTests {
             }
             tally.read("refresh") {
                 try reader.refresh()
-                try expectRows(reader.statistics.objectsPerEntity["RaceEntry"])
+                try expectRows(reader.statistics.rowsPerEntity["RaceEntry"])
             }
             tally.read("verify") {
                 let report = try StoreVerifier.verify(at: url)

@@ -40,14 +40,14 @@ struct ReaderSnapshotTests {
                 }
             case .refresh:
                 let reader = try StoreInspector.openReadOnly(at: url, fileSystem: fileSystem)
-                let before = reader.statistics.lastTransaction
+                let before = reader.statistics.lastTransactionNumber
                 try ReaderSnapshotTests.save(url, times: 3)
                 return {
                     let picked = try reader.refresh()
                     guard picked.map(\.number) == [before + 1, before + 2, before + 3] else {
                         throw ReadFailure(description: "picked up \(picked.map(\.number)) after \(before)")
                     }
-                    try expectRows(reader.statistics.objectsPerEntity["RaceEntry"])
+                    try expectRows(reader.statistics.rowsPerEntity["RaceEntry"])
                 }
             case .verify:
                 return {
@@ -85,7 +85,7 @@ struct ReaderSnapshotTests {
                 return {
                     let store = try StoreInspector.openForWriting(at: url, fileSystem: fileSystem)
                     defer { try? store.close() }
-                    try expectRows(store.statistics.objectsPerEntity["RaceEntry"])
+                    try expectRows(store.statistics.rowsPerEntity["RaceEntry"])
                 }
             case .salvage:
                 return {
@@ -222,7 +222,7 @@ struct ReaderSnapshotTests {
         let configuration = FileStoreConfiguration(url: url, mode: .readOnly, fileSystem: racing)
         let store = try FileStore(configuration: configuration, schema: Schema(CompactionRace.models))
         #expect(moved.withLock { $0 } == 2, "the segment was missing once")
-        #expect(store.statistics.objectsPerEntity["RaceEntry"] == Self.entries)
+        #expect(store.statistics.rowsPerEntity["RaceEntry"] == Self.entries)
     }
 
     @Test("A reader takes no lock, and reads while a writer holds the store open")

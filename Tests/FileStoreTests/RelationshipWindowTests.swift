@@ -102,7 +102,7 @@ struct RelationshipWindowTests {
                 let plan = try ModelContext(container).explain(descriptor)
                 #expect(plan.relationshipPlan?.contains("in the order of index rating") == true, "\(round): \(plan)")
                 // The folders named, then about the window's rows: not the folder's 250 notes (500 for F3).
-                #expect(plan.recordsExamined < 40, "\(round), \(name): \(plan)")
+                #expect(plan.rowsExamined < 40, "\(round), \(name): \(plan)")
             }
             // The count of F3's notes (two folders) adds up the lengths of their stored inverse lists.
             let inF3 = FetchDescriptor<WindowNote>(predicate: #Predicate { $0.folder?.name == "F3" })
@@ -140,7 +140,7 @@ struct RelationshipWindowTests {
                                                       .int(Int64(ratings.max()!))]], "\(round)")
             // The range holds about 1,200 notes: their rows are not read, the bounds' binary searches and the
             // extremes' are (and the rows changed since, from memory).
-            #expect(result.plan.recordsExamined < 200, "\(round): \(result.plan)")
+            #expect(result.plan.rowsExamined < 200, "\(round): \(result.plan)")
             if round == "checkpoint" { try Self.change(container) }
         }
     }
@@ -163,7 +163,7 @@ struct RelationshipWindowTests {
                 let plan = try ModelContext(container).explain(descriptor)
                 #expect(plan.relationshipPlan?.hasPrefix("the sort by WindowNote.folder.name") == true,
                         "\(round), \(name): \(plan)")
-                #expect(plan.recordsExamined < Self.noteCount / 4, "\(round), \(name): \(plan)")
+                #expect(plan.rowsExamined < Self.noteCount / 4, "\(round), \(name): \(plan)")
             }
             if round == "checkpoint" { try Self.change(container) }
         }

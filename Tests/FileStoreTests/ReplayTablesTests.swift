@@ -110,7 +110,7 @@ private struct Observed: Equatable {
     var byRank: [String], byWeight: [String]
     var heavyCount: Int
     var shelfCodes: [String]
-    /// The version of every row, in the order of the rows above.
+    /// The transaction number of every row, in the order of the rows above.
     var versions: [UInt64] = []
 
     /// The first thing that differs from `other`, described; nil when nothing does.
@@ -130,13 +130,13 @@ private struct Observed: Equatable {
 
     init(_ container: ModelContainer) throws {
         func rows(_ entity: String) throws -> [ModelSnapshot] {
-            try container.store.fetch(StoreFetchRequest(entity: entity)).snapshots
+            try container.store.fetch(StoreFetchRequest(entity: entity)).rows
         }
         func unversioned(_ rows: [ModelSnapshot]) -> [ModelSnapshot] {
             rows.map { ModelSnapshot(id: $0.id, attributes: $0.attributes, relationships: $0.relationships) }
         }
         let all = [try rows("ReplayShelf"), try rows("ReplayVolume"), try rows("ReplayCrate")]
-        versions = all.flatMap { $0.map(\.version) }
+        versions = all.flatMap { $0.map(\.transactionNumber) }
         (shelves, volumes, crates) = (unversioned(all[0]), unversioned(all[1]), unversioned(all[2]))
         let context = ModelContext(container)
         byRank = try context.fetch(FetchDescriptor<ReplayVolume>(sortBy: [SortDescriptor(\.rank),

@@ -57,7 +57,7 @@ struct SharedWritersTests {
         let container = try ModelContainer(for: Schema(ModelContainer.fieldNotesModels),
                                            configurations: [FileStoreConfiguration(url: url, mode: .readOnly)])
         #expect(try Self.titles(ModelContext(container)) == (0..<10).map { "note \($0)" })
-        #expect(container.store.generation == 10)
+        #expect(container.store.transactionNumber == 10)
         #expect(try StoreVerifier.verify(at: url).ok)
     }
 
@@ -166,7 +166,7 @@ struct SharedWritersTests {
             note.title = "mine again"
             context.insert(note)
             try context.save()
-            #expect(container.store.generation == 3)
+            #expect(container.store.transactionNumber == 3)
         }
         try StoreFiles.close(container)
     }
@@ -262,8 +262,9 @@ struct SharedWritersTests {
         try context.save()
         // Polled from this thread, without reading the listening open (a read would pick the commit up itself).
         let deadline = ContinuousClock.now + .seconds(5)
-        while store.statistics.lastTransaction < 1, ContinuousClock.now < deadline { usleep(5_000) }
-        #expect(store.statistics.lastTransaction == 1, "the check found the other writer's commit with the pool busy")
+        while store.statistics.lastTransactionNumber < 1, ContinuousClock.now < deadline { usleep(5_000) }
+        #expect(store.statistics.lastTransactionNumber == 1,
+                "the check found the other writer's commit with the pool busy")
         _ = stream
         try StoreFiles.close(listening)
         try StoreFiles.close(writer)

@@ -91,7 +91,7 @@ struct StreamingReplayTests {
         #expect(replay.heldSegmentBytes <= bound, "held \(replay.heldSegmentBytes) of a \(size)-byte segment")
         #expect(replay.heldSegmentBytes > 0)
         #expect(replay.rowCount == 36 * 8)
-        #expect(replay.lastTransaction == 36)
+        #expect(replay.lastTransactionNumber == 36)
         #expect(replay.tornTail == nil)
         // The open itself sees every note, bodies whole.
         let container = try StoreFiles.open(url, [StreamedNote.self])
@@ -136,7 +136,7 @@ struct StreamingReplayTests {
         let replay = try StreamedStore.replay(url)
         #expect(replay.heldSegmentBytes <= bound, "held \(replay.heldSegmentBytes) of segments of \(sizes) bytes")
         #expect(replay.rowCount == 45 * 8)
-        #expect(replay.lastTransaction == 45)
+        #expect(replay.lastTransactionNumber == 45)
         // The sizes the writable open appends after are where each segment's last record ends.
         for number in manifest.segments {
             let whole = try SegmentScan.read(StreamedStore.layout(url).segment(number), number: number,
@@ -194,7 +194,7 @@ struct StreamingReplayTests {
         let pointInTime = try StreamedStore.replay(url, policy: .pointInTime)
         #expect(pointInTime.damage != nil)
         // Every record before the damage was applied: the segment record, the schema and `index - 2` saves.
-        #expect(pointInTime.lastTransaction == UInt64(index - 2))
+        #expect(pointInTime.lastTransactionNumber == UInt64(index - 2))
         #expect(pointInTime.rowCount == (index - 2) * 8)
         #expect(pointInTime.heldSegmentBytes <= SegmentScan.piece + (try StreamedStore.largestRecord(url)))
     }

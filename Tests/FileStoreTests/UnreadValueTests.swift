@@ -68,12 +68,12 @@ struct UnreadValueTests {
         let (url, blob) = try Self.storeWithMissingBlob()
         let (container, context, sketch) = try Self.open(url)
         defer { try? container.close() }
-        let generation = container.store.generation
+        let transactionNumber = container.store.transactionNumber
         sketch.drawing = sketch.drawing
         #expect(throws: SaveError.unreadValueOverwritten(model: sketch.persistentModelID, property: "drawing")) {
             try context.save()
         }
-        #expect(container.store.generation == generation)
+        #expect(container.store.transactionNumber == transactionNumber)
         context.rollback()
 
         // Another value is the user's to write; so is the default once a read of the stored value succeeded.

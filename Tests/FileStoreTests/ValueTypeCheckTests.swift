@@ -30,7 +30,7 @@ struct ValueTypeCheckTests {
     func refusedWithTheTypes(kind: StoreKind) throws {
         let (container, id) = try Self.saved(kind)
         let store = container.store
-        let generation = store.generation
+        let transactionNumber = store.transactionNumber
         let cases: [(attribute: String, value: StoredValue, expected: String, found: String)] = [
             ("url", .null, "URL", "null"),                       // what the first dynamic models wrote
             ("level", .string("high"), "Level(Int)?", "string"),  // a raw value of the wrong kind
@@ -47,7 +47,7 @@ struct ValueTypeCheckTests {
                                                             expected: item.expected, found: item.found)) {
                 try store.save(update)
             }
-            var row = try #require(store.snapshots(for: [id]).first ?? nil)
+            var row = try #require(store.rows(for: [id]).first ?? nil)
             row.id = PersistentIdentifier(entityName: "EveryType", primaryKey: UUID())
             row.attributes[slot] = item.value
             #expect(throws: SaveError.valueDoesNotMatchType(model: row.id, property: item.attribute,
@@ -55,11 +55,11 @@ struct ValueTypeCheckTests {
                 try store.save(ChangeSet(inserted: [row]))
             }
         }
-        var short = try #require(store.snapshots(for: [id]).first ?? nil)
+        var short = try #require(store.rows(for: [id]).first ?? nil)
         short.id = PersistentIdentifier(entityName: "EveryType", primaryKey: UUID())
         short.attributes = AttributeValues(Array(short.attributes.dropLast()))
         #expect(throws: SaveError.self) { try store.save(ChangeSet(inserted: [short])) }
-        #expect(store.generation == generation)
+        #expect(store.transactionNumber == transactionNumber)
 
         guard kind == .file, let url = (store as? FileStore)?.configuration.url else { return }
         try container.close()
@@ -110,7 +110,7 @@ struct ValueTypeCheckTests {
         #expect(admitted > 20 && refused > 20, "admitted \(admitted), refused \(refused)")
         let reopened = try FileStore(configuration: configuration, schema: schema)
         defer { try? reopened.close() }
-        let rows = reopened.snapshots(for: Array(kept.keys))
+        let rows = reopened.rows(for: Array(kept.keys))
         #expect(rows.compactMap { $0 }.count == kept.count)
         for row in rows.compactMap({ $0 }) {
             let expected = kept[row.id]!

@@ -47,7 +47,7 @@ struct MirrorBlobTests {
         }
         let (_, photo) = try Self.photo(container, id)
         let slot = try #require(container.schema.entity(named: "PhotoRecord")?.attributes.firstIndex { $0.name == "data" })
-        let stored = try #require(container.store.snapshots(for: [photo.persistentModelID]).first ?? nil)
+        let stored = try #require(container.store.rows(for: [photo.persistentModelID]).first ?? nil)
         guard case .external(let external) = stored.attributes[slot] else { return true }
         return external.isLoaded
     }

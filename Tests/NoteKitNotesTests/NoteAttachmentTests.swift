@@ -29,12 +29,13 @@ struct NoteAttachmentTests {
         let note = f.editor.createNote(.init(title: "n"))
         let attachment = try f.attachments.add(Data("hello".utf8), originalName: "h.txt", contentType: "text/plain",
                                                to: note)
-        let before = NoteState(note), generation = f.container.store.generation
+        let before = NoteState(note), transactionNumber = f.container.store.transactionNumber
         let url = f.attachments.url(of: attachment)
         let modified = try FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date
         f.clock.advance(by: 1000)
         #expect(try f.attachments.data(of: attachment) == Data("hello".utf8))
-        #expect(NoteState(note) == before && !f.context.hasChanges && f.container.store.generation == generation)
+        #expect(NoteState(note) == before && !f.context.hasChanges
+                && f.container.store.transactionNumber == transactionNumber)
         #expect(try FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date == modified)
     }
 

@@ -147,7 +147,7 @@ struct AggregateTests {
                                             operations: [.init(.count), .init(.minimum, .attribute(5)),
                                                          .init(.maximum, .attribute(5))])
         let result = try context.container.store.aggregate(request)
-        #expect(result.plan.index == ["isPinned", "createdAt"] && result.plan.recordsExamined == objects.count,
+        #expect(result.plan.index == ["isPinned", "createdAt"] && result.plan.rowsExamined == objects.count,
                 "\(result.plan)")
         #expect(result.groups[0].values[0] == .int(Int64(objects.count)))
     }

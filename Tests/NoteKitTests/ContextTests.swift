@@ -127,7 +127,7 @@ struct ContextTests {
         store.failuresLeft.withLock { $0 = 1 }
         #expect(throws: FailingStore.InjectedFailure.self) { try context.save() }
         #expect(context.hasChanges && context.insertedModelsArray.count == 1)
-        #expect(store.generation == 0, "nothing reached the store")
+        #expect(store.transactionNumber == 0, "nothing reached the store")
         try context.save()
         #expect(!context.hasChanges)
 

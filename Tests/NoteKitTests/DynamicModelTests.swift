@@ -45,9 +45,9 @@ struct DynamicModelTests {
         for entity in container.schema.entities {
             let ids = try container.store.fetch(StoreFetchRequest(entity: entity.name, resultType: .identifiers))
                 .identifiers
-            for (id, snapshot) in zip(ids, container.store.snapshots(for: ids)) {
+            for (id, snapshot) in zip(ids, container.store.rows(for: ids)) {
                 var row = try #require(snapshot)
-                row.version = 0
+                row.transactionNumber = 0
                 rows[id] = row
             }
         }
@@ -113,7 +113,7 @@ struct DynamicModelTests {
                 // creator wrote them all); an update names some. (An attribute a creator did not know falls back
                 // to its prototype's value on the app's types and to the declared default or zero on dynamic
                 // models: the two differ only for a generated default.)
-                let isNew = typed.store.snapshots(for: [object.id]).first! == nil
+                let isNew = typed.store.rows(for: [object.id]).first! == nil
                     && !objects.contains { $0.id == object.id }
                 for attribute in entity.attributes where isNew || Bool.random(using: &random) {
                     object.attributes[attribute.name] = Self.value(attribute, batch: batch, using: &random)
@@ -202,7 +202,7 @@ struct DynamicModelTests {
             try container.close()
             container = try open()
         }
-        let row = try #require(container.store.snapshots(for: [id]).first ?? nil)
+        let row = try #require(container.store.rows(for: [id]).first ?? nil)
         let entity = try #require(container.schema.entity(named: "Sample"))
         for (slot, attribute) in entity.attributes.enumerated() {
             let expected = attribute.defaultValue ?? attribute.type.zeroValue

@@ -491,7 +491,7 @@ struct FetchTests {
         #expect(plan.evaluatedInMemory)
         #expect(plan.objectParts.count == 1 && plan.objectParts[0].contains("computed"), "\(plan.objectParts)")
         #expect(plan.index == ["isPinned", "createdAt"], "the store narrows by the part it runs: \(plan)")
-        #expect(plan.recordsExamined == 3, "\(plan)")
+        #expect(plan.rowsExamined == 3, "\(plan)")
         #expect(Fixture.labels(try context.fetch(descriptor)) == ["Kingfisher@1", "Crème brûlée@3", "Budget@5"])
         #expect("\(plan)".contains("computed or @Transient"))
     }

@@ -50,7 +50,7 @@ struct IndexKeyStorageTests {
         var fromRows = IndexTree(keyCount: 2, chunkCapacity: 4)
         // Rows as a table holds them, a removed one's place nil.
         fromRows.bulkLoad([nil] + zip(Self.exactKeys, ids).map { key, id -> ModelSnapshot? in
-            ModelSnapshot(id: id, attributes: [.string("x")] + key.reversed(), relationships: [], version: 1)
+            ModelSnapshot(id: id, attributes: [.string("x")] + key.reversed(), relationships: [], transactionNumber: 1)
         }, slots: [2, 1])
         // Reloading a tree's own entries, which hold no array, keeps them so.
         var reloaded = IndexTree(keyCount: 2)

@@ -76,8 +76,8 @@ struct IndexTests {
         #expect(plan.indexEqualityPrefix == 1)
         #expect(plan.sortedByIndex)
         #expect(!plan.evaluatedInMemory)
-        #expect(plan.recordsExamined == 20, "not \(corpus.notes.count): \(plan)")
-        #expect(plan.recordsReturned == 20)
+        #expect(plan.rowsExamined == 20, "not \(corpus.notes.count): \(plan)")
+        #expect(plan.rowsReturned == 20)
         #expect(try context.fetch(descriptor).map(\.persistentModelID) == Self.reference(corpus.notes, descriptor))
 
         // The seed's summary: the count reads the pinned range, the page reads 20.
@@ -94,8 +94,8 @@ struct IndexTests {
         let descriptor = Self.pinnedNewestFirst()
         let plan = try context.explain(descriptor)
         #expect(plan.index == ["isPinned", "createdAt"] && plan.sortedByIndex)
-        #expect(plan.recordsExamined == corpus.pinnedCount)
-        #expect(plan.recordsReturned == corpus.pinnedCount)
+        #expect(plan.rowsExamined == corpus.pinnedCount)
+        #expect(plan.rowsReturned == corpus.pinnedCount)
         #expect(try context.fetch(descriptor).map(\.persistentModelID) == Self.reference(corpus.notes, descriptor))
         #expect(try context.fetchCount(descriptor) == corpus.pinnedCount)
 
@@ -103,14 +103,14 @@ struct IndexTests {
         var window = descriptor
         window.fetchOffset = 5
         window.fetchLimit = 10
-        #expect(try context.explain(window).recordsExamined == 15)
+        #expect(try context.explain(window).rowsExamined == 15)
         #expect(try context.fetch(window).map(\.persistentModelID) == Self.reference(corpus.notes, window))
 
         // The unpinned notes are the other range of the same index.
         let unpinned = FetchDescriptor<NoteRecord>(predicate: #Predicate { $0.isPinned == false })
         let unpinnedPlan = try context.explain(unpinned)
         #expect(unpinnedPlan.index == ["isPinned", "createdAt"])
-        #expect(unpinnedPlan.recordsExamined == corpus.notes.count - corpus.pinnedCount)
+        #expect(unpinnedPlan.rowsExamined == corpus.notes.count - corpus.pinnedCount)
     }
 
     @Test("A range on createdAt reads only the matches from the createdAt index", arguments: StoreKind.allCases)
@@ -135,8 +135,8 @@ struct IndexTests {
             #expect(plan.index == ["createdAt"], "\(name): \(plan)")
             #expect(plan.indexRange, "\(name)")
             #expect(plan.sortedByIndex, "\(name)")
-            #expect(plan.recordsExamined == matches, "\(name): \(plan)")
-            #expect(plan.recordsReturned == matches, "\(name)")
+            #expect(plan.rowsExamined == matches, "\(name): \(plan)")
+            #expect(plan.rowsReturned == matches, "\(name)")
             #expect(try context.fetch(descriptor).map(\.persistentModelID) == Self.reference(corpus.notes, descriptor),
                     "\(name)")
         }
@@ -147,7 +147,7 @@ struct IndexTests {
         newest.fetchLimit = 5
         let plan = try context.explain(newest)
         #expect(plan.index == ["createdAt"] && plan.indexRange && plan.sortedByIndex)
-        #expect(plan.recordsExamined == 5)
+        #expect(plan.rowsExamined == 5)
         #expect(try context.fetch(newest).map(\.title) == ["Note 299", "Note 298", "Note 297", "Note 296", "Note 295"])
 
         // No predicate, sorted by createdAt: the index gives the order, and a limit stops the scan.
@@ -155,7 +155,7 @@ struct IndexTests {
         oldest.fetchLimit = 3
         let oldestPlan = try context.explain(oldest)
         #expect(oldestPlan.index == ["createdAt"] && oldestPlan.sortedByIndex && !oldestPlan.indexRange)
-        #expect(oldestPlan.recordsExamined == 3)
+        #expect(oldestPlan.rowsExamined == 3)
         #expect(try context.fetch(oldest).map(\.title) == ["Note 0", "Note 1", "Note 2"])
     }
 
@@ -179,7 +179,7 @@ struct IndexTests {
             #expect(plan.indexEqualityPrefix == 1, "\(name)")
             #expect(plan.indexRange, "\(name)")
             #expect(plan.sortedByIndex, "\(name)")
-            #expect(plan.recordsExamined == expected.count, "\(name): \(plan)")
+            #expect(plan.rowsExamined == expected.count, "\(name): \(plan)")
             #expect(try context.fetch(descriptor).map(\.persistentModelID) == expected, "\(name)")
         }
     }
@@ -200,7 +200,7 @@ struct IndexTests {
             let plan = try context.explain(descriptor)
             #expect(plan.index == nil, "\(name): \(plan)")
             #expect(!plan.evaluatedInMemory, "\(name)")
-            #expect(plan.recordsExamined == corpus.notes.count, "\(name)")
+            #expect(plan.rowsExamined == corpus.notes.count, "\(name)")
             #expect(Set(try context.fetch(descriptor).map(\.persistentModelID))
                     == Set(try Self.reference(corpus.notes, descriptor)), "\(name)")
         }
@@ -208,14 +208,14 @@ struct IndexTests {
         let unpinned = FetchDescriptor<NoteRecord>(predicate: #Predicate { !$0.isPinned })
         let unpinnedPlan = try context.explain(unpinned)
         #expect(unpinnedPlan.index == ["isPinned", "createdAt"] && unpinnedPlan.indexEqualityPrefix == 1)
-        #expect(unpinnedPlan.recordsExamined == corpus.notes.filter { !$0.isPinned }.count)
+        #expect(unpinnedPlan.rowsExamined == corpus.notes.filter { !$0.isPinned }.count)
         #expect(Set(try context.fetch(unpinned).map(\.persistentModelID)) == Set(try Self.reference(corpus.notes, unpinned)))
 
         // A sort no index delivers scans everything too, even with a limit.
         var byTitle = FetchDescriptor<NoteRecord>(sortBy: [SortDescriptor(\.title)])
         byTitle.fetchLimit = 3
         let plan = try context.explain(byTitle)
-        #expect(plan.index == nil && plan.recordsExamined == corpus.notes.count)
+        #expect(plan.index == nil && plan.rowsExamined == corpus.notes.count)
         #expect(try context.fetch(byTitle).map(\.title) == ["Note 0", "Note 1", "Note 10"])
     }
 
@@ -266,11 +266,11 @@ struct IndexTests {
                 #expect(try Self.reference(live, descriptor) == expected, "\(label): the writer's objects agree")
                 let plan = try reader.explain(descriptor)
                 #expect(plan.index != nil, "\(label): \(plan)")
-                #expect(plan.recordsExamined == expected.count, "\(label): reads only what it returns: \(plan)")
+                #expect(plan.rowsExamined == expected.count, "\(label): reads only what it returns: \(plan)")
             }
             let pinnedPlan = try reader.explain(Self.pinnedNewestFirst(limit: 20))
             #expect(pinnedPlan.index == ["isPinned", "createdAt"] && pinnedPlan.sortedByIndex, "round \(round)")
-            #expect(pinnedPlan.recordsExamined == min(20, live.filter(\.isPinned).count), "round \(round)")
+            #expect(pinnedPlan.rowsExamined == min(20, live.filter(\.isPinned).count), "round \(round)")
         }
     }
 

@@ -346,7 +346,7 @@ struct ModelDeclarationTests {
         #expect(copy.route == [hut, summit, hut])
 
         // Stored as the raw value, so a store (and an index) sees "high" and 99, not an encoding.
-        let row = try #require(reloaded.container.store.snapshots(for: [copy.persistentModelID]).first ?? nil)
+        let row = try #require(reloaded.container.store.rows(for: [copy.persistentModelID]).first ?? nil)
         let entity = try #require(reloaded.container.schema.entity(named: "CustomValueSpecimen"))
         #expect(row.attributes[try #require(entity.attributeIndex(named: "priority"))] == .string("high"))
         #expect(row.attributes[try #require(entity.attributeIndex(named: "level"))] == .int(99))

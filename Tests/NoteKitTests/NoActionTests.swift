@@ -80,7 +80,7 @@ struct NoActionTests {
         let reader = ModelContext(container)
         let bare = try reader.fetchCount(FetchDescriptor<Tag>(predicate: #Predicate { $0.bins.count == 0 }))
         #expect(bare == 1)
-        let row = try #require(container.store.snapshots(for: [tag.persistentModelID]).first ?? nil)
+        let row = try #require(container.store.rows(for: [tag.persistentModelID]).first ?? nil)
         #expect(row.relationships[0].identifiers.isEmpty, "the store no longer lists the deleted bin either")
     }
 }

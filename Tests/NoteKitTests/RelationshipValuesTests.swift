@@ -102,8 +102,10 @@ struct RelationshipValuesTests {
     func updateKeepsRowsPacked() {
         let (attributes, relationships) = AttributeValues.packing(Self.values, relationships: Self.everyShape)
         let id = Self.id("Note", 42)
-        let packedRow = ModelSnapshot(id: id, attributes: attributes, relationships: relationships, version: 3)
-        let heldRow = ModelSnapshot(id: id, attributes: Self.values, relationships: Self.everyShape, version: 3)
+        let packedRow = ModelSnapshot(id: id, attributes: attributes, relationships: relationships,
+                                      transactionNumber: 3)
+        let heldRow = ModelSnapshot(id: id, attributes: Self.values, relationships: Self.everyShape,
+                                    transactionNumber: 3)
         // An attribute changes, with or without targets: values and targets are packed anew, together.
         let withAttributes = [
             ModelUpdate(id: id, attributes: [AttributeChange(index: 3, value: .int(8))], relationships: []),
@@ -111,10 +113,11 @@ struct RelationshipValuesTests {
                         relationships: [RelationshipChange(index: 0, kind: .toOne(Self.id("Folder", 4)))]),
         ]
         for update in withAttributes {
-            let fromPacked = packedRow.applying(update, version: 4), fromHeld = heldRow.applying(update, version: 4)
+            let fromPacked = packedRow.applying(update, transactionNumber: 4)
+            let fromHeld = heldRow.applying(update, transactionNumber: 4)
             #expect(fromPacked == fromHeld, "\(update)")
             #expect(fromPacked.relationships.isPacked(with: fromPacked.attributes), "\(update)")
-            #expect(fromPacked.version == 4)
+            #expect(fromPacked.transactionNumber == 4)
         }
         // Only targets change (a delete rule nullifying): the values keep their allocation, which the objects that
         // read the row share, and the targets become an array.
@@ -122,21 +125,22 @@ struct RelationshipValuesTests {
             RelationshipChange(index: 1, kind: .toOne(nil)),
             RelationshipChange(index: 3, kind: .toMany(added: [Self.id("Photo", 5)], removed: [Self.id("Photo", 2)])),
         ])
-        let moved = packedRow.applying(targetsOnly, version: 4)
-        #expect(moved == heldRow.applying(targetsOnly, version: 4))
+        let moved = packedRow.applying(targetsOnly, transactionNumber: 4)
+        #expect(moved == heldRow.applying(targetsOnly, transactionNumber: 4))
         #expect(relationships.isPacked(with: moved.attributes), "the values are the same allocation")
         #expect(!moved.relationships.isPacked)
         #expect(moved.relationships[1] == .toOne(nil) && moved.relationships[3] == .toMany([Self.id("Photo", 5)]))
         // A later attribute change packs them together again.
-        let again = moved.applying(withAttributes[0], version: 5)
+        let again = moved.applying(withAttributes[0], transactionNumber: 5)
         #expect(again.relationships.isPacked(with: again.attributes))
-        #expect(again == heldRow.applying(targetsOnly, version: 4).applying(withAttributes[0], version: 5))
+        #expect(again == heldRow.applying(targetsOnly, transactionNumber: 4)
+            .applying(withAttributes[0], transactionNumber: 5))
         // An update that makes a to-many longer than 8 leaves the values packed and the targets in an array.
         let grow = ModelUpdate(id: id, attributes: [], relationships: [
             RelationshipChange(index: 4, kind: .toMany(added: [Self.id("Photo", 99)], removed: [])),
         ])
-        let grown = packedRow.applying(grow, version: 5)
-        #expect(grown == heldRow.applying(grow, version: 5))
+        let grown = packedRow.applying(grow, transactionNumber: 5)
+        #expect(grown == heldRow.applying(grow, transactionNumber: 5))
         #expect(grown.attributes.isPacked && !grown.relationships.isPacked)
         #expect(grown.relationships[4].count == 9)
     }

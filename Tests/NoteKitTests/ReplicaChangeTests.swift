@@ -5,7 +5,7 @@ import NoteKitTestSupport
 import Testing
 @testable import NoteKit
 
-/// The seam a mirror's import uses (issue 18): a save that commits only at the store generation it was computed
+/// The seam a mirror's import uses (issue 18): a save that commits only at the transaction number it was computed
 /// at, and changes applied by entity and property name with the context's rules.
 @Suite("Changes applied from another replica")
 struct ReplicaChangeTests {
@@ -17,7 +17,7 @@ struct ReplicaChangeTests {
         try first.save()
 
         let importer = ModelContext(container)
-        importer.expectedStoreGeneration = container.store.generation
+        importer.expectedTransactionNumber = container.store.transactionNumber
         let note = try #require(try importer.fetch(FetchDescriptor<NoteKitStressSupport.NoteRecord>()).first)
         note.title = "from the server"
         // Another writer commits in between: on a file store, through another container (as another process would,
@@ -33,9 +33,9 @@ struct ReplicaChangeTests {
         writer.insert(NoteKitStressSupport.NoteRecord())
         try writer.save()
 
-        #expect(throws: StoreGenerationMoved.self) { try importer.save() }
+        #expect(throws: TransactionNumberMoved.self) { try importer.save() }
         #expect(importer.hasChanges, "a refused save keeps its changes")
-        importer.expectedStoreGeneration = other.store.generation
+        importer.expectedTransactionNumber = other.store.transactionNumber
         try importer.save()
         #expect(try ModelContext(other).fetch(FetchDescriptor<NoteKitStressSupport.NoteRecord>()).contains { $0.title == "from the server" })
     }

@@ -57,7 +57,7 @@ struct RowBaseTests {
 
     static func folder(_ n: Int, name: String, rank: Int, notes: [PersistentIdentifier] = []) -> ModelSnapshot {
         ModelSnapshot(id: id("Folder", n), attributes: [.string(name), .int(Int64(rank))],
-                      relationships: [.toMany(notes)], version: 1)
+                      relationships: [.toMany(notes)], transactionNumber: 1)
     }
 
     static func note(_ n: Int, title: String, pinned: Bool = false, created: Int = 0, score: Int = 0,
@@ -66,20 +66,20 @@ struct RowBaseTests {
         ModelSnapshot(id: id("Note", n),
                       attributes: [.string(title), .bool(pinned), .int(Int64(created)), .int(Int64(score)),
                                    code.map(StoredValue.string) ?? .null],
-                      relationships: [.toOne(folder), .toMany(related)], version: 1)
+                      relationships: [.toOne(folder), .toMany(related)], transactionNumber: 1)
     }
 
     /// The storage that loaded `rows`, and the one over an ``InMemoryRowBase`` of the same rows.
     static func pair(_ rows: [ModelSnapshot], failingAt: [String: Int] = [:])
         -> (loaded: RowStorage, based: RowStorage, bases: [String: InMemoryRowBase]) {
         let loaded = RowStorage(schema: schema)
-        loaded.load(rows, generation: 1)
+        loaded.load(rows, transactionNumber: 1)
         var bases: [String: InMemoryRowBase] = [:]
         for entity in schema.entities {
             bases[entity.name] = InMemoryRowBase(entity: entity, rows: rows.filter { $0.id.entityName == entity.name },
                                                  failingAt: failingAt[entity.name])
         }
-        let based = RowStorage(schema: schema, bases: bases, generation: 1)
+        let based = RowStorage(schema: schema, bases: bases, transactionNumber: 1)
         return (loaded, based, bases)
     }
 
@@ -116,7 +116,7 @@ struct RowBaseTests {
             for sort in sorts {
                 let offset = rng.chance(0.3) ? Int.random(in: 0...3, using: &rng) : 0
                 let limit: Int? = rng.chance(0.5) ? Int.random(in: 1...6, using: &rng) : nil
-                let type: StoreFetchRequest.ResultType = rng.pick([.snapshots, .identifiers, .count])
+                let type: StoreFetchRequest.ResultType = rng.pick([.rows, .identifiers, .count])
                 requests.append(StoreFetchRequest(entity: "Note", filter: filter, sort: sort, offset: offset,
                                                   limit: limit, resultType: type,
                                                   excluding: rng.chance(0.2) ? excluded : []))
@@ -135,9 +135,9 @@ struct RowBaseTests {
                            rng: inout SeededGenerator, _ label: String) throws {
         for entity in schema.entities {
             #expect(a.count(of: entity.name) == b.count(of: entity.name), "count of \(entity.name), \(label)")
-            #expect(try a.snapshots(of: entity.name) == b.snapshots(of: entity.name), "rows of \(entity.name), \(label)")
+            #expect(try a.rows(of: entity.name) == b.rows(of: entity.name), "rows of \(entity.name), \(label)")
         }
-        let all = try a.snapshots(of: "Folder") + a.snapshots(of: "Note")
+        let all = try a.rows(of: "Folder") + a.rows(of: "Note")
         for id in known {
             #expect(try a.snapshot(for: id) == b.snapshot(for: id), "snapshot \(id), \(label)")
         }
@@ -170,7 +170,7 @@ struct RowBaseTests {
             let x = try a.fetch(request), y = try b.fetch(request)
             let what = "\(request.filter.map { "\($0)" } ?? "all") sort \(request.sort) offset \(request.offset) "
                 + "limit \(request.limit.map(String.init) ?? "-") \(request.resultType), \(label)"
-            #expect(x.snapshots == y.snapshots, "snapshots of \(what)")
+            #expect(x.rows == y.rows, "snapshots of \(what)")
             #expect(x.identifiers == y.identifiers, "identifiers of \(what)")
             #expect(x.count == y.count, "count of \(what)")
             #expect(x.plan == y.plan, "plan of \(what)")
@@ -233,7 +233,7 @@ struct RowBaseTests {
 
         /// A random change set over the current rows of `storage` (which the change set is validated against).
         mutating func changes(over storage: RowStorage) throws -> ChangeSet {
-            let notes = try storage.snapshots(of: "Note"), folders = try storage.snapshots(of: "Folder")
+            let notes = try storage.rows(of: "Note"), folders = try storage.rows(of: "Folder")
             var used = Set<PersistentIdentifier>()
             var changes = ChangeSet()
             func fresh(_ entity: String) -> PersistentIdentifier {
@@ -328,7 +328,7 @@ struct RowBaseTests {
         // About a third are accepted (the others name deleted or unknown rows, on purpose); seed 5589366857225114622
         // accepts 97 of 300, so the bound only guards against a generator that stops producing valid change sets.
         #expect(accepted > steps / 6, "enough random change sets are accepted (\(accepted) of \(steps))")
-        #expect(loaded.generation == based.generation)
+        #expect(loaded.transactionNumber == based.transactionNumber)
     }
 
     // MARK: The rules, one by one
@@ -348,7 +348,7 @@ struct RowBaseTests {
                                                       relationships: [])])
         #expect(try Self.save(changes, loaded, based, "update and insert"))
         let order = [0, 1, 2, 3].map { Self.id("Note", $0) }
-        #expect(try based.snapshots(of: "Note").map(\.id) == order)
+        #expect(try based.rows(of: "Note").map(\.id) == order)
         #expect(try based.fetch(StoreFetchRequest(entity: "Note", resultType: .identifiers)).identifiers == order)
         // Unpinned, through the (pinned, created) index, unsorted: insertion order, not the index's.
         let unpinned = StoreFetchRequest(entity: "Note", filter: .compare(.attribute(1), .equal, .value(.bool(false))),
@@ -509,17 +509,17 @@ struct RowBaseTests {
         let (_, based, bases) = Self.pair(rows)
         let base = bases["Note"]!
         let all = try based.fetch(StoreFetchRequest(entity: "Note", filter: .compare(.attribute(3), .equal, .value(.int(3))) ))
-        #expect(all.snapshots.count == rows.count { $0.attributes[3] == .int(3) })
+        #expect(all.rows.count == rows.count { $0.attributes[3] == .int(3) })
         #expect(base.rowCalls > 0 && base.rowCalls <= 1000 / 256 + 1 + 4,
                 "\(base.rowCalls) calls of rows(_:) for 1,000 rows through the score index")
         base.resetCounts()
-        _ = try based.snapshots(of: "Note")
+        _ = try based.rows(of: "Note")
         #expect(base.rowCalls <= 1000 / 256 + 1, "\(base.rowCalls) calls of rows(_:) for a full scan of 1,000 rows")
         base.resetCounts()
         let top = try based.fetch(StoreFetchRequest(
             entity: "Note", filter: .compare(.attribute(1), .equal, .value(.bool(true))),
             sort: [FetchSortKey(.attribute(2), ascending: false)], limit: 20))
-        #expect(top.snapshots.map(\.id) == (0..<20).map { Self.id("Note", 990 - 10 * $0) })
+        #expect(top.rows.map(\.id) == (0..<20).map { Self.id("Note", 990 - 10 * $0) })
         #expect(base.rowsRead == 20, "the top 20 read \(base.rowsRead) rows")
         #expect(base.rowCalls == 1)
         // A scan that may stop early, through a filter that rejects almost every row, still reads in batches
@@ -527,7 +527,7 @@ struct RowBaseTests {
         base.resetCounts()
         let last = try based.fetch(StoreFetchRequest(
             entity: "Note", filter: .compare(.attribute(0), .equal, .value(.string("t999"))), limit: 1))
-        #expect(last.snapshots.map(\.id) == [Self.id("Note", 999)])
+        #expect(last.rows.map(\.id) == [Self.id("Note", 999)])
         #expect(base.rowCalls <= 10, "\(base.rowCalls) calls of rows(_:) to scan 1,000 rows for a first match")
     }
 }

@@ -302,7 +302,7 @@ struct UndoTests {
         let (context, undoManager) = try undoableContext(kind, [Author.self, Shelf.self])
         let (author, shelf) = libraryWithShelf(in: context)
         try context.save()
-        let generation = context.container.store.generation
+        let transactionNumber = context.container.store.transactionNumber
 
         author.name = "U. K. Le Guin"
         author.books[0].pages = 1
@@ -318,7 +318,7 @@ struct UndoTests {
         #expect(context.insertedModelsArray.isEmpty && context.changedModelsArray.isEmpty)
         #expect(context.deletedModelsArray.isEmpty)
         try context.save()
-        #expect(context.container.store.generation == generation, "nothing to save")
+        #expect(context.container.store.transactionNumber == transactionNumber, "nothing to save")
     }
 
     // MARK: The redo stack

@@ -10,11 +10,11 @@ public final class FailingStore: DataStore {
     public let base: InMemoryStore
     public let failuresLeft = Mutex(0)
     public var schema: Schema { base.schema }
-    public var generation: UInt64 { base.generation }
+    public var transactionNumber: UInt64 { base.transactionNumber }
 
     public init(schema: Schema) { base = InMemoryStore(schema: schema) }
 
-    public func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] { base.snapshots(for: ids) }
+    public func rows(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] { base.rows(for: ids) }
     public func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult { try base.fetch(request) }
     public func identifier(entity: String, uniqueConstraint: Int, key: [StoredValue]) -> PersistentIdentifier? {
         base.identifier(entity: entity, uniqueConstraint: uniqueConstraint, key: key)

@@ -176,12 +176,12 @@ extension ModelContext {
             let pending = (insertedObjects + changedObjects + deletedObjects)
                 .filter { $0._$metadata.entityName == metadata.entityName }
             request.excluding = Set(pending.map(\._$id))
-            request.additionalRows = pending.filter { $0._$state != .deleted }.map(\._$snapshot)
+            request.additionalRows = pending.filter { $0._$state != .deleted }.map(\._$row)
             let readsOthers = compiled.readsOtherRows || (groupBy?.readsOtherRows ?? false)
                 || operations.contains { $0.operand?.readsOtherRows ?? false }
             if readsOthers && hasChanges {
                 var overlay: [PersistentIdentifier: ModelSnapshot?] = [:]
-                for object in insertedObjects + changedObjects { overlay[object._$id] = .some(object._$snapshot) }
+                for object in insertedObjects + changedObjects { overlay[object._$id] = .some(object._$row) }
                 for object in deletedObjects { overlay[object._$id] = .some(nil) }
                 request.overlay = overlay
             }

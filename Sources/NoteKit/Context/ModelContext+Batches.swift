@@ -136,7 +136,7 @@ extension ModelContext {
     /// nil for an identifier neither the context nor the store has (any more). Unchanged objects are refreshed
     /// from newer saved rows, as a fetch refreshes them.
     func _objects(for ids: ArraySlice<PersistentIdentifier>) -> [ModelObject?] {
-        zip(ids, store.snapshots(for: Array(ids))).map { id, row in
+        zip(ids, store.rows(for: Array(ids))).map { id, row in
             if let row { return _object(for: row) }
             return registry[id]
         }

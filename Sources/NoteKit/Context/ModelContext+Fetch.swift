@@ -18,7 +18,7 @@ extension ModelContext {
     ///   saved values without creating objects) plus one object per result; otherwise one object per saved object
     ///   of the entity (see ``explain(_:)``).
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
-        try run(descriptor, wanting: .snapshots).objects.map { unsafeDowncast($0, to: T.self) }
+        try run(descriptor, wanting: .rows).objects.map { unsafeDowncast($0, to: T.self) }
     }
 
     /// How many objects match `descriptor` (its limit and offset apply), without creating objects when the
@@ -74,7 +74,7 @@ extension ModelContext {
         let pending = descriptor.includePendingChanges ? pendingObjects(of: metadata) : []
         let overlay = descriptor.includePendingChanges && compiled.readsOtherRows ? pendingOverlay() : [:]
         let loading = descriptor.loading(for: metadata)
-        let attributes = resultType == .snapshots ? loading.attributes : nil
+        let attributes = resultType == .rows ? loading.attributes : nil
         if pending.isEmpty {
             var request = StoreFetchRequest(entity: metadata.entityName, filter: compiled.filter, sort: sort,
                                             offset: offset, limit: limit, resultType: resultType)
@@ -87,7 +87,7 @@ extension ModelContext {
         // order), dropped when deleted or no longer matching, and the rest are appended. A filter or sort that
         // follows relationships reads the other objects as they are now too.
         var request = StoreFetchRequest(entity: metadata.entityName, filter: compiled.filter, sort: sort,
-                                        resultType: .snapshots)
+                                        resultType: .rows)
         request.attributes = attributes
         request.overlay = overlay
         let result = try store.fetch(request)
@@ -96,7 +96,7 @@ extension ModelContext {
         let filter = try compiled.filter.map(PreparedFilter.init)
         var pendingByID: [PersistentIdentifier: ModelObject] = [:]
         for object in pending { pendingByID[object._$id] = object }
-        var merged = try Self.merge(result.snapshots, pending: pending, pendingByID: pendingByID, filter: filter,
+        var merged = try Self.merge(result.rows, pending: pending, pendingByID: pendingByID, filter: filter,
                                     lookup: lookup, entity: metadata.entityName)
         if !sort.isEmpty {
             try EntityTable.sortRows(&merged, by: sort, entity: metadata.entityName, lookup: lookup,
@@ -104,9 +104,9 @@ extension ModelContext {
         }
         let slice = Array(merged.dropFirst(offset).prefix(limit ?? .max))
         var outcome = FetchOutcome(count: slice.count, plan: result.plan)
-        outcome.plan.recordsReturned = slice.count
+        outcome.plan.rowsReturned = slice.count
         switch resultType {
-        case .snapshots:
+        case .rows:
             // Pending objects are themselves; saved rows go through the lookup that refreshes unchanged objects.
             outcome.objects = slice.map { row in
                 pendingByID[row.id] ?? _object(for: row, partial: fault)
@@ -124,8 +124,8 @@ extension ModelContext {
         let result = try store.fetch(request)
         var outcome = FetchOutcome(identifiers: result.identifiers, count: result.count, plan: result.plan)
         let fault = PartialFault.of(result.loadedAttributes, metadata: metadata)
-        registry.reserve(adding: result.snapshots.count)
-        outcome.objects = result.snapshots.map { _object(for: $0, partial: fault) }
+        registry.reserve(adding: result.rows.count)
+        outcome.objects = result.rows.map { _object(for: $0, partial: fault) }
         if !loading.prefetched.isEmpty { prefetch(loading.prefetched, of: outcome.objects) }
         return outcome
     }
@@ -138,7 +138,7 @@ extension ModelContext {
                               lookup: RowLookup, entity: String) throws -> [ModelSnapshot] {
         func current(_ object: ModelObject) throws -> ModelSnapshot? {
             guard object._$state != .deleted else { return nil }
-            let snapshot = object._$snapshot
+            let snapshot = object._$row
             guard let filter else { return snapshot }
             return try EntityTable.matches(filter, snapshot, lookup: lookup, entity: entity) ? snapshot : nil
         }
@@ -162,7 +162,7 @@ extension ModelContext {
     /// a deleted one.
     private func pendingOverlay() -> [PersistentIdentifier: ModelSnapshot?] {
         var overlay: [PersistentIdentifier: ModelSnapshot?] = [:]
-        for object in insertedObjects + changedObjects { overlay[object._$id] = .some(object._$snapshot) }
+        for object in insertedObjects + changedObjects { overlay[object._$id] = .some(object._$row) }
         for object in deletedObjects { overlay[object._$id] = .some(nil) }
         return overlay
     }
@@ -172,7 +172,7 @@ extension ModelContext {
         let store = store
         return RowLookup { id in
             if let pending = overlay[id] { return pending }
-            return store.snapshots(for: [id]).first ?? nil
+            return store.rows(for: [id]).first ?? nil
         }
     }
 
@@ -200,12 +200,12 @@ extension ModelContext {
         var candidates: [(result: ModelObject, judged: ModelObject)]
         if descriptor.includePendingChanges {
             var seen = Set<PersistentIdentifier>()
-            var objects = stored.snapshots.map { _object(for: $0) }.filter { $0._$state != .deleted }
+            var objects = stored.rows.map { _object(for: $0) }.filter { $0._$state != .deleted }
             for object in objects { seen.insert(object._$id) }
             objects += pendingObjects(of: metadata).filter { $0._$state != .deleted && !seen.contains($0._$id) }
             candidates = objects.map { ($0, $0) }
         } else {
-            candidates = stored.snapshots.map { snapshot in
+            candidates = stored.rows.map { snapshot in
                 let object = _object(for: snapshot)
                 let hasPendingChanges = object._$isChanged || object._$state == .deleted
                 return (object, hasPendingChanges ? _materialize(snapshot, registering: false) : object)
@@ -237,10 +237,10 @@ extension ModelContext {
         var plan = stored.plan
         plan.evaluatedInMemory = true
         plan.objectParts = compiled.objectParts
-        plan.recordsReturned = slice.count
+        plan.rowsReturned = slice.count
         var outcome = FetchOutcome(count: slice.count, plan: plan)
         switch resultType {
-        case .snapshots:
+        case .rows:
             outcome.objects = slice
             prefetch(descriptor.loading(for: metadata).prefetched, of: slice)
         case .identifiers: outcome.identifiers = slice.map(\._$id)
@@ -265,7 +265,7 @@ extension ModelContext {
             }
         }
         guard !targets.isEmpty else { return }
-        for row in store.snapshots(for: targets) {
+        for row in store.rows(for: targets) {
             if let row { _ = _object(for: row) }
         }
     }

@@ -107,7 +107,7 @@ extension ModelContext {
     /// The token of the store's last committed transaction; nil when nothing was ever saved. A consumer that
     /// starts from the current state reads it first, then asks for the history after it.
     public func currentHistoryToken() -> DefaultHistoryToken? {
-        let last = store.generation
+        let last = store.transactionNumber
         return last == 0 ? nil : DefaultHistoryToken(transactionNumber: last)
     }
 }

@@ -52,8 +52,8 @@ extension ModelContext {
     /// dropped, and the loser is then deleted, so nothing cascades from a merged object. A survivor this store does
     /// not have leaves the loser deleted as a plain deletion would.
     ///
-    /// Nothing here commits: the caller saves the context, typically with ``expectedStoreGeneration`` set to the
-    /// generation it computed the changes at, so that they never overwrite a save they did not weigh.
+    /// Nothing here commits: the caller saves the context, typically with ``expectedTransactionNumber`` set to the
+    /// transaction number it computed the changes at, so that they never overwrite a save they did not weigh.
     ///
     /// - Throws: only what reading the store throws; a deletion a `.deny` rule refuses is reported, not thrown.
     /// - Complexity: O(objects × properties given), plus the delete rules' cost.

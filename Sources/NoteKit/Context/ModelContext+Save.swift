@@ -34,11 +34,11 @@ extension ModelContext {
         try resolveUniqueInserts()
         let inserted = insertedObjects, changed = changedObjects, deleted = deletedObjects
         var changes = ChangeSet(author: author)
-        changes.expectedGeneration = expectedStoreGeneration
+        changes.expectedTransactionNumber = expectedTransactionNumber
         changes.inserted.reserveCapacity(inserted.count)
         for object in inserted {
             try checkRelationships(of: object, added: nil)
-            changes.inserted.append(object._$snapshot)
+            changes.inserted.append(object._$row)
         }
         var updatedObjects: [ModelObject] = []
         for object in changed {
@@ -54,12 +54,12 @@ extension ModelContext {
             changes.deleted.append(ModelDeletion(id: object._$id, tombstone: tombstone))
         }
 
-        let generation = changes.isEmpty ? store.generation : try store.save(changes).generation
+        let transactionNumber = changes.isEmpty ? store.transactionNumber : try store.save(changes).transactionNumber
 
-        for object in inserted { object._$commitInsert(generation: generation) }
+        for object in inserted { object._$commitInsert(transactionNumber: transactionNumber) }
         for object in changed { object._$commitChanges() }
         // The store merged only what changed; read back what it now holds for objects it updated.
-        let stored = store.snapshots(for: updatedObjects.map(\._$id))
+        let stored = store.rows(for: updatedObjects.map(\._$id))
         for (object, snapshot) in zip(updatedObjects, stored) {
             guard let snapshot else { continue }
             object._$takeSaved(snapshot)
@@ -72,7 +72,7 @@ extension ModelContext {
             object._$leave(deleted: true)
         }
         clearLists()
-        if !changes.isEmpty { postDidSave(changes, transaction: generation) }
+        if !changes.isEmpty { postDidSave(changes, transaction: transactionNumber) }
     }
 
     /// The changed properties of `object` since it was last read or saved; nil when nothing differs.
@@ -132,7 +132,7 @@ extension ModelContext {
                                                             maximum: relationship.maximumModelCount)
             }
             for target in targets.identifiers where added?.contains(target) ?? true {
-                if registry[target]?._$state == .deleted || (registry[target] == nil && store.snapshots(for: [target]).first! == nil) {
+                if registry[target]?._$state == .deleted || (registry[target] == nil && store.rows(for: [target]).first! == nil) {
                     throw SaveError.relationshipToMissingModel(model: object._$id, property: relationship.name,
                                                                target: target)
                 }
@@ -237,7 +237,7 @@ extension ModelContext {
             guard registered._$state == .registered, slots.map({ registered._$attributes[$0] }) == key else { return nil }
             return .object(registered)
         }
-        return store.snapshots(for: [id]).first?.map(KeyHolder.stored)
+        return store.rows(for: [id]).first?.map(KeyHolder.stored)
     }
 
     /// Points every reference to `duplicate` (an inserted object an upsert merged away or renamed) at `survivor`,

@@ -82,7 +82,7 @@ extension ModelContext {
 
     /// Sets the values that differ between `from` and `to` to `to`'s, telling observers.
     private func restoreValues(of object: ModelObject, from: UndoGroup.Image, to: UndoGroup.Image) {
-        var snapshot = object._$snapshot
+        var snapshot = object._$row
         var differs = false
         for slot in to.attributes.indices where !from.attributes.hasSameValue(at: slot, as: to.attributes) {
             snapshot.attributes[slot] = to.attributes[slot]

@@ -68,10 +68,10 @@ public final class ModelContext {
 
     /// Recorded with each save in the store's history.
     public var author: String?
-    /// When set, ``save()`` commits only if the store is still at this generation (``ChangeSet/expectedGeneration``)
-    /// and throws ``StoreGenerationMoved`` otherwise: an import of another replica's changes
-    /// (``applyReplicaChanges(_:deleting:merging:)``), which must not overwrite what it has not seen.
-    package var expectedStoreGeneration: UInt64?
+    /// When set, ``save()`` commits only if the store is still at this transaction number
+    /// (``ChangeSet/expectedTransactionNumber``) and throws ``TransactionNumberMoved`` otherwise: an import of another
+    /// replica's changes (``applyReplicaChanges(_:deleting:merging:)``), which must not overwrite what it has not seen.
+    package var expectedTransactionNumber: UInt64?
     /// Whether the context saves by itself, shortly after changes (SwiftData's `autosaveEnabled`): true for
     /// ``ModelContainer/mainContext``, false for contexts created with ``init(_:)`` (a model actor's included).
     ///
@@ -281,12 +281,12 @@ public final class ModelContext {
     func _object(for id: PersistentIdentifier, refresh: Bool = false) -> ModelObject? {
         if let known = registry[id] {
             if refresh, known._$state == .registered, !known._$isChanged,
-               let stored = store.snapshots(for: [id]).first ?? nil {
+               let stored = store.rows(for: [id]).first ?? nil {
                 _refresh(known, from: stored)
             }
             return known
         }
-        guard let stored = store.snapshots(for: [id]).first ?? nil else { return nil }
+        guard let stored = store.rows(for: [id]).first ?? nil else { return nil }
         return _materialize(stored)
     }
 
@@ -336,10 +336,10 @@ public final class ModelContext {
         guard let fault else { return _object(for: snapshot) }
         if let known = registry[snapshot.id] {
             guard known._$state == .registered, !known._$isChanged else { return known }
-            if let committed = known._$committed, snapshot.version > committed.version {
+            if let committed = known._$committed, snapshot.transactionNumber > committed.transactionNumber {
                 if known._$fault != nil {
                     _fulfill(known)
-                } else if let stored = store.snapshots(for: [snapshot.id]).first ?? nil {
+                } else if let stored = store.rows(for: [snapshot.id]).first ?? nil {
                     _refresh(known, from: stored)
                 }
             }
@@ -355,7 +355,7 @@ public final class ModelContext {
     /// context deleted it) leaves each unloaded attribute at its declared default, recorded in ``readFailures``.
     func _fulfill(_ object: ModelObject) {
         guard object._$fault != nil else { return }
-        _fill(object, from: store.snapshots(for: [object._$id]).first ?? nil)
+        _fill(object, from: store.rows(for: [object._$id]).first ?? nil)
     }
 
     /// Fills the unloaded attributes of `object` from `row`, its whole saved row (nil: gone), then refreshes it.
@@ -376,7 +376,9 @@ public final class ModelContext {
     /// partial fetch left out first (`snapshot` is a whole row).
     private func _refresh(_ object: ModelObject, from snapshot: ModelSnapshot) {
         if object._$fault != nil { return _fill(object, from: snapshot) }
-        guard let committed = object._$committed, snapshot.version > committed.version else { return }
+        guard let committed = object._$committed, snapshot.transactionNumber > committed.transactionNumber else {
+            return
+        }
         object._$takeSaved(snapshot)
     }
 

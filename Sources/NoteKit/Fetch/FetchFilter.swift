@@ -202,9 +202,9 @@ public struct FetchSortKey: Sendable, Hashable {
 public struct StoreFetchRequest: Sendable {
     /// What the caller needs back.
     public enum ResultType: Sendable {
-        /// The rows' snapshots (``StoreFetchResult/snapshots``), their identifiers only
+        /// The rows themselves (``StoreFetchResult/rows``), their identifiers only
         /// (``StoreFetchResult/identifiers``), or their number only (``StoreFetchResult/count``).
-        case snapshots, identifiers, count
+        case rows, identifiers, count
     }
 
     /// The entity's name.
@@ -236,7 +236,7 @@ public struct StoreFetchRequest: Sendable {
 
     /// A request for the rows of `entity` that match `filter`, sorted by `sort`, from `offset`, at most `limit`.
     public init(entity: String, filter: FetchFilter? = nil, sort: [FetchSortKey] = [], offset: Int = 0,
-                limit: Int? = nil, resultType: ResultType = .snapshots, excluding: Set<PersistentIdentifier> = []) {
+                limit: Int? = nil, resultType: ResultType = .rows, excluding: Set<PersistentIdentifier> = []) {
         self.entity = entity
         self.filter = filter
         self.sort = sort
@@ -361,8 +361,8 @@ extension FetchOperand {
 
 /// What a store fetch returned, and how it found it.
 public struct StoreFetchResult: Sendable {
-    /// The matching rows, for a request of ``StoreFetchRequest/ResultType/snapshots``; empty otherwise.
-    public var snapshots: [ModelSnapshot] = []
+    /// The matching rows, for a request of ``StoreFetchRequest/ResultType/rows``; empty otherwise.
+    public var rows: [ModelSnapshot] = []
     /// The matching rows' identifiers, for a request of ``StoreFetchRequest/ResultType/identifiers``; empty
     /// otherwise.
     public var identifiers: [PersistentIdentifier] = []
@@ -370,8 +370,8 @@ public struct StoreFetchResult: Sendable {
     public var count = 0
     /// How the store found the rows (see ``ModelContext/explain(_:)``).
     public var plan: FetchPlan
-    /// The positions of the attributes ``snapshots`` hold, when the store decoded fewer than every one (the
-    /// others hold `.null`: read the whole row with ``DataStore/snapshots(for:)``); nil when every row is whole.
+    /// The positions of the attributes ``rows`` hold, when the store decoded fewer than every one (the
+    /// others hold `.null`: read the whole row with ``DataStore/rows(for:)``); nil when every row is whole.
     /// A row may hold more than it lists.
     public var loadedAttributes: [Int]?
 
@@ -384,7 +384,7 @@ public struct StoreFetchResult: Sendable {
 /// ```swift
 /// let plan = try context.explain(descriptor)
 /// plan.index               // ["isPinned", "createdAt"]
-/// plan.recordsExamined     // 20
+/// plan.rowsExamined     // 20
 /// ```
 public struct FetchPlan: Sendable, Hashable, CustomStringConvertible {
     /// The entity fetched.
@@ -395,12 +395,12 @@ public struct FetchPlan: Sendable, Hashable, CustomStringConvertible {
     public var indexEqualityPrefix: Int
     /// Whether a range on the next index attribute bounded the scan.
     public var indexRange: Bool
-    /// Whether the index delivered the records in the requested order (no sort was needed).
+    /// Whether the index delivered the rows in the requested order (no sort was needed).
     public var sortedByIndex: Bool
-    /// How many stored records were read to answer.
-    public var recordsExamined: Int
-    /// How many records the fetch returned (before pending changes were merged).
-    public var recordsReturned: Int
+    /// How many stored rows were read to answer.
+    public var rowsExamined: Int
+    /// How many rows the fetch returned (before pending changes were merged).
+    public var rowsReturned: Int
     /// Whether the predicate or sort could not be compiled whole and was evaluated on model objects (after the store
     /// narrowed the candidates by what did compile); ``objectParts`` says which parts and why.
     public var evaluatedInMemory: Bool
@@ -414,15 +414,15 @@ public struct FetchPlan: Sendable, Hashable, CustomStringConvertible {
 
     /// A plan, as a store reports how it answered a request; every count starts at 0.
     public init(entity: String, index: [String]? = nil, indexEqualityPrefix: Int = 0, indexRange: Bool = false,
-                sortedByIndex: Bool = false, recordsExamined: Int = 0, recordsReturned: Int = 0,
+                sortedByIndex: Bool = false, rowsExamined: Int = 0, rowsReturned: Int = 0,
                 evaluatedInMemory: Bool = false) {
         self.entity = entity
         self.index = index
         self.indexEqualityPrefix = indexEqualityPrefix
         self.indexRange = indexRange
         self.sortedByIndex = sortedByIndex
-        self.recordsExamined = recordsExamined
-        self.recordsReturned = recordsReturned
+        self.rowsExamined = rowsExamined
+        self.rowsReturned = rowsReturned
         self.evaluatedInMemory = evaluatedInMemory
     }
 
@@ -436,6 +436,6 @@ public struct FetchPlan: Sendable, Hashable, CustomStringConvertible {
             access += objectParts.isEmpty ? ", then objects in memory"
                 : ", then objects in memory for: " + objectParts.joined(separator: "; ")
         }
-        return "\(entity): \(access), examined \(recordsExamined), returned \(recordsReturned)"
+        return "\(entity): \(access), examined \(rowsExamined), returned \(rowsReturned)"
     }
 }

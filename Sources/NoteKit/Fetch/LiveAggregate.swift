@@ -73,7 +73,7 @@ public final class LiveAggregate<Model: PersistentModel, Value>: Observable, Liv
     /// The entities the aggregated key paths and the grouping key read.
     private let keyPathEntities: Set<String>
     private(set) var relevantEntities: Set<String>
-    private(set) var computedGeneration: UInt64
+    private(set) var computedTransactionNumber: UInt64
     private let subscription = Mutex<Task<Void, Never>?>(nil)
     /// How many computations were made (for tests that check a transaction did not cause one).
     private(set) var computations = 1
@@ -88,7 +88,7 @@ public final class LiveAggregate<Model: PersistentModel, Value>: Observable, Liv
         self.compute = compute
         keyPathEntities = LiveRelevance.entities(read: keyPaths, of: Model.self, context: context)
         relevantEntities = LiveRelevance.entities(read: descriptor, context: context).union(keyPathEntities)
-        computedGeneration = context.store.generation
+        computedTransactionNumber = context.store.transactionNumber
         storedValue = try compute(context, descriptor)
         let task = followTransactions(self, transactions, isolation: isolation)
         subscription.withLock { $0 = task }
@@ -139,7 +139,7 @@ public final class LiveAggregate<Model: PersistentModel, Value>: Observable, Liv
     /// Computes the aggregate again now, whatever was committed.
     public func recompute() {
         computations += 1
-        computedGeneration = context.store.generation
+        computedTransactionNumber = context.store.transactionNumber
         do {
             let computed = try compute(context, descriptor)
             registrar.withMutation(of: self, keyPath: \.value) { storedValue = computed }

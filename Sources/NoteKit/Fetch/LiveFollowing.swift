@@ -7,8 +7,8 @@ protocol LiveFollowing: AnyObject {
     var context: ModelContext { get }
     /// The entities whose changes can change the results.
     var relevantEntities: Set<String> { get }
-    /// The store generation the last computation saw: transactions up to it are in the results already.
-    var computedGeneration: UInt64 { get }
+    /// The transaction number the last computation saw: transactions up to it are in the results already.
+    var computedTransactionNumber: UInt64 { get }
     /// Computes the results again, whatever was committed.
     func recompute()
 }
@@ -31,7 +31,7 @@ func followTransactions<Owner: LiveFollowing>(_ owner: Owner, _ transactions: As
 extension LiveFollowing {
     /// Computes again when `record` is newer than the last computation and touches a relevant entity.
     func receive(_ record: HistoryRecord) {
-        guard record.number > computedGeneration else { return }
+        guard record.number > computedTransactionNumber else { return }
         let relevant = relevantEntities
         let touches = record.inserted.contains { relevant.contains($0.entityName) }
             || record.updated.contains { relevant.contains($0.id.entityName) }

@@ -143,8 +143,8 @@ public final class LiveQuery<Model: PersistentModel>: Observable, LiveFollowing 
     private let section: Section?
     /// The entities whose changes can change the results.
     private(set) var relevantEntities: Set<String>
-    /// The store generation the last fetch saw: transactions up to it are in the results already.
-    private(set) var computedGeneration: UInt64 = 0
+    /// The transaction number the last fetch saw: transactions up to it are in the results already.
+    private(set) var computedTransactionNumber: UInt64 = 0
     private let subscription = Mutex<Task<Void, Never>?>(nil)
     /// How many fetches the query made (for tests that check a transaction did not cause one).
     private(set) var fetches = 0
@@ -233,7 +233,7 @@ public final class LiveQuery<Model: PersistentModel>: Observable, LiveFollowing 
 
     func recompute() {
         fetches += 1
-        computedGeneration = context.store.generation
+        computedTransactionNumber = context.store.transactionNumber
         do {
             let fetched = try context.fetch(Self.sectioned(descriptor, section))
             registrar.withMutation(of: self, keyPath: \.results) {

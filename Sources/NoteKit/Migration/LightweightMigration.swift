@@ -321,7 +321,7 @@ package struct LightweightMigration: Sendable {
                 return Self.renaming(row.relationships[source], entities: renamed)
             }
             converted.append(ModelSnapshot(id: id, attributes: attributes, relationships: relationships,
-                                           version: row.version))
+                                           transactionNumber: row.transactionNumber))
         }
         for (property, count) in missingValues.sorted(by: { $0.key < $1.key }) {
             diff.changes.append(.init(entity: String(property.prefix { $0 != "." }),

@@ -59,10 +59,10 @@ enum MigrationRunner {
             let from = versions[position], to = versions[target]
             if case .custom(_, _, let willMigrate?, _) = stage {
                 let store = try session.openStore(schema: from, keepingLock: false)
-                let generation = store.generation
+                let transactionNumber = store.transactionNumber
                 try run(willMigrate, on: store, schema: from, configuration: configuration,
                         uniquenessPolicy: uniquenessPolicy, stage: (from.version, to.version))
-                if store.generation != generation {
+                if store.transactionNumber != transactionNumber {
                     written.append(.willMigrateSaved(from: from.version, to: to.version))
                 }
             }

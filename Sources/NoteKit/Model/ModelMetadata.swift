@@ -406,7 +406,8 @@ final class ModelMetadata: @unchecked Sendable {
     }
 
     /// The row a whole-row fault of this entity holds until its row is read: the identifier, each attribute's
-    /// fallback, no relationship target, version 0 (older than any stored row, so the stored row replaces it).
+    /// fallback, no relationship target, transaction number 0 (older than any stored row, so the stored row replaces
+    /// it).
     func faultRow(_ id: PersistentIdentifier) -> ModelSnapshot {
         let placeholder = faultPlaceholder.withLock { placeholder in
             if let placeholder { return placeholder }
@@ -415,7 +416,7 @@ final class ModelMetadata: @unchecked Sendable {
             placeholder = made
             return made
         }
-        return ModelSnapshot(id: id, attributes: placeholder.0, relationships: placeholder.1, version: 0)
+        return ModelSnapshot(id: id, attributes: placeholder.0, relationships: placeholder.1, transactionNumber: 0)
     }
 
     /// The fault of an object made for a relationship's target: nothing loaded.

@@ -201,7 +201,8 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     final private(set) var _$committed: ModelSnapshot? {
         get {
             _$committedValues.map {
-                ModelSnapshot(id: _$id, attributes: $0.attributes, relationships: $0.relationships, version: $0.version)
+                ModelSnapshot(id: _$id, attributes: $0.attributes, relationships: $0.relationships,
+                              transactionNumber: $0.transactionNumber)
             }
         }
         set { _$committedValues = newValue.map(CommittedValues.init) }
@@ -211,12 +212,12 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     struct CommittedValues {
         var attributes: AttributeValues
         var relationships: RelationshipValues
-        var version: UInt64
+        var transactionNumber: UInt64
 
         init(_ snapshot: ModelSnapshot) {
             attributes = snapshot.attributes
             relationships = snapshot.relationships
-            version = snapshot.version
+            transactionNumber = snapshot.transactionNumber
         }
     }
 
@@ -434,7 +435,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
     // MARK: Snapshots
 
     /// The object's current values as a store row.
-    final var _$snapshot: ModelSnapshot {
+    final var _$row: ModelSnapshot {
         ModelSnapshot(id: _$id, attributes: _$attributes, relationships: _$relationships)
     }
 
@@ -467,7 +468,7 @@ open class ModelObject: Observable, Hashable, CustomStringConvertible {
 ///
 /// - ``_$insert(into:)``: unmanaged, or deleted and saved elsewhere → inserted.
 /// - ``_$attach(to:in:registering:)``: a row the store returned → registered.
-/// - ``_$commitInsert(generation:)``: inserted → registered, when the save is done.
+/// - ``_$commitInsert(transactionNumber:)``: inserted → registered, when the save is done.
 /// - ``_$delete()``: registered → deleted (until the save); inserted → deleted, in no context.
 /// - ``_$undelete()``: deleted, not saved → registered, or inserted when never saved.
 /// - ``_$leave(deleted:)``: out of the context, unmanaged (rollback, undo) or deleted (a saved delete).
@@ -542,13 +543,13 @@ extension ModelObject {
 
     // MARK: Saving and reading back
 
-    /// Save of an insert: the store now holds the object's current values, written at `generation`.
-    final func _$commitInsert(generation: UInt64) {
+    /// Save of an insert: the store now holds the object's current values, written at `transactionNumber`.
+    final func _$commitInsert(transactionNumber: UInt64) {
         _$state = .registered
         _$isChanged = false
         _$assignedRelationships = []
         _$committed = ModelSnapshot(id: _$id, attributes: _$attributes, relationships: _$relationships,
-                                    version: generation)
+                                    transactionNumber: transactionNumber)
     }
 
     /// Save of changes: the store now holds what changed in the object, which is unchanged until its next change.
@@ -568,7 +569,7 @@ extension ModelObject {
     final func _$fillUnloaded(_ value: (Int) -> StoredValue) {
         guard let fault = _$fault else { return }
         _$fault = nil
-        var committed = _$committed ?? _$snapshot
+        var committed = _$committed ?? _$row
         for slot in fault.loaded.indices where !fault.loaded[slot] {
             let filled = value(slot)
             _$attributes[slot] = filled

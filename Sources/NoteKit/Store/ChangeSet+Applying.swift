@@ -1,7 +1,7 @@
 /// Rows a change set is checked against and applied to: a store's tables (``RowStorage``), or the objects a file
 /// store's replay rebuilds from its log. Each keeps its rows in its own way; ``ChangeSet/conflict(with:)`` and
-/// ``ChangeSet/apply(to:version:noAction:)`` decide, for all of them, when a change set applies and in what order
-/// it changes the rows.
+/// ``ChangeSet/apply(to:transactionNumber:noAction:)`` decide, for all of them, when a change set applies and in what
+/// order it changes the rows.
 package protocol ChangeableRows {
     /// What a read of the rows may throw (`Never` for rows all in memory).
     associatedtype ReadFailure: Error
@@ -15,10 +15,10 @@ package protocol ChangeableRows {
 
     /// Removes the row of `id`, which exists.
     mutating func remove(_ id: PersistentIdentifier)
-    /// Applies `update` to the row it names, which exists, stamping it with `version`.
-    mutating func update(_ update: ModelUpdate, version: UInt64)
-    /// Adds `rows`, none of which exists, stamped with `version`, after every other row of their entities.
-    mutating func insert(_ rows: [ModelSnapshot], version: UInt64)
+    /// Applies `update` to the row it names, which exists, stamping it with `transactionNumber`.
+    mutating func update(_ update: ModelUpdate, transactionNumber: UInt64)
+    /// Adds `rows`, none of which exists, stamped with `transactionNumber`, after every other row of their entities.
+    mutating func insert(_ rows: [ModelSnapshot], transactionNumber: UInt64)
 }
 
 extension ChangeSet {
@@ -104,20 +104,21 @@ extension ChangeSet {
         return nil
     }
 
-    /// Applies the change set to `rows`, stamping the rows it writes with `version`: first what `noAction` drops
-    /// (the references to each deleted row its `.noAction` relationships leave behind, see ``NoActionReferences``),
-    /// then the deletes, the updates and the inserts.
+    /// Applies the change set to `rows`, stamping the rows it writes with `transactionNumber`: first what `noAction`
+    /// drops (the references to each deleted row its `.noAction` relationships leave behind, see
+    /// ``NoActionReferences``), then the deletes, the updates and the inserts.
     ///
     /// - Precondition: ``conflict(with:)`` found none in `rows`, and nothing changed since.
     /// - Complexity: O(changes), plus what `rows` spends inserting a batch.
-    package func apply<Rows: ChangeableRows>(to rows: inout Rows, version: UInt64, noAction: NoActionReferences?) {
+    package func apply<Rows: ChangeableRows>(to rows: inout Rows, transactionNumber: UInt64,
+                                             noAction: NoActionReferences?) {
         if let noAction, !noAction.isEmpty, !deleted.isEmpty {
             for update in noAction.updates(deleting: deleted, row: { rows.row($0) }) {
-                rows.update(update, version: version)
+                rows.update(update, transactionNumber: transactionNumber)
             }
         }
         for deletion in deleted { rows.remove(deletion.id) }
-        for update in updated { rows.update(update, version: version) }
-        if !inserted.isEmpty { rows.insert(inserted, version: version) }
+        for update in updated { rows.update(update, transactionNumber: transactionNumber) }
+        if !inserted.isEmpty { rows.insert(inserted, transactionNumber: transactionNumber) }
     }
 }

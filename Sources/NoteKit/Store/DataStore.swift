@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// The seam between contexts and storage, shaped like SwiftData's `DataStore`: stores exchange plain `Sendable`
-/// snapshots, never model objects.
+/// rows (``ModelSnapshot``), never model objects.
 ///
 /// NoteKit ships two implementations: ``InMemoryStore`` and the file store (`NoteKitFileStore`). A context's
 /// behaviour (delete rules, inverse maintenance, uniqueness, validation) is the same on both, because it lives
@@ -16,8 +16,8 @@ public protocol DataStore: AnyObject, Sendable {
     /// The schema the store's rows follow.
     var schema: Schema { get }
 
-    /// The snapshots of `ids`, in order; nil for an identifier the store does not have.
-    func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?]
+    /// The rows of `ids`, in order; nil for an identifier the store does not have.
+    func rows(for ids: [PersistentIdentifier]) -> [ModelSnapshot?]
 
     /// Runs a fetch over the saved rows.
     ///
@@ -25,7 +25,7 @@ public protocol DataStore: AnyObject, Sendable {
     func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult
 
     /// Which of `ids` the store has, in order: what a context needs to make objects for a relationship's targets
-    /// without reading their rows. The default reads the rows (``snapshots(for:)``); NoteKit's stores look the
+    /// without reading their rows. The default reads the rows (``rows(for:)``); NoteKit's stores look the
     /// identifiers up only.
     ///
     /// - Complexity: NoteKit's stores: a hash look-up per identifier (over a checkpoint, its key search), no row read.
@@ -52,12 +52,12 @@ public protocol DataStore: AnyObject, Sendable {
     ///   longer exists; in NoteKit's stores also an object the change set inserts twice, deletes twice, or updates
     ///   and deletes: ``SaveError/duplicateIdentifier(_:)``, ``SaveError/objectNotFound(_:)``), or the store's own
     ///   I/O errors. A store never reports success for changes it did not make durable by its own standard.
-    /// - Returns: the store generation the save produced (its transaction's number in both NoteKit stores).
+    /// - Returns: the transaction number the save produced (its transaction's number in both NoteKit stores).
     func save(_ changes: ChangeSet) throws -> SaveResult
 
     /// A number that changes whenever a save changes the store; contexts use it to skip work. Both NoteKit
     /// stores use the number of the last committed transaction.
-    var generation: UInt64 { get }
+    var transactionNumber: UInt64 { get }
 
     /// The history the store keeps: a record of every committed transaction not deleted from it.
     ///
@@ -85,8 +85,8 @@ public protocol DataStore: AnyObject, Sendable {
 }
 
 extension DataStore {
-    /// The default: whether ``snapshots(for:)`` finds each row.
-    public func containedIdentifiers(_ ids: [PersistentIdentifier]) -> [Bool] { snapshots(for: ids).map { $0 != nil } }
+    /// The default: whether ``rows(for:)`` finds each row.
+    public func containedIdentifiers(_ ids: [PersistentIdentifier]) -> [Bool] { rows(for: ids).map { $0 != nil } }
 
     /// The default for a store that keeps no history.
     ///
@@ -114,32 +114,33 @@ public struct ModelSnapshot: Sendable, Hashable {
     /// Relationship targets, in the entity's relationship order. A file store's rows hold them packed after the
     /// attribute values when their to-many lists are short (see ``RelationshipValues``).
     public var relationships: RelationshipValues
-    /// The store generation that last wrote this row (0 for a row not yet saved).
-    public var version: UInt64
+    /// The transaction number that last wrote this row (0 for a row not yet saved).
+    public var transactionNumber: UInt64
 
     /// A row of object `id` with its attribute values and relationship targets in the entity's declaration order;
-    /// `version` is the generation that wrote it (0 for a row not yet saved).
+    /// `transactionNumber` is the transaction number that wrote it (0 for a row not yet saved).
     public init(id: PersistentIdentifier, attributes: [StoredValue], relationships: [RelationshipTargets],
-                version: UInt64 = 0) {
+                transactionNumber: UInt64 = 0) {
         self.init(id: id, attributes: AttributeValues(attributes), relationships: RelationshipValues(relationships),
-                  version: version)
+                  transactionNumber: transactionNumber)
     }
 
     /// A row of object `id` with its attribute values and relationship targets in the entity's declaration order;
-    /// `version` is the generation that wrote it (0 for a row not yet saved).
+    /// `transactionNumber` is the transaction number that wrote it (0 for a row not yet saved).
     public init(id: PersistentIdentifier, attributes: AttributeValues, relationships: [RelationshipTargets],
-                version: UInt64 = 0) {
-        self.init(id: id, attributes: attributes, relationships: RelationshipValues(relationships), version: version)
+                transactionNumber: UInt64 = 0) {
+        self.init(id: id, attributes: attributes, relationships: RelationshipValues(relationships),
+                  transactionNumber: transactionNumber)
     }
 
     /// A row of object `id` with its attribute values and relationship targets in the entity's declaration order;
-    /// `version` is the generation that wrote it (0 for a row not yet saved).
+    /// `transactionNumber` is the transaction number that wrote it (0 for a row not yet saved).
     public init(id: PersistentIdentifier, attributes: AttributeValues, relationships: RelationshipValues,
-                version: UInt64 = 0) {
+                transactionNumber: UInt64 = 0) {
         self.id = id
         self.attributes = attributes
         self.relationships = relationships
-        self.version = version
+        self.transactionNumber = transactionNumber
     }
 }
 
@@ -151,7 +152,7 @@ extension ModelSnapshot {
     /// attributes are packed (``AttributeValues``) stays packed: when attributes change, the values are packed anew
     /// with the targets after them where they can be (``RelationshipValues``); when only targets change, the values
     /// keep their allocation (which the objects that read the row share) and the targets become an array.
-    public func applying(_ update: ModelUpdate, version: UInt64) -> ModelSnapshot {
+    public func applying(_ update: ModelUpdate, transactionNumber: UInt64) -> ModelSnapshot {
         var row = self
         if !update.relationships.isEmpty {
             var targets = relationships.array
@@ -184,7 +185,7 @@ extension ModelSnapshot {
                 row.attributes = AttributeValues(values)
             }
         }
-        row.version = version
+        row.transactionNumber = transactionNumber
         return row
     }
 }
@@ -199,11 +200,11 @@ public struct ChangeSet: Sendable, Hashable {
     public var deleted: [ModelDeletion]
     /// Who made the change (``ModelContext/author``), recorded in history.
     public var author: String?
-    /// The store generation the change set was computed at, when it must be applied only there (an import of
+    /// The transaction number the change set was computed at, when it must be applied only there (an import of
     /// another replica's changes, which must not overwrite a save it has not seen): a store then refuses it with
-    /// ``StoreGenerationMoved`` if any transaction was committed since, by any context or process. Nil (the
-    /// default) applies it whatever the generation.
-    package var expectedGeneration: UInt64?
+    /// ``TransactionNumberMoved`` if any transaction was committed since, by any context or process. Nil (the
+    /// default) applies it whatever the transaction number.
+    package var expectedTransactionNumber: UInt64?
 
     /// A change set of the given parts; an empty one changes nothing.
     public init(inserted: [ModelSnapshot] = [], updated: [ModelUpdate] = [], deleted: [ModelDeletion] = [],
@@ -220,12 +221,13 @@ public struct ChangeSet: Sendable, Hashable {
     /// How many objects the change set changes.
     public var changeCount: Int { inserted.count + updated.count + deleted.count }
 
-    /// Checks ``expectedGeneration`` against the store's `generation`, read under the lock its save holds.
+    /// Checks ``expectedTransactionNumber`` against the store's `transactionNumber`, read under the lock its save
+    /// holds.
     ///
-    /// - Throws: ``StoreGenerationMoved`` when the change set expects another generation.
-    package func checkExpectedGeneration(_ generation: UInt64) throws {
-        if let expected = expectedGeneration, expected != generation {
-            throw StoreGenerationMoved(expected: expected, found: generation)
+    /// - Throws: ``TransactionNumberMoved`` when the change set expects another transaction number.
+    package func checkExpectedTransactionNumber(_ transactionNumber: UInt64) throws {
+        if let expected = expectedTransactionNumber, expected != transactionNumber {
+            throw TransactionNumberMoved(expected: expected, found: transactionNumber)
         }
     }
 }
@@ -239,9 +241,9 @@ package protocol HistoryHolding {
     func holdHistory(after number: UInt64?) throws
 }
 
-/// A conditional save (``ChangeSet/expectedGeneration``) found the store at another generation: someone committed
-/// in between. Nothing was changed; the caller reads again and retries.
-package struct StoreGenerationMoved: Error, Hashable, CustomStringConvertible {
+/// A conditional save (``ChangeSet/expectedTransactionNumber``) found the store at another transaction number: someone
+/// committed in between. Nothing was changed; the caller reads again and retries.
+package struct TransactionNumberMoved: Error, Hashable, CustomStringConvertible {
     package var expected: UInt64
     package var found: UInt64
     package var description: String {
@@ -319,10 +321,10 @@ public struct ModelDeletion: Sendable, Hashable {
 
 /// What a store returns for a save.
 public struct SaveResult: Sendable, Hashable {
-    /// The store generation the save produced (the rows it wrote carry it as their version).
-    public var generation: UInt64
-    /// The result of a save that produced store generation `generation`.
-    public init(generation: UInt64) { self.generation = generation }
+    /// The transaction number the save produced (the rows it wrote carry it as theirs).
+    public var transactionNumber: UInt64
+    /// The result of a save that produced transaction number `transactionNumber`.
+    public init(transactionNumber: UInt64) { self.transactionNumber = transactionNumber }
 }
 
 /// A save that the store refused; nothing was changed.

@@ -171,7 +171,7 @@ extension EntityTable {
         } else {
             (matched, examined) = try matchInMemory(request, filter: filter, lookup: lookup, limit: limit)
         }
-        plan.recordsExamined = examined
+        plan.rowsExamined = examined
         return Self.result(of: request, matched: matched, plan: plan, limit: limit, loaded: loaded)
     }
 
@@ -184,18 +184,18 @@ extension EntityTable {
     private func decodingOverBase(_ request: StoreFetchRequest, path: AccessPath?, limit: Int?)
         -> (decoding: [Bool]?, completeWindow: Bool) {
         let attributeCount = entity.attributes.count
-        var decoding = request.resultType == .snapshots
+        var decoding = request.resultType == .rows
             ? request.decodedAttributes(attributeCount: attributeCount) : nil
         var completeWindow = false
         if decoding == nil, request.attributes == nil, decodesInPart {
             switch request.resultType {
             case .count, .identifiers: decoding = request.matchedAttributes(attributeCount: attributeCount)
-            case .snapshots where limit != nil && !(path?.deliversOrder ?? request.sort.isEmpty):
+            case .rows where limit != nil && !(path?.deliversOrder ?? request.sort.isEmpty):
                 // A scan in the answer's order stops at the limit, reading no more rows than it returns: only
                 // one that must sort every match gains by decoding them in part.
                 decoding = request.matchedAttributes(attributeCount: attributeCount)
                 completeWindow = decoding != nil
-            case .snapshots: break
+            case .rows: break
             }
         }
         return (decoding, completeWindow)
@@ -268,11 +268,11 @@ extension EntityTable {
             ? matched[request.offset..<min(matched.count, limit ?? matched.count)] : []
         result.loadedAttributes = loaded.map { marks in marks.indices.filter { marks[$0] } }
         switch request.resultType {
-        case .snapshots: result.snapshots = Array(window)
+        case .rows: result.rows = Array(window)
         case .identifiers: result.identifiers = window.map(\.id)
         case .count: break
         }
-        result.plan.recordsReturned = request.resultType == .count ? result.count : window.count
+        result.plan.rowsReturned = request.resultType == .count ? result.count : window.count
         return result
     }
 
@@ -310,8 +310,8 @@ extension EntityTable {
         var result = StoreFetchResult(plan: plan)
         if request.resultType == .count && candidates.remaining.isEmpty && request.excluding.isEmpty {
             result.count = max(0, min(candidates.ids.count - request.offset, request.limit ?? .max))
-            result.plan.recordsExamined = candidates.examined
-            result.plan.recordsReturned = result.count
+            result.plan.rowsExamined = candidates.examined
+            result.plan.rowsReturned = result.count
             return result
         }
         let remaining = try candidates.remaining.isEmpty ? nil
@@ -322,7 +322,7 @@ extension EntityTable {
                                                          limit: limit) {
             result.plan.relationshipPlan! += "; read in the order of index \(ordered.index), \(walked) entries walked"
             result.plan.sortedByIndex = true
-            result.plan.recordsExamined = candidates.examined + ordered.read
+            result.plan.rowsExamined = candidates.examined + ordered.read
             return Self.window(ordered.rows, of: request, limit: limit, into: result)
         }
         // The candidates' rows, in insertion order (a base row's number, then the rows inserted since).
@@ -347,7 +347,7 @@ extension EntityTable {
         if !request.sort.isEmpty {
             try Self.sortRows(&matched, by: request.sort, entity: entity.name, lookup: lookup, limit: limit)
         }
-        result.plan.recordsExamined = candidates.examined + located.count
+        result.plan.rowsExamined = candidates.examined + located.count
         return Self.window(matched, of: request, limit: limit, into: result)
     }
 
@@ -359,11 +359,11 @@ extension EntityTable {
         let window = request.offset < matched.count
             ? matched[request.offset..<min(matched.count, limit ?? matched.count)] : []
         switch request.resultType {
-        case .snapshots: result.snapshots = Array(window)
+        case .rows: result.rows = Array(window)
         case .identifiers: result.identifiers = window.map(\.id)
         case .count: break
         }
-        result.plan.recordsReturned = request.resultType == .count ? result.count : window.count
+        result.plan.rowsReturned = request.resultType == .count ? result.count : window.count
         return result
     }
 

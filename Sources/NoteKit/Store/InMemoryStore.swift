@@ -28,7 +28,7 @@ public final class InMemoryStore: DataStore, HistoryHolding {
     /// The saved rows of `ids`, in order; nil for an identifier never saved or deleted.
     ///
     /// - Complexity: O(`ids.count`).
-    public func snapshots(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
+    public func rows(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
         // The storage has no base (it is made by `RowStorage(schema:)`), so its reads cannot throw.
         storage.withLock { storage in storage.withoutBase { storage in try ids.map { try storage.snapshot(for: $0) } } }
     }
@@ -78,16 +78,16 @@ public final class InMemoryStore: DataStore, HistoryHolding {
     ///   identifier already saved, a relationship out of its bounds or to a missing object).
     public func save(_ changes: ChangeSet) throws -> SaveResult {
         try storage.withLock { storage in
-            try changes.checkExpectedGeneration(storage.generation)
+            try changes.checkExpectedTransactionNumber(storage.transactionNumber)
             try storage.validate(changes)
             let record = storage.apply(changes)
             broadcaster.publish([record])
-            return SaveResult(generation: record.number)
+            return SaveResult(transactionNumber: record.number)
         }
     }
 
     /// The number of the last committed transaction (0 before the first save).
-    public var generation: UInt64 { storage.withLock { $0.generation } }
+    public var transactionNumber: UInt64 { storage.withLock { $0.transactionNumber } }
 
     /// The history of every save, less what was deleted.
     public func history() throws -> HistoryLog { storage.withLock { $0.history } }
@@ -95,7 +95,7 @@ public final class InMemoryStore: DataStore, HistoryHolding {
     /// Deletes the transactions numbered in `ranges` from the history; never throws.
     public func deleteHistory(_ ranges: [ClosedRange<UInt64>]) throws {
         let hold = hold.withLock { $0 }
-        storage.withLock { $0.history.delete(ranges, committedThrough: $0.generation, holding: hold) }
+        storage.withLock { $0.history.delete(ranges, committedThrough: $0.transactionNumber, holding: hold) }
     }
 
     /// Every transaction saved from now on, until the store closes.

@@ -1,6 +1,6 @@
 /// The rows of one entity in the order they were inserted, each found by its identifier: the in-memory form of
 /// an entity's table. A file store's replay builds one per entity as it applies the log, and the store's
-/// ``RowStorage`` adopts them as its tables (``RowStorage/init(schema:adopting:generation:)``) without copying a
+/// ``RowStorage`` adopts them as its tables (``RowStorage/init(schema:adopting:transactionNumber:)``) without copying a
 /// row or hashing an identifier again.
 ///
 /// A removed row leaves a hole (nil) so that later rows keep their positions; holes are squeezed out once they

@@ -22,7 +22,7 @@ package protocol RowBase: AnyObject, Sendable {
     /// - Complexity: O(log `count`) page reads, none for a page read before.
     func rowNumber(of primaryKey: UUID) throws -> Int?
 
-    /// The rows numbered `numbers`, in that order, each with its version. Every number is below `count`.
+    /// The rows numbered `numbers`, in that order, each with its transaction number. Every number is below `count`.
     func rows(_ numbers: [Int]) throws -> [ModelSnapshot]
 
     /// Visits the entries of the entity's declared index `index` (its position in `Schema.Entity.indexes`)
@@ -35,7 +35,7 @@ package protocol RowBase: AnyObject, Sendable {
     /// `Schema.Entity.uniqueConstraints`), or nil. `key` holds no null.
     func uniqueHolder(_ constraint: Int, key: [StoredValue]) throws -> Int?
 
-    /// The rows numbered `numbers`, in that order, each with its version, decoding at least the attributes
+    /// The rows numbered `numbers`, in that order, each with its transaction number, decoding at least the attributes
     /// `attributes` marks true (one flag per attribute position); the others may hold `.null`. What a fetch with
     /// ``FetchDescriptor/propertiesToFetch`` reads. Relationships are always whole. The default reads whole rows.
     func rows(_ numbers: [Int], decoding attributes: [Bool]) throws -> [ModelSnapshot]

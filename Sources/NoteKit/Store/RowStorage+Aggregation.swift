@@ -26,7 +26,7 @@ extension RowStorage {
         var folding = try AggregateFolding(request, lookup: lookup)
         let filter = try request.filter.map(PreparedFilter.init)
         do {
-            for row in found.snapshots { try folding.add(row) }
+            for row in found.rows { try folding.add(row) }
             for row in request.additionalRows where try filter.map({ try $0.matches(row, lookup: lookup) }) ?? true {
                 try folding.add(row)
             }
@@ -85,8 +85,8 @@ extension RowStorage {
         }
         var plan = FetchPlan(entity: request.entity, index: slots.map { table.entity.attributes[$0].name },
                              indexEqualityPrefix: path.equalityPrefix, indexRange: path.hasRange)
-        plan.recordsExamined = examined
-        plan.recordsReturned = 1
+        plan.rowsExamined = examined
+        plan.rowsReturned = 1
         return StoreAggregateResult(groups: [.init(key: .null, values: accumulators.map(\.value))], plan: plan)
     }
 
@@ -112,7 +112,7 @@ extension RowStorage {
         let key = try keyOnTarget.map(PreparedOperand.init)
         var folding = try AggregateFolding(request, lookup: lookup)
         var counted = 0
-        let targets = try snapshots(of: destination.name)
+        let targets = try rows(of: destination.name)
         for target in targets {
             let rows = target.relationships[inverse].count
             counted += rows
@@ -122,8 +122,8 @@ extension RowStorage {
         folding.add(count: count(of: entity.name) - counted, to: .null)
         var plan = FetchPlan(entity: entity.name)
         plan.relationshipPlan = "counted from the inverse \(destination.name).\(inverseName) of every \(destination.name)"
-        plan.recordsExamined = targets.count
-        plan.recordsReturned = folding.groups.count
+        plan.rowsExamined = targets.count
+        plan.rowsReturned = folding.groups.count
         return StoreAggregateResult(groups: folding.result(), plan: plan)
     }
 }

@@ -38,10 +38,10 @@ extension RowStorage {
 
         let byValue = FetchSortKey(.attribute(attribute), ascending: first.ascending)
         let targets = try fetch(StoreFetchRequest(entity: destination.name, sort: [byValue]))
-        let (groups, referenced, nullValued) = Self.groups(of: targets.snapshots, byValueOf: attribute,
+        let (groups, referenced, nullValued) = Self.groups(of: targets.rows, byValueOf: attribute,
                                                            inverse: inverse)
         var plan = FetchPlan(entity: entity.name)
-        plan.recordsExamined = targets.plan.recordsExamined
+        plan.rowsExamined = targets.plan.rowsExamined
         var rows: [ModelSnapshot] = []
         var groupsRead = 0
 
@@ -54,8 +54,8 @@ extension RowStorage {
                 StoreFetchRequest(entity: entity.name, filter: .and([isNull] + (request.filter.map { [$0] } ?? [])),
                                   sort: rest, limit: limit - rows.count, excluding: request.excluding),
                 lookup: lookup(over: [:]))
-            plan.recordsExamined += found.plan.recordsExamined
-            rows += found.snapshots
+            plan.rowsExamined += found.plan.rowsExamined
+            rows += found.rows
             groupsRead += 1
         }
         if first.ascending { try addNullGroup() }
@@ -70,8 +70,8 @@ extension RowStorage {
                                   excluding: request.excluding),
                 candidates: RelationshipCandidates(ids: ids, remaining: remaining, description: "", examined: 0),
                 lookup: lookup(over: [:]))
-            plan.recordsExamined += found.plan.recordsExamined
-            rows += found.snapshots
+            plan.rowsExamined += found.plan.rowsExamined
+            rows += found.rows
         }
         if !first.ascending { try addNullGroup() }
 
@@ -110,11 +110,11 @@ extension RowStorage {
         let window = request.offset < rows.count ? rows[request.offset..<min(rows.count, limit)] : []
         result.count = window.count
         switch request.resultType {
-        case .snapshots: result.snapshots = Array(window)
+        case .rows: result.rows = Array(window)
         case .identifiers: result.identifiers = window.map(\.id)
         case .count: break
         }
-        result.plan.recordsReturned = window.count
+        result.plan.rowsReturned = window.count
         return result
     }
 }

@@ -72,15 +72,15 @@ extension RowStorage {
                                                   filter: .compare(inner, .equal, .value(value)),
                                                   resultType: .identifiers))
         var count = 0
-        for row in try snapshots(for: targets.identifiers) { count += row?.relationships[inverse].count ?? 0 }
+        for row in try rows(for: targets.identifiers) { count += row?.relationships[inverse].count ?? 0 }
         var plan = FetchPlan(entity: entity.name)
         plan.relationshipPlan = "\(entity.name).\(entity.relationships[slot].name): \(targets.plan) where "
             + "\(inner) == \(value), then the lengths of the inverse \(destination.name)."
             + destination.relationships[inverse].name
-        plan.recordsExamined = targets.plan.recordsExamined + targets.identifiers.count
+        plan.rowsExamined = targets.plan.rowsExamined + targets.identifiers.count
         var result = StoreFetchResult(plan: plan)
         result.count = max(0, min(count - request.offset, request.limit ?? .max))
-        result.plan.recordsReturned = result.count
+        result.plan.rowsReturned = result.count
         return result
     }
 
@@ -105,7 +105,7 @@ extension RowStorage {
                 return (sources, "\(entity.name).\(entity.relationships[slot].name): \(targets.plan) where "
                         + "\(inner) == \(value), then the inverse \(destination.name)."
                         + destination.relationships[inverse].name,
-                        targets.plan.recordsExamined + targets.identifiers.count)
+                        targets.plan.rowsExamined + targets.identifiers.count)
             case .toOne(let slot):
                 guard case .uuid(let key) = value, let (inverse, destination) = inverse(of: slot, in: entity) else {
                     return nil
@@ -125,7 +125,7 @@ extension RowStorage {
             return (sources, "\(entity.name).\(entity.relationships[slot].name) contains a target where \(inner): "
                     + "\(targets.plan), then the inverse \(destination.name)."
                     + destination.relationships[inverse].name,
-                    targets.plan.recordsExamined + targets.identifiers.count)
+                    targets.plan.rowsExamined + targets.identifiers.count)
         default:
             return nil
         }
@@ -144,7 +144,7 @@ extension RowStorage {
     private func sources(of targets: [PersistentIdentifier], through inverse: Int,
                          in destination: Schema.Entity) throws -> Set<PersistentIdentifier> {
         var sources = Set<PersistentIdentifier>()
-        for row in try snapshots(for: targets) {
+        for row in try rows(for: targets) {
             guard let row else { continue }
             for id in row.relationships[inverse].identifiers { sources.insert(id) }
         }

@@ -9,9 +9,9 @@ import Foundation
 /// ``InMemoryStore`` is this and nothing else; the file store keeps one and appends each change set to its log
 /// before applying it here. Not thread-safe: a store guards it with a lock.
 ///
-/// Each entity's rows are either all in memory (``init(schema:)`` and ``load(_:generation:)``), or start as a
-/// ``RowBase`` (``init(schema:bases:generation:)``, the file store's checkpoint) with every later change laid over
-/// it in memory: base rows changed or deleted since, by row number, and rows inserted since, with in-memory index
+/// Each entity's rows are either all in memory (``init(schema:)`` and ``load(_:transactionNumber:)``), or start as a
+/// ``RowBase`` (``init(schema:bases:transactionNumber:)``, the file store's checkpoint) with every later change laid
+/// over it in memory: base rows changed or deleted since, by row number, and rows inserted since, with in-memory index
 /// entries and unique keys for those rows only. Both answer every read identically.
 ///
 /// Saves are split in two so a store can persist between them: ``validate(_:)`` throws and changes nothing;
@@ -29,7 +29,7 @@ package final class RowStorage {
     var tables: [EntityTable]
     let numbers: [String: Int]
     /// Increases by one with each applied change set.
-    package private(set) var generation: UInt64 = 0
+    package private(set) var transactionNumber: UInt64 = 0
     /// A record of every change set applied, less what was deleted from history.
     package var history = HistoryLog()
 
@@ -45,18 +45,18 @@ package final class RowStorage {
         noActionReferences = NoActionReferences(schema: schema)
     }
 
-    /// Storage whose rows are the saved rows of `bases`, read on demand, at store generation `generation`.
+    /// Storage whose rows are the saved rows of `bases`, read on demand, at transaction number `transactionNumber`.
     ///
     /// - Parameter bases: per entity name, the base holding its rows; an entity without one starts empty, a base
     ///   of a name the schema does not have is ignored. A base's rows keep the versions it gives them.
     /// - Complexity: O(entities); no base is read.
-    package init(schema: Schema, bases: [String: any RowBase], generation: UInt64) {
+    package init(schema: Schema, bases: [String: any RowBase], transactionNumber: UInt64) {
         self.schema = schema
         tables = schema.entities.map { EntityTable(entity: $0, base: bases[$0.name]) }
         numbers = Dictionary(schema.entities.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
         hasBase = tables.contains { $0.base != nil }
         noActionReferences = NoActionReferences(schema: schema)
-        self.generation = generation
+        self.transactionNumber = transactionNumber
     }
 
     /// Whether some entity's rows start from a base (then reads may throw ``RowBaseFailure``).
@@ -90,7 +90,7 @@ package final class RowStorage {
     /// - Throws: ``RowBaseFailure``.
     /// - Complexity: a hash look-up per identifier; over a base, one ``RowBase/rowNumber(of:)`` per row not
     ///   changed since, and one ``RowBase/rows(_:)`` per entity.
-    package func snapshots(for ids: [PersistentIdentifier]) throws -> [ModelSnapshot?] {
+    package func rows(for ids: [PersistentIdentifier]) throws -> [ModelSnapshot?] {
         if ids.count == 1 { return [try snapshot(for: ids[0])] }
         var found = [ModelSnapshot?](repeating: nil, count: ids.count)
         // Per table, the positions in `ids` of the identifiers only its base can answer.
@@ -129,7 +129,7 @@ package final class RowStorage {
     ///
     /// - Throws: ``RowBaseFailure``.
     /// - Complexity: O(rows); a base is read a few hundred rows per call.
-    package func snapshots(of entity: String) throws -> [ModelSnapshot] {
+    package func rows(of entity: String) throws -> [ModelSnapshot] {
         guard let number = numbers[entity] else { return [] }
         var rows: [ModelSnapshot] = []
         rows.reserveCapacity(tables[number].count)
@@ -151,7 +151,7 @@ package final class RowStorage {
         guard table.base != nil else { return table.indexes[index].entries }
         // Over a base the in-memory tree holds only the rows changed since: every row is read and sorted instead.
         let slots = table.indexSlots[index]
-        var entries = try snapshots(of: entity).map { IndexEntry(key: EntityTable.key($0, slots), id: $0.id) }
+        var entries = try rows(of: entity).map { IndexEntry(key: EntityTable.key($0, slots), id: $0.id) }
         entries.sort { IndexEntry.compare($0, $1) < 0 }
         return entries
     }
@@ -233,7 +233,7 @@ package final class RowStorage {
         return nil
     }
 
-    /// Applies a validated change set, stamping the rows it writes with the next generation, and records it in
+    /// Applies a validated change set, stamping the rows it writes with the next transaction number, and records it in
     /// ``history`` as committed at `timestamp`.
     ///
     /// - Precondition: ``validate(_:)`` accepted `changes` and nothing changed since.
@@ -241,13 +241,13 @@ package final class RowStorage {
     @discardableResult
     package func apply(_ changes: ChangeSet, timestamp: Date = Date()) -> HistoryRecord {
         applyRows(changes)
-        let record = HistoryRecord(number: generation, timestamp: timestamp, changes: changes, schema: schema)
+        let record = HistoryRecord(number: transactionNumber, timestamp: timestamp, changes: changes, schema: schema)
         history.append(record)
         return record
     }
 
     /// Applies a validated change set without recording history (the record was read from a log), through the
-    /// applier every store shares (``ChangeSet/apply(to:version:noAction:)``).
+    /// applier every store shares (``ChangeSet/apply(to:transactionNumber:noAction:)``).
     ///
     /// A deleted object's `.noAction` relationships change nothing in the context, but their targets' inverse
     /// would still name the deleted object here: those references are dropped, so that a predicate on the
@@ -256,34 +256,34 @@ package final class RowStorage {
     /// - Precondition: over a base, ``prepare(_:)`` (or ``validate(_:)``) read `changes`' rows and nothing
     ///   changed since. Reads nothing from a base, so it cannot fail.
     package func applyRows(_ changes: ChangeSet) {
-        generation += 1
+        transactionNumber += 1
         var rows = self
-        changes.apply(to: &rows, version: generation, noAction: noActionReferences)
+        changes.apply(to: &rows, transactionNumber: transactionNumber, noAction: noActionReferences)
         if hasBase {
             for number in tables.indices where !tables[number].prepared.isEmpty { tables[number].prepared = [:] }
         }
     }
 
     /// Storage whose tables are `tables`, per entity name, taken as they are (no row copied, no identifier hashed
-    /// again; each index and unique key built once), at store generation `generation`: how a file store's open
+    /// again; each index and unique key built once), at transaction number `transactionNumber`: how a file store's open
     /// takes over the rows its replay built.
     ///
     /// - Parameter tables: per entity name, its rows in insertion order; an entity without one starts empty, a
     ///   name the schema does not have is ignored.
     /// - Complexity: O(n log n) for n rows, for the indexes.
-    package convenience init(schema: Schema, adopting tables: [String: OrderedRows], generation: UInt64) {
+    package convenience init(schema: Schema, adopting tables: [String: OrderedRows], transactionNumber: UInt64) {
         self.init(schema: schema)
         for (name, rows) in tables {
             if let number = numbers[name] { self.tables[number].adopt(rows) }
         }
-        self.generation = generation
+        self.transactionNumber = transactionNumber
     }
 
     /// Replaces every row at once (a store's initial load): indexes are built once, not row by row. An entity
     /// that had a base no longer has it.
     ///
     /// - Parameter rows: the rows of every entity, each entity's in insertion order.
-    package func load(_ rows: [ModelSnapshot], generation: UInt64) {
+    package func load(_ rows: [ModelSnapshot], transactionNumber: UInt64) {
         var byEntity: [String: [ModelSnapshot]] = [:]
         for row in rows { byEntity[row.id.entityName, default: []].append(row) }
         if hasBase {
@@ -295,7 +295,7 @@ package final class RowStorage {
         for (name, entityRows) in byEntity {
             if let number = numbers[name] { tables[number].load(entityRows) }
         }
-        self.generation = generation
+        self.transactionNumber = transactionNumber
     }
 
     // MARK: Fetching
@@ -331,8 +331,8 @@ package final class RowStorage {
 }
 
 /// The store's tables as the applier of change sets sees them (``ChangeSet/conflict(with:)``,
-/// ``ChangeSet/apply(to:version:noAction:)``). Over a base, the rows a change set touches are read before it is
-/// applied (``RowStorage/prepare(_:)``), so applying it reads nothing from the base.
+/// ``ChangeSet/apply(to:transactionNumber:noAction:)``). Over a base, the rows a change set touches are read before it
+/// is applied (``RowStorage/prepare(_:)``), so applying it reads nothing from the base.
 extension RowStorage: ChangeableRows {
     package typealias ReadFailure = any Error
 
@@ -353,16 +353,18 @@ extension RowStorage: ChangeableRows {
         if let number = numbers[id.entityName] { tables[number].remove(id) }
     }
 
-    package func update(_ update: ModelUpdate, version: UInt64) {
-        if let number = numbers[update.id.entityName] { tables[number].update(update, version: version) }
+    package func update(_ update: ModelUpdate, transactionNumber: UInt64) {
+        if let number = numbers[update.id.entityName] {
+            tables[number].update(update, transactionNumber: transactionNumber)
+        }
     }
 
     /// Inserts each entity's rows as one batch (``EntityTable/insert(_:)``: a large one builds the indexes in one
     /// sort).
-    package func insert(_ rows: [ModelSnapshot], version: UInt64) {
+    package func insert(_ rows: [ModelSnapshot], transactionNumber: UInt64) {
         var byEntity: [String: [ModelSnapshot]] = [:]
         for var row in rows {
-            row.version = version
+            row.transactionNumber = transactionNumber
             byEntity[row.id.entityName, default: []].append(row)
         }
         for (entity, rows) in byEntity {
@@ -638,9 +640,9 @@ struct EntityTable {
         if OrderedRows.isWorthSqueezing(holes: holes, slots: rows.count) { compactHoles() }
     }
 
-    mutating func update(_ update: ModelUpdate, version: UInt64) {
+    mutating func update(_ update: ModelUpdate, transactionNumber: UInt64) {
         guard let found = resolved(update.id) else { return }
-        let before = found.row, row = before.applying(update, version: version)
+        let before = found.row, row = before.applying(update, transactionNumber: transactionNumber)
         if found.position < baseCount && changed[found.position] == nil {
             // A base row's first change: its base keys are stale from now on, all of its keys go in memory.
             positions.insert(update.id, at: found.position)

@@ -220,11 +220,11 @@ extension DataStore {
         var fetch = StoreFetchRequest(entity: request.entity, filter: request.filter, excluding: request.excluding)
         fetch.overlay = request.overlay
         let found = try self.fetch(fetch)
-        let lookup = RowLookup { [self] id in request.overlay[id] ?? (snapshots(for: [id]).first ?? nil) }
+        let lookup = RowLookup { [self] id in request.overlay[id] ?? (rows(for: [id]).first ?? nil) }
         var folding = try AggregateFolding(request, lookup: lookup)
         let filter = try request.filter.map(PreparedFilter.init)
         do {
-            for row in found.snapshots { try folding.add(row) }
+            for row in found.rows { try folding.add(row) }
             for row in request.additionalRows where try filter?.matches(row, lookup: lookup) ?? true {
                 try folding.add(row)
             }

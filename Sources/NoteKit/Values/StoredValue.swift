@@ -6,7 +6,7 @@ import Foundation
 
 /// The value of one attribute as the engine and every store see it.
 ///
-/// Model properties are typed Swift values; stores, indexes, predicates and snapshots work with `StoredValue`,
+/// Model properties are typed Swift values; stores, indexes, predicates and rows work with `StoredValue`,
 /// a closed set of cases that every store can persist and compare. Each attribute's ``Schema/AttributeType``
 /// says which case it uses, and the attribute's codec converts between the Swift type and this value.
 ///

@@ -16,7 +16,7 @@ extension FileStore {
         /// The new store's path.
         public var path: String
         /// The last transaction of the state copied: the store's last commit when the backup read it.
-        public var lastTransaction: UInt64
+        public var lastTransactionNumber: UInt64
         /// The objects copied.
         public var objects: Int
         /// The history records copied (every transaction the store's history keeps).
@@ -92,10 +92,11 @@ extension FileStore {
             try loadHistoryPrefix(&state)
             var entityRows: [[ModelSnapshot]] = []
             for entity in schema.entities {
-                entityRows.append(try readingRows(&state) { try $0.snapshots(of: entity.name) })
+                entityRows.append(try readingRows(&state) { try $0.rows(of: entity.name) })
             }
             let opening = SegmentOpening(schemas: state.schemas, schema: schema, entityRows: entityRows,
-                                         history: state.rows.history, lastTransaction: state.lastTransaction)
+                                         history: state.rows.history,
+                                         lastTransactionNumber: state.lastTransactionNumber)
             let log = try SegmentLog.create(layout: layout, fileSystem: fileSystem, store: UUID(),
                                             now: configuration.clocks.wall(), records: opening.records,
                                             schemas: state.schemas, recorded: opening.places.written)
@@ -105,7 +106,7 @@ extension FileStore {
                 try rows.indexEntries(of: $0, index: $1)
             }
             try Checkpoint.write(checkpoint, layout: layout, fileSystem: fileSystem)
-            let counts = BackupReport(path: layout.root, lastTransaction: state.lastTransaction,
+            let counts = BackupReport(path: layout.root, lastTransactionNumber: state.lastTransactionNumber,
                                       objects: opening.rowCount, historyTransactions: state.rows.history.records.count,
                                       blobs: 0, promisedBlobs: 0, bytes: 0)
             return (counts, opening.referencedExternalData.values.sorted { $0.name < $1.name })

@@ -26,7 +26,7 @@ extension FileStore {
         var rows: [ModelSnapshot] = []
         for entity in schema.entities where entity.attributes.contains(where: { $0.has(.externalStorage) }) {
             let ids = try fetch(StoreFetchRequest(entity: entity.name, resultType: .identifiers)).identifiers
-            rows += snapshots(for: ids).compactMap { $0 }
+            rows += self.rows(for: ids).compactMap { $0 }
         }
         return Self.referencedExternalData(rows, schema: schema).values
             .filter { promised.contains($0.name) }

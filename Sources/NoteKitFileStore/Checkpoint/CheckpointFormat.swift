@@ -69,7 +69,7 @@ struct CheckpointOpening: Equatable {
     /// Likewise for the `history` records; empty (at the snapshot's offset) when there are none.
     var history: Range<Int>
     var snapshotOffset: Int
-    var lastTransaction: UInt64
+    var lastTransactionNumber: UInt64
     var rowCount: Int
     /// The opening's last record: the last `rows` record, or the snapshot when there are no rows.
     var lastRecord: RecordTie
@@ -107,7 +107,7 @@ struct CheckpointHeader: Equatable, Sendable {
     var schemas: Range<Int>
     var history: Range<Int>
     var snapshotOffset: Int
-    var lastTransaction: UInt64
+    var lastTransactionNumber: UInt64
     var rowCount: Int
     var end: Int
     var lastRecord: RecordTie
@@ -294,7 +294,7 @@ enum Checkpoint {
             let header = CheckpointHeader(
                 store: opening.store, segment: opening.segment, segmentRecord: opening.segmentRecord,
                 schemas: opening.schemas, history: opening.history, snapshotOffset: opening.snapshotOffset,
-                lastTransaction: opening.lastTransaction, rowCount: opening.rowCount, end: opening.end,
+                lastTransactionNumber: opening.lastTransactionNumber, rowCount: opening.rowCount, end: opening.end,
                 lastRecord: opening.lastRecord, pageSize: pageSize,
                 entities: described.map { entity in
                     CheckpointHeader.Entity(
@@ -386,7 +386,7 @@ enum Checkpoint {
         writer.key("snapshot")
         writer.beginObject()
         writer.key("offset"); writer.int(Int64(header.snapshotOffset))
-        writer.key("lastTx"); writer.uint(header.lastTransaction)
+        writer.key("lastTx"); writer.uint(header.lastTransactionNumber)
         writer.key("rows"); writer.int(Int64(header.rowCount))
         writer.endObject()
         writer.key("end"); writer.int(Int64(header.end))
@@ -453,7 +453,7 @@ enum Checkpoint {
                 throw members.fail(start, "the checkpoint header lacks a member")
             }
             return CheckpointHeader(store: store, segment: segment, segmentRecord: segmentRecord, schemas: schemas,
-                                    history: history, snapshotOffset: snapshot.0, lastTransaction: snapshot.1,
+                                    history: history, snapshotOffset: snapshot.0, lastTransactionNumber: snapshot.1,
                                     rowCount: snapshot.2, end: end, lastRecord: lastRecord, pageSize: pageSize,
                                     entities: entities, blobs: blobs)
         } catch let error as JSONReadError {

@@ -85,7 +85,7 @@ final class CheckpointReader: Sendable {
             try check(header, path: path, store: store, segment: segment, schema: schema)
             try checkTies(header, segment: segmentFile)
             let file = CheckpointFile(checkpoint: checkpoint, segment: segmentFile,
-                                      lastTransaction: header.lastTransaction,
+                                      lastTransactionNumber: header.lastTransactionNumber,
                                       rowBytes: header.snapshotOffset..<header.end, blobs: blobs)
             var bases: [String: CheckpointRowBase] = [:]
             for (entity, described) in zip(schema.entities, header.entities) {
@@ -268,7 +268,7 @@ final class CheckpointFile: Sendable {
     let segment: any StoreReadableFile
     var path: String { checkpoint.path }
     var segmentPath: String { segment.path }
-    let lastTransaction: UInt64
+    let lastTransactionNumber: UInt64
     /// Where rows may be in the segment: after the snapshot record, before the opening's end. A row table entry
     /// pointing elsewhere is damage, so no read is larger than the opening.
     let rowBytes: Range<Int>
@@ -277,11 +277,11 @@ final class CheckpointFile: Sendable {
     /// The pages checked against their checksums already (a page read again after it left ``pages`` is not).
     private let checkedPages = Locked(CheckedOnce())
 
-    init(checkpoint: any StoreReadableFile, segment: any StoreReadableFile, lastTransaction: UInt64,
+    init(checkpoint: any StoreReadableFile, segment: any StoreReadableFile, lastTransactionNumber: UInt64,
          rowBytes: Range<Int>, blobs: BlobStore?) {
         self.checkpoint = checkpoint
         self.segment = segment
-        self.lastTransaction = lastTransaction
+        self.lastTransactionNumber = lastTransactionNumber
         self.rowBytes = rowBytes
         self.blobs = blobs
     }
@@ -573,7 +573,7 @@ final class CheckpointRowBase: RowBase {
                     do {
                         var snapshot = try decoder.decodeRow(row, offset: place.offset, file: file.segmentPath,
                                                              entity: entity, only: only, decoded: &valuesDecoded)
-                        snapshot.version = file.lastTransaction
+                        snapshot.transactionNumber = file.lastTransactionNumber
                         decoded[number] = snapshot
                     } catch {
                         throw CheckpointDamage(file: file.segmentPath, offset: place.offset,

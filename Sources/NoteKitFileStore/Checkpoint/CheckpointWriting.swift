@@ -49,7 +49,7 @@ final class CheckpointPlaces {
     /// records, the snapshot, then the rows.
     ///
     /// - Throws: ``Checkpoint/Unwritable`` when the records written are not such an opening.
-    func opening(store: UUID, segment: Int, schemaRecords: Int, historyRecords: Int, lastTransaction: UInt64,
+    func opening(store: UUID, segment: Int, schemaRecords: Int, historyRecords: Int, lastTransactionNumber: UInt64,
                  rowCount: Int) throws -> CheckpointOpening {
         let snapshot = 1 + schemaRecords + historyRecords
         guard !malformed, schemaRecords > 0, ties.count > snapshot else {
@@ -59,7 +59,7 @@ final class CheckpointPlaces {
             : ties[1 + schemaRecords].offset..<ties[snapshot - 1].end
         return CheckpointOpening(store: store, segment: segment, segmentRecord: ties[0],
                                  schemas: ties[1].offset..<ties[schemaRecords].end, history: history,
-                                 snapshotOffset: ties[snapshot].offset, lastTransaction: lastTransaction,
+                                 snapshotOffset: ties[snapshot].offset, lastTransactionNumber: lastTransactionNumber,
                                  rowCount: rowCount, lastRecord: ties[ties.count - 1])
     }
 }
@@ -107,12 +107,12 @@ extension Checkpoint {
         let opening = CheckpointOpening(
             store: store, segment: number, segmentRecord: segmentRecord, schemas: schemas,
             history: read.history ?? snapshot.offset..<snapshot.offset, snapshotOffset: snapshot.offset,
-            lastTransaction: snapshot.lastTx, rowCount: snapshot.rows, lastRecord: lastRecord)
+            lastTransactionNumber: snapshot.lastTx, rowCount: snapshot.rows, lastRecord: lastRecord)
         let storage = RowStorage(schema: schema)
         var allRows: [ModelSnapshot] = []
         allRows.reserveCapacity(snapshot.rows)
         for entity in schema.entities { allRows += perEntity[entity.name]?.rows ?? [] }
-        storage.load(allRows, generation: snapshot.lastTx)
+        storage.load(allRows, transactionNumber: snapshot.lastTx)
         do {
             return try encode(opening, schema: schema,
                               entities: schema.entities.map { entity in

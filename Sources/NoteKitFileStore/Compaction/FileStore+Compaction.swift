@@ -41,13 +41,13 @@ extension FileStore {
         try loadHistoryPrefix(&state)
         var entityRows: [[ModelSnapshot]] = []
         for entity in schema.entities {
-            entityRows.append(try readingRows(&state, lockHeld: true) { try $0.snapshots(of: entity.name) })
+            entityRows.append(try readingRows(&state, lockHeld: true) { try $0.rows(of: entity.name) })
         }
         if case .latest(let count) = configuration.historyRetention {
             state.rows.history.keepLatest(count, slack: 0, holding: historyHold)
         }
         let opening = SegmentOpening(schemas: state.schemas, schema: schema, entityRows: entityRows,
-                                     history: state.rows.history, lastTransaction: state.lastTransaction)
+                                     history: state.rows.history, lastTransactionNumber: state.lastTransactionNumber)
         let schemas = state.schemas
         let dropped = try recordingStop(&state) {
             try log.startSegment(with: opening.records, replacingAll: true, schemas: schemas,

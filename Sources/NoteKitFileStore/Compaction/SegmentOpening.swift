@@ -18,17 +18,18 @@ struct SegmentOpening {
     let schema: Schema
     /// The rows, one list per entity of `schema`, in its entity order.
     let entityRows: [[ModelSnapshot]]
-    let lastTransaction: UInt64
+    let lastTransactionNumber: UInt64
     /// The `history` records, encoded: at most about 16,384 changes each, the first carrying the deleted ranges.
     let historyRecords: [[UInt8]]
     let places: CheckpointPlaces
     private let encoder = RecordEncoder()
 
-    init(schemas: [Schema], schema: Schema, entityRows: [[ModelSnapshot]], history: HistoryLog, lastTransaction: UInt64) {
+    init(schemas: [Schema], schema: Schema, entityRows: [[ModelSnapshot]], history: HistoryLog,
+         lastTransactionNumber: UInt64) {
         self.schemas = schemas
         self.schema = schema
         self.entityRows = entityRows
-        self.lastTransaction = lastTransaction
+        self.lastTransactionNumber = lastTransactionNumber
         historyRecords = Self.historyRecords(history, encoder: encoder)
         places = CheckpointPlaces(entities: schema.entities)
     }
@@ -40,7 +41,7 @@ struct SegmentOpening {
     var records: some Sequence<[UInt8]> {
         let encoder = encoder, places = places, schema = schema
         let opening = schemas.map(encoder.schema) + historyRecords
-            + [encoder.snapshot(lastTransaction: lastTransaction, rowCount: rowCount)]
+            + [encoder.snapshot(lastTransactionNumber: lastTransactionNumber, rowCount: rowCount)]
         var chunks: [(entity: Schema.Entity, rows: ArraySlice<ModelSnapshot>)] = []
         for (entity, rows) in zip(schema.entities, entityRows) {
             var start = rows.startIndex
@@ -71,8 +72,8 @@ struct SegmentOpening {
     func checkpoint(store: UUID, segment: Int,
                     indexEntries: (_ entity: String, _ index: Int) throws -> [IndexEntry]) throws -> [UInt8] {
         let opening = try places.opening(store: store, segment: segment, schemaRecords: schemas.count,
-                                         historyRecords: historyRecords.count, lastTransaction: lastTransaction,
-                                         rowCount: rowCount)
+                                         historyRecords: historyRecords.count,
+                                         lastTransactionNumber: lastTransactionNumber, rowCount: rowCount)
         return try Checkpoint.encode(
             opening, schema: schema,
             entities: zip(schema.entities, entityRows).map { entity, rows in

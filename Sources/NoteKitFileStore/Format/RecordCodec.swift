@@ -10,7 +10,7 @@ enum StoreRecord {
     case segment(SegmentHeader)
     case schema(Schema)
     case transaction(Transaction)
-    case snapshot(lastTransaction: UInt64, rowCount: Int)
+    case snapshot(lastTransactionNumber: UInt64, rowCount: Int)
     case rows(entity: String, rows: [ModelSnapshot])
     case manifest(Manifest)
     case migration(MigrationRecord)
@@ -224,11 +224,11 @@ struct RecordEncoder {
         return (try? encoder.encode(schema)) ?? Data("{}".utf8)
     }
 
-    func snapshot(lastTransaction: UInt64, rowCount: Int) -> [UInt8] {
+    func snapshot(lastTransactionNumber: UInt64, rowCount: Int) -> [UInt8] {
         var writer = RecordFrame.writer(reservingCapacity: 64)
         writer.beginObject()
         writer.key("k"); writer.string("snapshot")
-        writer.key("lastTx"); writer.uint(lastTransaction)
+        writer.key("lastTx"); writer.uint(lastTransactionNumber)
         writer.key("rows"); writer.int(Int64(rowCount))
         writer.endObject()
         return RecordFrame.seal(writer)

@@ -149,6 +149,6 @@ extension RecordDecoderV1 {
             }
         }
         guard let last, let count else { throw fail(start, "a snapshot record lacks lastTx or rows") }
-        return .snapshot(lastTransaction: last, rowCount: count)
+        return .snapshot(lastTransactionNumber: last, rowCount: count)
     }
 }

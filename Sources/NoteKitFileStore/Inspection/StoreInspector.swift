@@ -91,9 +91,9 @@ public enum StoreInspector {
         /// The bytes of those blob files, from the file system's metadata (no blob is read).
         public var blobBytes: Int
         /// The numbers of the first and last transactions still in the log (nil when there are none).
-        public var firstTransaction: UInt64?
+        public var firstTransactionNumber: UInt64?
         /// The number of the last committed transaction (0 for a store that has committed none).
-        public var lastTransaction: UInt64
+        public var lastTransactionNumber: UInt64
         /// How many transactions the store's history keeps, and the numbers of the oldest and newest.
         public var historyTransactions: Int
         /// The numbers of the oldest and newest transaction the history keeps; nil when it keeps none.
@@ -126,11 +126,11 @@ public enum StoreInspector {
             try MagicLine.parse($0, expecting: .manifest, file: layout.manifest).version
         }
         var segmentBytes = 0
-        var firstTransaction: UInt64?
+        var firstTransactionNumber: UInt64?
         for number in manifest.segments {
             let scan = try SegmentScan.read(layout.segment(number), number: number, fileSystem: fileSystem)
             segmentBytes += scan.fileSize - scan.reserved
-            if firstTransaction == nil { firstTransaction = try scan.firstTransactionNumber() }
+            if firstTransactionNumber == nil { firstTransactionNumber = try scan.firstTransactionNumber() }
         }
         let blobStore = BlobStore(directory: layout.blobs, fileSystem: fileSystem)
         let inventory = fileSystem.exists(layout.blobs) ? try blobStore.inventory() : BlobStore.Inventory()
@@ -146,11 +146,13 @@ public enum StoreInspector {
         let statistics = store.statistics
         let history = try store.history()
         return Statistics(formatVersion: formatVersion, schemaVersion: store.schema.version,
-                          schemaHash: store.schema.contentHash, entities: statistics.objectsPerEntity,
+                          schemaHash: store.schema.contentHash, entities: statistics.rowsPerEntity,
                           segments: manifest.segments.count, bytes: manifestBytes + segmentBytes + blobBytes + retiredBytes,
                           segmentBytes: segmentBytes, blobs: blobNames.count, blobBytes: blobBytes,
-                          firstTransaction: firstTransaction.map { min($0, statistics.lastTransaction) },
-                          lastTransaction: statistics.lastTransaction,
+                          firstTransactionNumber: firstTransactionNumber.map {
+                              min($0, statistics.lastTransactionNumber)
+                          },
+                          lastTransactionNumber: statistics.lastTransactionNumber,
                           historyTransactions: history.records.count,
                           historyKept: history.records.first.map { $0.number...history.records.last!.number })
     }
@@ -196,7 +198,7 @@ extension StoreInspector {
         var encoder = RecordEncoder()
         encoder.datesAsISO8601 = true
         for entity in entities {
-            var rows = try store.fetch(StoreFetchRequest(entity: entity.name)).snapshots
+            var rows = try store.fetch(StoreFetchRequest(entity: entity.name)).rows
             if sorted { rows.sort { $0.id.primaryKey.uuidString < $1.id.primaryKey.uuidString } }
             for row in rows {
                 var writer = JSONWriter(reservingCapacity: 512)

@@ -179,7 +179,7 @@ public enum StoreVerifier {
         let blobStore: BlobStore
         var report = VerificationReport()
         var schemas: [Schema] = []
-        var objects = ReplayedObjects()
+        var objects = ReplayedRows()
         /// Where each object was last written, to place a problem of the final state.
         var lastWrite: [PersistentIdentifier: (file: String, offset: Int)] = [:]
 

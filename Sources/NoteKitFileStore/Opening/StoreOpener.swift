@@ -20,7 +20,7 @@ extension FileStore {
         var schemas: [Schema]
         /// The rows, in the schema this open uses (the one a migration of this open converted them to).
         var rows: RowStorage
-        var lastTransaction: UInt64
+        var lastTransactionNumber: UInt64
         var operationsLogged: Int
         /// The last segment, where its last intact record ends, and its format version.
         var segment: Int
@@ -107,7 +107,7 @@ struct StoreOpener {
                                  segment: found.segment, offset: found.end, version: found.version)
             }
             var state = FileStore.State(rows: found.rows, log: log, lock: lock, schemas: found.schemasAfterMigration,
-                                        lastTransaction: found.lastTransaction,
+                                        lastTransactionNumber: found.lastTransactionNumber,
                                         operationsLogged: found.operationsLogged,
                                         closedSegmentBytes: found.closedSegmentBytes, position: position,
                                         migrationHeld: holdingMigration && found.migration != nil && !readOnly,
@@ -165,7 +165,7 @@ struct StoreOpener {
                                         schemas: [schema])
         log.reservation = configuration.effectiveSegmentReservation
         var created = FileStore.State(rows: RowStorage(schema: schema), log: log, lock: lock, schemas: [schema],
-                                      lastTransaction: 0, operationsLogged: 0, closedSegmentBytes: 0)
+                                      lastTransactionNumber: 0, operationsLogged: 0, closedSegmentBytes: 0)
         try FileStore.shareIfAsked(&created, configuration: configuration, lockSource: lockSource, layout: layout,
                                    version: MagicLine.currentVersion)
         return Opened(state: created, schema: schema, recovery: report)
@@ -213,18 +213,19 @@ struct StoreOpener {
         var migration: MigrationRecord?
         switch decision {
         case .current(let recorded):
-            rows = RowStorage(schema: recorded, adopting: tables, generation: replay.lastTransaction)
+            rows = RowStorage(schema: recorded, adopting: tables, transactionNumber: replay.lastTransactionNumber)
         case .migrate(let target):
             let lightweight = try LightweightMigration(from: stored, to: target)
             var converted = try lightweight.convert(stored.entities.flatMap { tables[$0.name]?.rows ?? [] })
             let fills = lightweight.fillUpdates(for: converted) { entity, attribute in
                 target.generatedDefault(entity: entity, attribute: attribute) ?? .null
             }
-            converted = ReplayedObjects.applying(fills, to: converted, version: replay.lastTransaction + 1)
-            let record = MigrationRecord(number: replay.lastTransaction + 1, time: configuration.clocks.wall(),
+            converted = ReplayedRows.applying(fills, to: converted,
+                                                 transactionNumber: replay.lastTransactionNumber + 1)
+            let record = MigrationRecord(number: replay.lastTransactionNumber + 1, time: configuration.clocks.wall(),
                                          from: stored, schema: target, fills: fills)
             rows = RowStorage(schema: target)
-            rows.load(converted, generation: record.number)
+            rows.load(converted, transactionNumber: record.number)
             migration = record
         }
         rows.history = replay.history
@@ -239,7 +240,7 @@ struct StoreOpener {
         return FileStore.OpenedLog(
             // Taken before the manifest was read: a manifest replaced after that makes the next refresh look again.
             manifest: manifest, manifestStatus: readOnly ? manifestStatus : nil, schemas: replay.schemas, rows: rows,
-            lastTransaction: replay.lastTransaction + (migration == nil ? 0 : 1),
+            lastTransactionNumber: replay.lastTransactionNumber + (migration == nil ? 0 : 1),
             operationsLogged: replay.operationsLogged + (migration?.fills.count ?? 0),
             segment: active ?? 0, end: active.flatMap { replay.segmentSizes[$0] } ?? 0,
             version: active.flatMap { replay.segmentVersions[$0] } ?? MagicLine.currentVersion,

@@ -422,9 +422,9 @@ struct LogReplay {
     /// Every schema the store was written with, oldest first; the last is the current one.
     var schemas: [Schema] = []
     /// The objects, rebuilt.
-    private var objects = ReplayedObjects()
+    private var objects = ReplayedRows()
     /// The number of the last transaction applied.
-    var lastTransaction: UInt64 { objects.lastTransaction }
+    var lastTransactionNumber: UInt64 { objects.lastTransactionNumber }
     /// Writes since the last snapshot, and rows in it: what automatic compaction weighs.
     var operationsLogged = 0
     /// Bytes of each segment up to its last intact record.
@@ -459,7 +459,7 @@ struct LogReplay {
 
     var rowCount: Int { objects.count }
 
-    /// Hands over the live objects as tables per entity name, and keeps none (``ReplayedObjects/takeTables()``):
+    /// Hands over the live objects as tables per entity name, and keeps none (``ReplayedRows/takeTables()``):
     /// what an open adopts as its store's rows.
     mutating func takeTables() -> [String: OrderedRows] { objects.takeTables() }
 
@@ -559,7 +559,7 @@ struct LogReplay {
         var opening = Opening()
         /// Loads nothing of a first segment whose opening is not whole: a partial snapshot is no committed state.
         func refuseOpening(_ error: FileStoreError) -> FileStoreError {
-            objects = ReplayedObjects()
+            objects = ReplayedRows()
             history = HistoryLog()
             return error
         }

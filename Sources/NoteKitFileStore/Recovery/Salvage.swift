@@ -120,7 +120,7 @@ extension FileStore {
         let rows = state.rows
         let encoder = RecordEncoder()
         var records = schemas.map(encoder.schema)
-        records.append(encoder.snapshot(lastTransaction: state.lastTransaction, rowCount: rows.count))
+        records.append(encoder.snapshot(lastTransactionNumber: state.lastTransactionNumber, rowCount: rows.count))
         for entity in schema.entities {
             let entityRows = rows.filter { $0.id.entityName == entity.name }
             var start = 0
@@ -246,7 +246,7 @@ extension FileStore {
                     }
                     do {
                         let record = try entry.decode(schema: schemas.last)
-                        if let reason = segment.take(record, at: offset, after: state.lastTransaction) {
+                        if let reason = segment.take(record, at: offset, after: state.lastTransactionNumber) {
                             segment.leftOut = (offset, reason)
                             return
                         }
@@ -473,9 +473,9 @@ private struct SegmentProgress {
 /// transaction left out for depending on it says which.
 private struct SalvageState {
     let mode: FileStore.SalvageMode
-    private var objects = ReplayedObjects()
+    private var objects = ReplayedRows()
     var rows: [ModelSnapshot] { objects.rows }
-    var lastTransaction: UInt64 { objects.lastTransaction }
+    var lastTransactionNumber: UInt64 { objects.lastTransactionNumber }
     /// The highest transaction number met in an intact record (kept or not), to tell which numbers were lost.
     private var lastSeen: UInt64 = 0
     /// Where the last damaged or undecodable record was, since the last intact transaction.
@@ -531,7 +531,7 @@ private struct SalvageState {
     /// Applies transaction `number` (with `changes`) by `body` when the mode keeps it, and remembers what a
     /// transaction left out inserted.
     private mutating func take(_ number: UInt64, at place: (file: String, offset: Int), changes: ChangeSet,
-                               _ body: (inout ReplayedObjects) -> String?) -> String? {
+                               _ body: (inout ReplayedRows) -> String?) -> String? {
         if number > lastSeen + 1 {
             lost.append(((lastSeen + 1)...(number - 1), damage?.file, damage?.offset))
         }

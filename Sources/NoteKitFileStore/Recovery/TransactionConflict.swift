@@ -33,8 +33,8 @@ enum TransactionConflict: Error, Hashable, CustomStringConvertible {
                 return "transaction \(number) sets \(source) to point at \(target), which does not exist"
             // A log's records passed the checks of types and unique keys when they were saved, and a replay does not
             // make them again; a refresh applies records to a store's rows, which do
-            // (``FileStore/apply(_:to:lastTransaction:operationsLogged:layout:)``), and says what a save would have
-            // thrown.
+            // (``FileStore/apply(_:to:lastTransactionNumber:operationsLogged:layout:)``), and says what a save would
+            // have thrown.
             case let .uniqueKeyTaken(entity, properties, values, existing):
                 let error = SaveError.uniqueConstraintViolation(entity: entity, properties: properties, values: values,
                                                                 existing: existing)

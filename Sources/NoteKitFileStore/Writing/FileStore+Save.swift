@@ -19,10 +19,10 @@ extension FileStore {
     public func save(_ changes: ChangeSet) throws -> SaveResult {
         try state.withLock { state in try withWriteAccess(&state) { log, state in
             // After catching up with other processes, under their lock: a conditional save sees every commit.
-            try changes.checkExpectedGeneration(state.lastTransaction)
+            try changes.checkExpectedTransactionNumber(state.lastTransactionNumber)
             try readingRows(&state, lockHeld: true) { try $0.validate(changes) }
             let stored = try recordingStop(&state) { try writeBlobs(changes) }
-            let transaction = Transaction(number: state.lastTransaction + 1, time: configuration.clocks.wall(),
+            let transaction = Transaction(number: state.lastTransactionNumber + 1, time: configuration.clocks.wall(),
                                           changes: stored)
             if !state.migrationHeld {
                 try write(transaction, to: log, &state)
@@ -32,10 +32,10 @@ extension FileStore {
                 state.rows.history.keepLatest(count, slack: max(64, count / 4), holding: historyHold)
             }
             broadcaster.publish([record])
-            state.lastTransaction = transaction.number
+            state.lastTransactionNumber = transaction.number
             state.operationsLogged += changes.inserted.count + changes.updated.count + changes.deleted.count
             if !state.migrationHeld { compactIfWorthIt(&state) }
-            return SaveResult(generation: transaction.number)
+            return SaveResult(transactionNumber: transaction.number)
         } }
     }
 
@@ -156,7 +156,7 @@ extension FileStore {
         try state.withLock { state in try withWriteAccess(&state) { log, state in
             try loadHistoryPrefix(&state)
             var history = state.rows.history
-            history.delete(ranges, committedThrough: state.lastTransaction, holding: historyHold())
+            history.delete(ranges, committedThrough: state.lastTransactionNumber, holding: historyHold())
             guard history.deleted != state.rows.history.deleted else { return }
             if state.migrationHeld {
                 state.rows.history = history

@@ -343,8 +343,8 @@ private struct Run {
         }
         if step > lastAcknowledged { summary.unacknowledgedKept += 1 }
         let statistics = store.statistics
-        guard statistics.lastTransaction == UInt64(step) else {
-            throw failure(track, "the store holds steps 1…\(step) in \(statistics.lastTransaction) transactions")
+        guard statistics.lastTransactionNumber == UInt64(step) else {
+            throw failure(track, "the store holds steps 1…\(step) in \(statistics.lastTransactionNumber) transactions")
         }
         let history = try store.history()
         if let newest = history.records.last, newest.number != UInt64(step) {

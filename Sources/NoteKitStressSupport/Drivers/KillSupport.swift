@@ -253,7 +253,7 @@ enum KillChecks {
     static func blobNames(_ store: FileStore) throws -> Set<String> {
         var names = Set<String>()
         for entity in store.schema.entities {
-            for row in try store.fetch(StoreFetchRequest(entity: entity.name)).snapshots {
+            for row in try store.fetch(StoreFetchRequest(entity: entity.name)).rows {
                 for case .external(let blob) in row.attributes { names.insert(blob.name) }
             }
         }

@@ -500,9 +500,9 @@ private final class ShareRun {
                                         + KillChecks.difference(expected: expected, actual: actual))
             }
         }
-        if store.statistics.lastTransaction != UInt64(total) {
+        if store.statistics.lastTransactionNumber != UInt64(total) {
             summary.failures.append("at the end, the writers' steps add up to \(total), the store holds "
-                                    + "\(store.statistics.lastTransaction) transactions")
+                                    + "\(store.statistics.lastTransactionNumber) transactions")
         }
     }
 }

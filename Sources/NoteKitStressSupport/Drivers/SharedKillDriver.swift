@@ -291,9 +291,9 @@ private struct SharedRun {
         // whose authors take each writer's steps one at a time, up to its last.
         let total = held.values.reduce(0, +)
         let statistics = store.statistics
-        guard statistics.lastTransaction == UInt64(total) else {
+        guard statistics.lastTransactionNumber == UInt64(total) else {
             throw failure("the writers' steps \(held.sorted { $0.key < $1.key }) add up to \(total), the store holds "
-                          + "\(statistics.lastTransaction) transactions")
+                          + "\(statistics.lastTransactionNumber) transactions")
         }
         let records = try store.history().records
         if total > 0, records.last?.number != UInt64(total) {

@@ -66,7 +66,7 @@ public enum BackupWorkload {
                                            configurations: [FileStoreConfiguration(url: url, mode: .readOnly)])
         defer { try? container.close() }
         let context = ModelContext(container)
-        let steps = Int(container.store.generation)
+        let steps = Int(container.store.transactionNumber)
         var found: [String: Data] = [:]
         for note in try context.fetch(FetchDescriptor<NoteRecord>()) {
             found[note.title] = note.photos.first?.data ?? Data()

@@ -5,10 +5,10 @@ import Foundation
 #endif
 import NoteKit
 
-/// The objects a log describes, rebuilt record by record: the one place where replay and salvage apply
-/// snapshots, rows and transactions.
-struct ReplayedObjects {
-    /// Each entity's objects in the order they were first inserted, in the order the entities first appeared:
+/// The rows a log describes, rebuilt record by record: the one place where replay and salvage apply snapshot
+/// records, rows and transactions.
+struct ReplayedRows {
+    /// Each entity's rows in the order they were first inserted, in the order the entities first appeared:
     /// what the store adopts as its tables (``takeTables()``).
     private var tables: [OrderedRows] = []
     private var entityNames: [String] = []
@@ -16,7 +16,7 @@ struct ReplayedObjects {
     /// The table of the entity last looked up, by its interned name's identity: consecutive rows mostly share one.
     private var lastEntity: (identity: ObjectIdentifier, table: Int)?
     /// The number of the last transaction applied (or the snapshot's).
-    private(set) var lastTransaction: UInt64 = 0
+    private(set) var lastTransactionNumber: UInt64 = 0
     /// The `.noAction` links of the schema in force.
     private var noAction: NoActionReferences?
 
@@ -31,7 +31,7 @@ struct ReplayedObjects {
     var count: Int { tables.reduce(0) { $0 + $1.count } }
 
     /// Hands over every entity's objects, by entity name, and keeps none: the tables a store adopts without
-    /// copying (``RowStorage/init(schema:adopting:generation:)``).
+    /// copying (``RowStorage/init(schema:adopting:transactionNumber:)``).
     mutating func takeTables() -> [String: OrderedRows] {
         var taken: [String: OrderedRows] = [:]
         for (number, name) in entityNames.enumerated() { taken[name] = tables[number] }
@@ -72,7 +72,7 @@ struct ReplayedObjects {
         entityNames = []
         numbers = [:]
         lastEntity = nil
-        lastTransaction = last
+        lastTransactionNumber = last
     }
 
     /// Adds a snapshot's rows whole, or returns why they cannot be added (and adds none).
@@ -82,14 +82,14 @@ struct ReplayedObjects {
             let id = rows[index].id
             if contains(id) || !seen.insert(id).inserted { return "\(id) appears twice in the snapshot" }
         }
-        append(rows, version: lastTransaction)
+        append(rows, transactionNumber: lastTransactionNumber)
         return nil
     }
 
-    /// Appends `rows` (none of which is here) to their entities' tables, stamped with `version`. Each table makes
-    /// room for its own rows of the batch up front: growing by doubling would hold the old and the new buffers at
+    /// Appends `rows` (none of which is here) to their entities' tables, stamped with `transactionNumber`. Each table
+    /// makes room for its own rows of the batch up front: growing by doubling would hold the old and the new buffers at
     /// once, at the replay's peak (a bulk insert's record decoded, its bytes still read).
-    private mutating func append(_ rows: [ModelSnapshot], version: UInt64) {
+    private mutating func append(_ rows: [ModelSnapshot], transactionNumber: UInt64) {
         // By index, and reading `id` in place: a `for row in rows` copies every snapshot (a retain and a release of
         // each of its buffers) only to read its identifier.
         var numbers: [Int] = []
@@ -104,13 +104,13 @@ struct ReplayedObjects {
         for (number, count) in counts.enumerated() where count > 0 { tables[number].reserve(count) }
         for index in rows.indices {
             var row = rows[index]
-            row.version = version
+            row.transactionNumber = transactionNumber
             tables[numbers[index]].append(row)
         }
     }
 
     /// Applies `transaction` whole through the applier every store shares (``ChangeSet/conflict(with:)``,
-    /// ``ChangeSet/apply(to:version:noAction:)``), or returns why it does not apply (and changes nothing).
+    /// ``ChangeSet/apply(to:transactionNumber:noAction:)``), or returns why it does not apply (and changes nothing).
     ///
     /// References that a `.noAction` delete leaves behind are dropped, as every store drops them (see
     /// ``NoActionReferences``), by the rules of the schema last given to ``schemaInForce(_:)``.
@@ -119,13 +119,13 @@ struct ReplayedObjects {
     ///   which keeps what still applies after a gap).
     mutating func apply(_ transaction: Transaction, consecutive: Bool = true) -> TransactionConflict? {
         let number = transaction.number
-        guard consecutive ? number == lastTransaction + 1 : number > lastTransaction else {
-            return .outOfSequence(number: number, last: lastTransaction)
+        guard consecutive ? number == lastTransactionNumber + 1 : number > lastTransactionNumber else {
+            return .outOfSequence(number: number, last: lastTransactionNumber)
         }
         if let conflict = transaction.changes.conflict(with: self) { return .changes(number: number, conflict) }
         let noAction = noAction
-        transaction.changes.apply(to: &self, version: number, noAction: noAction)
-        lastTransaction = number
+        transaction.changes.apply(to: &self, transactionNumber: number, noAction: noAction)
+        lastTransactionNumber = number
         return nil
     }
 
@@ -144,8 +144,8 @@ struct ReplayedObjects {
         } catch {
             return "the recorded migration no longer applies: \(error)"
         }
-        var next = ReplayedObjects()
-        next.lastTransaction = lastTransaction
+        var next = ReplayedRows()
+        next.lastTransactionNumber = lastTransactionNumber
         next.noAction = noAction
         for row in converted { next.tables[next.table(of: row.id, make: true)!].append(row) }
         let transaction = Transaction(number: migration.number, time: migration.time,
@@ -156,18 +156,19 @@ struct ReplayedObjects {
     }
 
     /// `rows` with `updates` applied, in the same order.
-    static func applying(_ updates: [ModelUpdate], to rows: [ModelSnapshot], version: UInt64) -> [ModelSnapshot] {
+    static func applying(_ updates: [ModelUpdate], to rows: [ModelSnapshot],
+                         transactionNumber: UInt64) -> [ModelSnapshot] {
         guard !updates.isEmpty else { return rows }
         var byID: [PersistentIdentifier: ModelUpdate] = [:]
         for update in updates { byID[update.id] = update }
-        return rows.map { row in byID[row.id].map { row.applying($0, version: version) } ?? row }
+        return rows.map { row in byID[row.id].map { row.applying($0, transactionNumber: transactionNumber) } ?? row }
     }
 }
 
 /// The objects as the applier of change sets sees them: all in memory, so no read fails; a table is made for an
 /// entity when its first row is inserted (a replay decodes every row against the schema in force, so each names a
 /// known entity).
-extension ReplayedObjects: ChangeableRows {
+extension ReplayedRows: ChangeableRows {
     typealias ReadFailure = Never
 
     func hasEntity(of id: PersistentIdentifier) -> Bool { true }
@@ -179,9 +180,11 @@ extension ReplayedObjects: ChangeableRows {
 
     mutating func remove(_ id: PersistentIdentifier) { tables[table(of: id)!].remove(id) }
 
-    mutating func update(_ update: ModelUpdate, version: UInt64) {
-        tables[table(of: update.id)!].modify(update.id) { $0.applying(update, version: version) }
+    mutating func update(_ update: ModelUpdate, transactionNumber: UInt64) {
+        tables[table(of: update.id)!].modify(update.id) { $0.applying(update, transactionNumber: transactionNumber) }
     }
 
-    mutating func insert(_ rows: [ModelSnapshot], version: UInt64) { append(rows, version: version) }
+    mutating func insert(_ rows: [ModelSnapshot], transactionNumber: UInt64) {
+        append(rows, transactionNumber: transactionNumber)
+    }
 }
