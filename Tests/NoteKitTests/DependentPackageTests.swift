@@ -34,6 +34,26 @@ struct DependentPackageTests {
                 "\(diagnostics)")
     }
 
+    @Test("NoteKit adds no member to a user's standard types: arrays and optionals of models, scalars, strings",
+          arguments: [("let notes: [Note] = []; _ = notes.models", "models"),
+                      ("_ = [Note].empty", "empty"),
+                      ("_ = [Note].isToMany", "isToMany"),
+                      ("let note: Note? = nil; _ = note.models", "models"),
+                      ("_ = Optional<Note>.isToMany", "isToMany"),
+                      ("_ = Int.attributeType", "attributeType"),
+                      ("_ = \"text\".storedValue", "storedValue")])
+    func noMembersOnStandardTypes(statement: String, member: String) throws {
+        let source = """
+            import NoteKit
+            import NoteKitNotes
+            \(statement)
+            """
+        let diagnostics = try #require(SnippetCompiler.shared).diagnostics(of: source)
+        // "has no member", or "is inaccessible" for what NoteKit keeps at `package` access: either way, not there.
+        #expect(diagnostics.contains { $0.severity == "error" && $0.message.contains("'\(member)'") },
+                "\(diagnostics)")
+    }
+
     @Test("The notes domain is one import away: import NoteKitNotes")
     func notesModuleProvidesThem() throws {
         let source = """
