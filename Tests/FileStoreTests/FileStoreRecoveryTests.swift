@@ -262,7 +262,12 @@ struct FileStoreRecoveryTests {
         }
         let missing = try StoreFiles.copy(url)
         try FileManager.default.removeItem(at: StoreFiles.segment(missing, 2))
-        #expect(throws: FileStoreError.self) { _ = try StoreFiles.open(missing, NotesSchema.models) }
+        #expect {
+            _ = try StoreFiles.open(missing, NotesSchema.models)
+        } throws: { error in
+            guard case let FileStoreError.inconsistentSegments(file, kind, _) = error else { return false }
+            return kind == .segmentMissing && file.hasSuffix("000002.seg")
+        }
 
         let swapped = try StoreFiles.copy(url)
         let two = try Data(contentsOf: StoreFiles.segment(swapped, 2))

@@ -66,7 +66,13 @@ struct FileStoreWritingTests {
         #expect(throws: StoreIOError.self) { try context.save() }
         fileSystem.disarm()
         #expect(context.hasChanges, "the save was not acknowledged")
-        #expect(throws: FileStoreError.self) { try context.save() }
+        // The refusal says which write stopped the store (issue 36, item 5).
+        #expect {
+            try context.save()
+        } throws: { error in
+            guard case let FileStoreError.writesStopped(kind, reason) = error else { return false }
+            return kind == .flush && reason.contains("flushing")
+        }
         try? StoreFiles.close(container)
 
         // After reopening, the save either made it whole or not at all; the store takes writes again.

@@ -6,54 +6,10 @@ import NoteKitTestSupport
 import Testing
 
 /// Issue 36, item 5: a `FileStoreError` a caller may branch on carries a typed kind beside its sentence, so that a
-/// caller can tell, without reading text, which write stopped the store, which segment rule an open refused, and why
-/// a salvage found nothing.
+/// caller can tell, without reading text, what an open refused and why a salvage found nothing. (The kind of a
+/// stopped write is checked in `FileStoreWritingTests`, of a missing or foreign segment in `FileStoreRecoveryTests`.)
 @Suite("Typed errors: the file store's errors carry a kind a caller can branch on")
 struct TypedErrorKindTests {
-    @Test("After a failed flush, the store's refusal of the next save says the flush stopped writes")
-    func failedFlushStopsWritesWithItsKind() throws {
-        let url = TemporaryStores.newURL()
-        defer { try? FileManager.default.removeItem(at: url) }
-        let fileSystem = FaultyFileSystem()
-        let container = try StoreFiles.open(url, NotesSchema.models) { $0.fileSystem = fileSystem }
-        let context = ModelContext(container)
-        context.insert(Note.titled("acknowledged"))
-        try context.save()
-        context.insert(Note.titled("unsure"))
-        fileSystem.arm(.init(.fsync))
-        #expect(throws: StoreIOError.self) { try context.save() }
-        fileSystem.disarm()
-        #expect {
-            try context.save()
-        } throws: { error in
-            guard case let FileStoreError.writesStopped(kind, reason) = error else { return false }
-            return kind == .flush && reason.contains("flushing")
-        }
-        try? StoreFiles.close(container)
-    }
-
-    @Test("An open of a store whose listed segment is gone is refused as a missing segment, naming it")
-    func missingSegmentHasItsKind() throws {
-        let url = TemporaryStores.newURL()
-        defer { try? FileManager.default.removeItem(at: url) }
-        do {
-            let container = try StoreFiles.open(url, NotesSchema.models) { $0.maximumSegmentSize = 200 }
-            let context = ModelContext(container)
-            for title in ["a", "b", "c"] {
-                context.insert(Note.titled(title))
-                try context.save()
-            }
-            try StoreFiles.close(container)
-        }
-        try FileManager.default.removeItem(at: StoreFiles.segment(url, 2))
-        #expect {
-            _ = try StoreFiles.open(url, NotesSchema.models)
-        } throws: { error in
-            guard case let FileStoreError.inconsistentSegments(file, kind, _) = error else { return false }
-            return kind == .segmentMissing && file.hasSuffix("000002.seg")
-        }
-    }
-
     @Test("A segment holding text that is not NoteKit's is refused as not a NoteKit file")
     func foreignFileHasItsKind() throws {
         let url = TemporaryStores.newURL()
