@@ -51,23 +51,26 @@ extension RecordDecoderV1 {
     /// The attribute `key` names. Writers list attributes in declaration order, so the one after the previous key
     /// (`expected`) is tried first, without making a `String`.
     func attributeIndex(_ key: JSONKey, in entity: Schema.Entity, names: [[UInt8]], _ reader: JSONReader,
-                                expected: inout Int) throws -> Int {
-        if expected < names.count, key.isUTF8(names[expected]) {
-            expected += 1
-            return expected - 1
-        }
-        let index = try attributeIndex(key, in: entity, reader)
-        expected = index + 1
-        return index
+                        expected: inout Int) throws -> Int {
+        try position(of: key, names: names, expected: &expected) { try attributeIndex(key, in: entity, reader) }
     }
 
+    /// The relationship `key` names, tried as ``attributeIndex(_:in:names:_:expected:)`` tries attributes.
     func relationshipIndex(_ key: JSONKey, in entity: Schema.Entity, names: [[UInt8]], _ reader: JSONReader,
-                                   expected: inout Int) throws -> Int {
+                           expected: inout Int) throws -> Int {
+        try position(of: key, names: names, expected: &expected) { try relationshipIndex(key, in: entity, reader) }
+    }
+
+    /// The position `key` names among `names`: the one after the previous key (`expected`) first, else what
+    /// `lookUp` finds; `expected` moves past it.
+    @inline(__always)
+    private func position(of key: JSONKey, names: [[UInt8]], expected: inout Int,
+                          lookUp: () throws -> Int) rethrows -> Int {
         if expected < names.count, key.isUTF8(names[expected]) {
             expected += 1
             return expected - 1
         }
-        let index = try relationshipIndex(key, in: entity, reader)
+        let index = try lookUp()
         expected = index + 1
         return index
     }
