@@ -18,7 +18,7 @@ import Darwin
 /// includes everything before the damage, or fails with a typed error that names the file (and the byte offset, for
 /// damage inside a file), having written nothing; it never crashes, hangs or allocates without bound.
 ///
-/// Bounded in `swift test` (``LongTests``): cuts at the offsets where a file's structure changes and every 41st
+/// Bounded in `swift test` (``LongTests``): cuts at the offsets where a file's structure changes and every 61st
 /// between (``LongTests/offsets(_:records:variable:stride:)``), 50 random-flip seeds. `NOTEKIT_LONG_TESTS=1`
 /// cuts at every offset and flips 500 seeds; `NOTEKIT_BADINPUT_EVERY_OFFSET=1` cuts at every offset alone;
 /// `NOTEKIT_BADINPUT_SEEDS=N` sets the number of random-flip seeds.

@@ -59,16 +59,20 @@ enum CheckpointFixture {
     static let models: [any PersistentModel.Type] = [CheckpointItem.self, CheckpointGroup.self]
     static func schema() throws -> Schema { try Schema(models) }
 
-    /// A closed store of 3,000 items (``store(count:compact:url:configure:)``), made once a process: a test that
+    /// A closed store of 1,000 items (``store(count:compact:url:configure:)``), made once a process: a test that
     /// reads or damages such a store works on a copy of it (``copyOfShared()``) rather than making its own, which
     /// took a second or two of a debug build each time.
     private static let shared = Result { () throws -> URL in
-        let (url, container) = try store(count: 3_000)
+        let (url, container) = try store(count: sharedCount)
         try StoreFiles.close(container)
         return url
     }
 
-    /// A copy of the shared store of 3,000 items, the test's own.
+    /// The number of items of the shared store: a checkpoint of many pages, and few enough rows that the tests
+    /// damaging copies of it and asking every answer stay quick in a debug build.
+    static let sharedCount = 1_000
+
+    /// A copy of the shared store of ``sharedCount`` items, the test's own.
     static func copyOfShared() throws -> URL { try StoreFiles.copy(shared.get()) }
 
     /// A store of `count` items in three groups, some updated, some deleted, with a few attachments; compacted
@@ -442,7 +446,7 @@ struct CheckpointReadingTests {
     func stale() throws {
         let (url, bytes, expected) = try Self.fixture()
         // The same store copied before its compaction, and compacted again with one more row: segment 2 again.
-        let (twinURL, twin) = try CheckpointFixture.store(count: 3_000, compact: false)
+        let (twinURL, twin) = try CheckpointFixture.store(count: CheckpointFixture.sharedCount, compact: false)
         let copy = try StoreFiles.copy(twinURL)
         try StoreFiles.store(twin).compact()
         try StoreFiles.close(twin)

@@ -26,12 +26,12 @@ struct FaultInjectionTests {
     static let everyN = LongTests.isOn("NOTEKIT_FAULTS_EVERY_N")
 
     /// The N to fail after `nth`: the next one with every N; bounded, the next one up to 3 (a store's first calls of
-    /// each kind: creation, the first save), then every 10th, each of the five kinds of fault from another even
-    /// offset, so that between them the kinds fail every other N of the writes, and the others share the rest.
+    /// each kind: creation, the first save), then every 20th, each of the five kinds of fault from another offset
+    /// four apart, so that between them the kinds fail every fourth N of the writes, and the others share the rest.
     static func nth(after nth: Int, kind: FaultKind) -> Int {
         guard !everyN, nth >= 3 else { return nth + 1 }
-        let offset = 2 * FaultKind.allCases.firstIndex(of: kind)!
-        return nth + 1 + (10 - (nth + 1 + offset) % 10) % 10
+        let offset = 4 * FaultKind.allCases.firstIndex(of: kind)!
+        return nth + 1 + (20 - (nth + 1 + offset) % 20) % 20
     }
 
     /// A way for calls to fail.

@@ -28,7 +28,7 @@ struct FileStoreRecoveryTests {
     }
 
     /// Every offset with `NOTEKIT_LONG_TESTS=1`; bounded, the first and last digits of the record's length and
-    /// checksum and the spaces after them, its middle, its end and every 41st offset
+    /// checksum and the spaces after them, its middle, its end and every 61st offset
     /// (``LongTests/offsets(_:records:variable:stride:)``).
     @Test("Truncating the last record at every byte offset reopens with exactly the earlier transactions")
     func truncationAtEveryOffset() throws {

@@ -18,7 +18,7 @@ import Testing
 /// pending (so the context's merge of pending changes is held to the same standard).
 ///
 /// A failure names its seed. Replay it with `NOTEKIT_DIFFERENTIAL_SEED=<seed> swift test --filter Differential`.
-/// `swift test` runs one seed on each store with 50 specimens, every predicate, sort and window on them;
+/// `swift test` runs one seed on each store with 30 specimens, every predicate, sort and window on them;
 /// `NOTEKIT_LONG_TESTS=1` (``LongTests``) two seeds with 180 (`NOTEKIT_DIFFERENTIAL_SPECIMENS=N` sets the number).
 @Suite("Predicates: the store evaluates compiled predicates as Swift does")
 struct PredicateDifferentialTests {
@@ -30,7 +30,7 @@ struct PredicateDifferentialTests {
     }()
 
     /// The specimens inserted first; the edits, deletes and inserts that follow are in proportion.
-    static let specimens = LongTests.value("NOTEKIT_DIFFERENTIAL_SPECIMENS", bounded: 50, long: 180)
+    static let specimens = LongTests.value("NOTEKIT_DIFFERENTIAL_SPECIMENS", bounded: 30, long: 180)
 
     @Test("Random objects: store results equal Predicate.evaluate + SortDescriptor.compare",
           arguments: StoreKind.allCases, seeds)

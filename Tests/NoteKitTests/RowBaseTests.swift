@@ -313,7 +313,7 @@ struct RowBaseTests {
     @Test("Equivalence: random change sets over a base answer as over loaded rows", arguments: seeds)
     func randomEquivalence(seed: UInt64) throws {
         print("Rows over a base: seed \(seed) (NOTEKIT_ROWBASE_SEED=\(seed) replays it)")
-        let steps = LongTests.value("NOTEKIT_ROWBASE_STEPS", bounded: 60, long: 300)
+        let steps = LongTests.value("NOTEKIT_ROWBASE_STEPS", bounded: 40, long: 300)
         var world = World(rng: SeededGenerator(seed: seed))
         let rows = world.initialRows(notes: 80, folders: 6)
         let (loaded, based, _) = Self.pair(rows)

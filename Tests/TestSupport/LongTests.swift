@@ -24,20 +24,25 @@ extension LongTests {
     /// The offsets of a file that a test damaging it "at every offset" tries: each one of `range` with
     /// `NOTEKIT_LONG_TESTS=1` (or `variable` set to 1); bounded, those where the file's structure changes and a
     /// sample between them: every offset before the first record (the magic line); in each record (`records`, each
-    /// framed as `llllllll cccccccc payload\n`) the first and last digit of its length and of its checksum, the
-    /// spaces after them, the first two bytes of its payload, the payload's middle, its last two bytes and its end;
+    /// framed as `llllllll cccccccc payload\n`) its first byte, the payload's middle, its last byte and its end;
+    /// in the first two records, the last two and every fourth between, also the last digit of its length, the first
+    /// and last digit of its checksum, the spaces after them, the first two bytes of its payload and its last two;
     /// the range's ends; and every `stride`th offset. A cut or a flip anywhere inside a payload meets the same check
-    /// (the frame's length or its checksum), which the middle and the sample exercise.
+    /// (the frame's length or its checksum), which the middle and the sample exercise; every record's frame is read
+    /// by the same code, which the records given every position exercise.
     public static func offsets(_ range: ClosedRange<Int>, records: [Range<Int>], variable: String? = nil,
-                               stride: Int = 41) -> [Int] {
+                               stride: Int = 61) -> [Int] {
         if variable.map(isOn) ?? isEnabled { return Array(range) }
         var chosen: Set<Int> = [range.lowerBound, range.upperBound]
         chosen.formUnion(Swift.stride(from: range.lowerBound, through: range.upperBound, by: stride))
         chosen.formUnion(range.lowerBound..<(records.first?.lowerBound ?? range.lowerBound))
-        for record in records {
+        for (index, record) in records.enumerated() {
             let start = record.lowerBound, end = record.upperBound
-            chosen.formUnion([0, 7, 8, 9, 16, 17, 18, 19].map { start + $0 }.filter { $0 < end })
-            chosen.formUnion([(start + end) / 2, end - 2, end - 1, end])
+            chosen.formUnion([start, (start + end) / 2, end - 1, end])
+            if index < 2 || index >= records.count - 2 || index % 4 == 0 {
+                chosen.formUnion([7, 8, 9, 16, 17, 18, 19].map { start + $0 }.filter { $0 < end })
+                chosen.insert(end - 2)
+            }
         }
         return chosen.filter(range.contains).sorted()
     }
