@@ -25,23 +25,33 @@ extension ProcessStressTests {
                 ?? UInt64.random(in: 1...UInt64(UInt32.max))
         }
 
-        @Test("Killed at random moments, the store keeps every acknowledged save, only whole ones, and takes new writes")
-        func randomKills() async throws {
+        /// How many kills: 12 bounded, 250 long.
+        static var kills: Int { LongTests.value("NOTEKIT_KILL_KILLS", bounded: 12, long: 250) }
+
+        /// The kills made whatever the time: the time limit keeps a loaded machine from running long; the first 50
+        /// kills (10 bounded: the eight moments and the creations among them) happen whatever it takes (a machine
+        /// busy with other suites once made 29 in the time; a bounded run beside the whole suite, a kill every few
+        /// seconds).
+        static var minimumKills: Int { min(kills, LongTests.isEnabled ? 50 : 10) }
+
+        static let run = EarlyRun<KillDriver.Summary> {
             let seed = Self.seed
-            let kills = LongTests.value("NOTEKIT_KILL_KILLS", bounded: 12, long: 250)
             TestOutput.summary("kill test: seed \(seed) (replay with NOTEKIT_KILL_SEED=\(seed))")
             let directory = TemporaryStores.newURL("kill")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            var options = KillDriver.Options(executable: Self.executable, directory: directory, seed: seed,
+                                             kills: Self.kills, timeLimit: LongTests.isEnabled ? 110 : 40)
+            options.minimumKills = Self.minimumKills
+            // The driver waits on its children most of the time: on a thread of its own, not the suite's.
+            return await StressOutcome.run(seed: seed, directory: directory) { [options] in try KillDriver.run(options) }
+        }
+
+        @Test("Killed at random moments, the store keeps every acknowledged save, only whole ones, and takes new writes",
+              .startsEarly(run))
+        func randomKills() async throws {
+            let outcome = await Self.run.outcome
+            let (seed, directory, minimum) = (outcome.seed, outcome.directory, Self.minimumKills)
             do {
-                // The time limit keeps a loaded machine from running long; the first 50 kills (10 bounded: the
-                // eight moments and the creations among them) happen whatever it takes (a machine busy with other
-                // suites once made 29 in the time; a bounded run beside the whole suite, a kill every few seconds).
-                let minimum = min(kills, LongTests.isEnabled ? 50 : 10)
-                var options = KillDriver.Options(executable: Self.executable, directory: directory, seed: seed,
-                                                 kills: kills, timeLimit: LongTests.isEnabled ? 110 : 40)
-                options.minimumKills = minimum
-                // The driver waits on its children most of the time: on a thread of its own, not the suite's.
-                let summary = try await ProcessStressTests.run { [options] in try KillDriver.run(options) }
+                let summary = try outcome.summary.get()
                 TestOutput.summary("\(summary)")
                 #expect(summary.kills >= minimum, "too few kills in the time allowed: \(summary)")
                 #expect(summary.acknowledged > 0 && summary.rotations > 0 && summary.compactions > 0,
@@ -72,24 +82,33 @@ extension ProcessStressTests {
     /// `swift run -c release notekit-stress kill --writers 2 --kills 1000 --seed N --dir /tmp/kill`.
     @Suite("Kill test: SIGKILL of one writer among several sharing a store")
     struct SharedKillTests {
-        @Test("One of two writers killed at random moments: each writer's acknowledged saves stay, whole, and all write on")
-        func randomKillsOfOneWriter() async throws {
-            let environment = ProcessInfo.processInfo.environment
+        static let environment = ProcessInfo.processInfo.environment
+        /// How many kills: 10 bounded, 60 long; the first 20 (all 10 bounded) happen whatever the time takes: fewer
+        /// might land none during a save. The time limit keeps a loaded machine from running long.
+        static var kills: Int { LongTests.value("NOTEKIT_SHARED_KILL_KILLS", bounded: 10, long: 60) }
+        static var minimumKills: Int { min(kills, 20) }
+        static var writers: Int { environment["NOTEKIT_SHARED_KILL_WRITERS"].flatMap { Int($0) } ?? 2 }
+
+        static let run = EarlyRun<KillDriver.Summary> {
             let seed = environment["NOTEKIT_SHARED_KILL_SEED"].flatMap { UInt64($0) }
                 ?? UInt64.random(in: 1...UInt64(UInt32.max))
-            let kills = LongTests.value("NOTEKIT_SHARED_KILL_KILLS", bounded: 10, long: 60)
-            let writers = environment["NOTEKIT_SHARED_KILL_WRITERS"].flatMap { Int($0) } ?? 2
             TestOutput.summary("shared kill test: seed \(seed) (replay with NOTEKIT_SHARED_KILL_SEED=\(seed))")
             let directory = TemporaryStores.newURL("shared-kill")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            var options = SharedKillDriver.Options(executable: KillTests.executable, directory: directory,
+                                                   seed: seed, writers: writers, kills: kills, timeLimit: 35)
+            options.minimumKills = minimumKills
+            return await StressOutcome.run(seed: seed, directory: directory) { [options] in
+                try SharedKillDriver.run(options)
+            }
+        }
+
+        @Test("One of two writers killed at random moments: each writer's acknowledged saves stay, whole, and all write on",
+              .startsEarly(run))
+        func randomKillsOfOneWriter() async throws {
+            let outcome = await Self.run.outcome
+            let (seed, directory, minimum, writers) = (outcome.seed, outcome.directory, Self.minimumKills, Self.writers)
             do {
-                // The time limit keeps a loaded machine from running long; the first 20 kills (all 10 bounded)
-                // happen whatever it takes: fewer might land none during a save.
-                let minimum = min(kills, 20)
-                var options = SharedKillDriver.Options(executable: KillTests.executable, directory: directory,
-                                                       seed: seed, writers: writers, kills: kills, timeLimit: 35)
-                options.minimumKills = minimum
-                let summary = try await ProcessStressTests.run { [options] in try SharedKillDriver.run(options) }
+                let summary = try outcome.summary.get()
                 TestOutput.summary("\(summary)")
                 #expect(summary.kills >= minimum, "too few kills in the time allowed: \(summary)")
                 #expect(summary.kills < 8 || summary.aimedAtEveryMoment,

@@ -15,8 +15,7 @@ extension ProcessStressTests {
     /// `swift run -c release notekit-stress share --writers 3 --readers 3 --seconds 120 --seed N`.
     @Suite("Share test: writers killed at random and readers on every read path, on one store")
     struct ShareStressTests {
-        @Test("Readers racing killed writers, rotations and compactions never see damage, and no acknowledged save is lost")
-        func readersAndKilledWriters() async throws {
+        static let run = EarlyRun<ShareStressDriver.Summary> {
             let environment = ProcessInfo.processInfo.environment
             let seed = environment["NOTEKIT_SHARE_SEED"].flatMap { UInt64($0) }
                 ?? UInt64.random(in: 1...UInt64(UInt32.max))
@@ -25,11 +24,18 @@ extension ProcessStressTests {
             let readers = environment["NOTEKIT_SHARE_READERS"].flatMap { Int($0) } ?? 2
             TestOutput.summary("share test: seed \(seed) (replay with NOTEKIT_SHARE_SEED=\(seed))")
             let directory = TemporaryStores.newURL("share")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             // The driver waits on its children most of the time: on a thread of its own, not the suite's.
             let options = ShareStressDriver.Options(executable: KillTests.executable, directory: directory, seed: seed,
                                                     writers: writers, readers: readers, seconds: seconds)
-            let summary = try await ProcessStressTests.run { try ShareStressDriver.run(options) }
+            return await StressOutcome.run(seed: seed, directory: directory) { try ShareStressDriver.run(options) }
+        }
+
+        @Test("Readers racing killed writers, rotations and compactions never see damage, and no acknowledged save is lost",
+              .startsEarly(run))
+        func readersAndKilledWriters() async throws {
+            let outcome = await Self.run.outcome
+            let (seed, directory) = (outcome.seed, outcome.directory)
+            let summary = try outcome.summary.get()
             TestOutput.summary("\(summary)")
             #expect(summary.falseDamageReports == 0 && summary.damageReports == 0, "\(summary)")
             #expect(summary.acknowledgedLost == 0, "\(summary)")
