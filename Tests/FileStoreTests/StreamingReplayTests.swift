@@ -199,3 +199,32 @@ struct StreamingReplayTests {
         #expect(pointInTime.heldSegmentBytes <= SegmentScan.piece + (try StreamedStore.largestRecord(url)))
     }
 }
+
+/// Reserved space is found by the first byte that is not zero after the last record (docs/FORMAT.md, *Reserved
+/// space*): the search must name that byte exactly, whatever the buffer's length and alignment.
+@Suite("Record framing: the first byte that is not zero")
+struct FirstNonZeroTests {
+    @Test("The first non-zero byte is found at every position around page boundaries, from any alignment; all zeros is none")
+    func firstNonZeroAtEveryPosition() {
+        let lengths = [0, 1, 7, 8, 4095, 4096, 4097, 8191, 8192, 12_289]
+        var problems: [String] = []
+        for shift in 0..<3 {
+            for length in lengths {
+                var bytes = [UInt8](repeating: 0, count: length + shift)
+                let zeros = bytes.withUnsafeBytes { RecordFrame.firstNonZero(UnsafeRawBufferPointer(rebasing: $0[shift...])) }
+                if zeros != nil { problems.append("\(length) zeros at shift \(shift): \(zeros!)") }
+                let positions = Set([0, 1, length / 2, length - 1] + [4095, 4096, 4097, 8191, 8192, 8193].filter { $0 < length })
+                for position in positions where position >= 0 && position < length {
+                    bytes[shift + position] = 0x2A
+                    if position + 1 < length { bytes[shift + length - 1] = 0x01 } // a later non-zero byte must not win
+                    let found = bytes.withUnsafeBytes {
+                        RecordFrame.firstNonZero(UnsafeRawBufferPointer(rebasing: $0[shift...]))
+                    }
+                    if found != position { problems.append("length \(length), shift \(shift): \(position) found as \(String(describing: found))") }
+                    bytes = [UInt8](repeating: 0, count: length + shift)
+                }
+            }
+        }
+        #expect(problems.isEmpty, "\(problems.prefix(10))")
+    }
+}

@@ -27,22 +27,30 @@ enum RecordFrame {
         return (Int(length), checksum)
     }
 
-    /// The index of the first byte of `bytes` that is not zero, if any. Eight bytes at a time.
+    /// The index of the first byte of `bytes` that is not zero, if any.
+    ///
+    /// Compares 4 KiB at a time with a page of zeros by `memcmp`, which the C library vectorizes, and looks at single
+    /// bytes only inside the piece that differs: reserved space runs to 64 MiB of zeros, which a byte or word loop
+    /// in an unoptimized (debug) build took a large part of a second to cross.
     static func firstNonZero(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        guard let base = bytes.baseAddress else { return nil }
+        let count = bytes.count
         var position = 0
-        while position < bytes.count, (Int(bitPattern: bytes.baseAddress!) + position) % 8 != 0 {
-            if bytes[position] != 0 { return position }
-            position += 1
+        return zeroPage.withUnsafeBytes { zeros -> Int? in
+            let page = zeros.count
+            while count &- position >= page, memcmp(base + position, zeros.baseAddress!, page) == 0 {
+                position &+= page
+            }
+            while position < count {
+                if base.load(fromByteOffset: position, as: UInt8.self) != 0 { return position }
+                position &+= 1
+            }
+            return nil
         }
-        while position + 8 <= bytes.count, bytes.load(fromByteOffset: position, as: UInt64.self) == 0 {
-            position += 8
-        }
-        while position < bytes.count {
-            if bytes[position] != 0 { return position }
-            position += 1
-        }
-        return nil
     }
+
+    /// 4 KiB of zeros, for ``firstNonZero(_:)``.
+    private static let zeroPage = [UInt8](repeating: 0, count: 4096)
 
     /// A writer whose buffer starts with room for the header, to be sealed by ``seal(_:)``.
     static func writer(reservingCapacity capacity: Int) -> JSONWriter {
