@@ -67,7 +67,7 @@ private struct CompactedStore {
 @Suite("Snapshot extent: a compaction's snapshot is used whole or not at all")
 struct SnapshotExtentTests {
     /// Where the compacted segment is cut, in tenths of it: each one with `NOTEKIT_LONG_TESTS=1` (``LongTests``);
-    /// bounded, seven of them, still from nothing through the `rows` records (the last one holds its last tenth)
+    /// bounded, five of them, still from nothing through the `rows` records (the last one holds its last tenth)
     /// to the whole segment.
     static let tenths = LongTests.isEnabled ? Array(0...10) : [0, 1, 5, 9, 10]
 
