@@ -9,6 +9,7 @@
 //     swift run -c release notekit-bench queries --notes 100000 --dir /tmp/bench --expect w2.json   # W2
 //     swift run -c release notekit-bench rows --notes 100000   # the row storage over loaded rows and over a base
 //     swift run -c release notekit-bench memory --notes 100000 --layout   # bytes per note, per phase
+//     swift run -c release notekit-bench readwrite --notes 100000 --dir /tmp/bench --seconds 3   # reads beside a write
 //     swift run -c release notekit-bench mirror --notes 100000 --server "host=/tmp/pg dbname=postgres"   # MIRROR.md
 //
 // NOTEKIT_BENCH_TRACE=1 prints the parts of the insert and open phases to standard error;
@@ -32,6 +33,7 @@ let usage = """
            \(Queries.usage)
            \(RowBaseBench.usage)
            \(MemoryProbe.usage)
+           \(ReadWrite.usage)
            \(MirrorBench.usage)
     """
 
@@ -59,6 +61,7 @@ case "queries": exit(Queries.main(rest))
 case "rows": exit(RowBaseBench.main(rest))
 case "memory": exit(MemoryProbe.main(rest))
 case "mirror": exit(MirrorBench.main(rest))
+case "readwrite": exit(ReadWrite.main(rest))
 // The cold phase's child: not in the usage, since only `cold` starts it.
 case "top20": exit(Cold.answerTop20(rest))
 case "history":
