@@ -40,20 +40,7 @@ enum Cold {
     /// `notekit-bench cold` with `arguments` (after the subcommand): prints the phase's JSON line; returns the exit
     /// status (2 for a bad command line, 1 when the phase fails).
     static func main(_ words: [String]) -> Int32 {
-        let options: Options
-        do throws(UsageError) {
-            let arguments = Arguments.readOrExit(words, options: ["notes", "dir", "runs"], usage: "usage: \(usage)")
-            options = try parse(arguments)
-        } catch {
-            error.exit(usage: "usage: \(usage)")
-        }
-        do {
-            print(try run(options))
-            return 0
-        } catch {
-            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
-            return 1
-        }
+        Phase.main(words, options: ["notes", "dir", "runs"], usage: usage, parse: parse, run: run)
     }
 
     /// The phase's options from `arguments`.

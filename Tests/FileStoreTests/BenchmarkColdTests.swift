@@ -27,10 +27,17 @@ struct BenchmarkColdTests {
 
     @Test("A bad command line exits 2 with an error that names the argument", arguments: badCommandLines)
     func badCommandLine(arguments: [String], names: String) throws {
-        let run = try CommandLineTests.run(Self.executable, arguments)
-        #expect(run.status == 2, "\(arguments): \(run.errors)")
+        try Self.expectUsageError(arguments, naming: names)
+    }
+
+    /// Runs `notekit-bench` with `arguments` and expects exit status 2 and a first line `error: …` naming `names`.
+    static func expectUsageError(_ arguments: [String], naming names: String,
+                                 sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let run = try CommandLineTests.run(executable, arguments)
+        #expect(run.status == 2, "\(arguments): \(run.errors)", sourceLocation: sourceLocation)
         let first = run.errors.split(separator: "\n").first.map(String.init) ?? ""
-        #expect(first.hasPrefix("error: ") && first.contains(names), "\(arguments): \(run.errors)")
+        #expect(first.hasPrefix("error: ") && first.contains(names), "\(arguments): \(run.errors)",
+                sourceLocation: sourceLocation)
     }
 
     @Test("The child opens an existing store only: on a missing one it fails and creates nothing")

@@ -16,10 +16,7 @@ struct BenchmarkReadWriteTests {
 
     @Test("A bad command line exits 2 with an error that names the argument", arguments: badCommandLines)
     func badCommandLine(arguments: [String], names: String) throws {
-        let run = try CommandLineTests.run(BenchmarkColdTests.executable, arguments)
-        #expect(run.status == 2, "\(arguments): \(run.errors)")
-        let first = run.errors.split(separator: "\n").first.map(String.init) ?? ""
-        #expect(first.hasPrefix("error: ") && first.contains(names), "\(arguments): \(run.errors)")
+        try BenchmarkColdTests.expectUsageError(arguments, naming: names)
     }
 
     @Test("The phase saves and reads at once, prints grdb-readwrite's keys, and leaves the cold phase's store as W1 left it")
