@@ -208,7 +208,7 @@ enum Cold {
     /// JSON members: `TIME_ms` (the median wall time of `runs`), `TIME_min_ms`, `TIME_max_ms`, `TIME_runs_ms`
     /// (every run's, in the order they ran), and `PEAK` (the largest peak resident set, in megabytes).
     static func figures(_ runs: [ChildRun], time: String, peak: String) -> String {
-        func number(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }
+        let number = W1.number
         let times = runs.map(\.milliseconds).sorted()
         let median = times.isEmpty ? 0 : times.count % 2 == 1 ? times[times.count / 2]
             : (times[times.count / 2 - 1] + times[times.count / 2]) / 2

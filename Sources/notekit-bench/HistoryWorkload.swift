@@ -77,7 +77,7 @@ enum HistoryWorkload {
         try (second.store as! FileStore).close()
         let without = W1.directorySize(url)
 
-        func number(_ value: Double) -> String { String(format: "%.3f", value) }
+        func number(_ value: Double) -> String { W1.number(value, 3) }
         return "{\"workload\":\"history\",\"transactions\":\(n),\"changes\":\(changes),"
             + "\"follow_ms\":\(number(follow)),\"page_ms\":\(number(page)),\"fetch_all_ms\":\(number(fetchAll)),"
             + "\"reopen_ms\":\(number(reopen)),\"compact_ms\":\(number(compact)),\"bytes_kept\":\(kept),"

@@ -186,7 +186,7 @@ enum Queries {
                 + "\(options.directory.path) first")
         }
 
-        func number(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }
+        let number = W1.number
         var fields = ["\"engine\":\"notekit\"", "\"notes\":\(options.notes)", "\"runs\":\(options.runs)",
                       "\"open_ms\":\(number(openMilliseconds, 1))"]
         var answers: [(name: String, answer: String)] = []

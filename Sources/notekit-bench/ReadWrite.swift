@@ -94,13 +94,10 @@ enum ReadWrite {
         }
         return "{\"engine\":\"notekit\",\"phase\":\"readwrite\",\"notes\":\(options.notes),"
             + "\"store\":\"\(built ? "built" : "reused")\",\"seconds\":\(options.seconds),"
-            + "\"commits\":\(commits),\"commits_per_s\":\(number(Double(commits) / elapsed, 1)),"
-            + "\"reads\":\(latencies.count),\"read_p50_ms\":\(number(at(0.5), 4)),"
-            + "\"read_p99_ms\":\(number(at(0.99), 4)),\"read_max_ms\":\(number(latencies.last ?? 0, 4))}"
+            + "\"commits\":\(commits),\"commits_per_s\":\(W1.number(Double(commits) / elapsed, 1)),"
+            + "\"reads\":\(latencies.count),\"read_p50_ms\":\(W1.number(at(0.5), 4)),"
+            + "\"read_p99_ms\":\(W1.number(at(0.99), 4)),\"read_max_ms\":\(W1.number(latencies.last ?? 0, 4))}"
     }
-
-    /// `value` with `digits` decimals, for the JSON line.
-    static func number(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }
 
     /// The writing thread: retitles the first 1,000 notes by creation date in turn, one durable save each, until its
     /// deadline.

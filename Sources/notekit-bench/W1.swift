@@ -20,7 +20,6 @@ enum W1 {
         var peakRSS = 0.0
 
         var json: String {
-            func number(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }
             return "{\"engine\":\"notekit\",\"sharing\":\"\(sharing == .exclusive ? "exclusive" : "shared")\","
                 + (automaticCompaction ? "\"automatic_compaction\":\"default\"," : "")
                 + "\"notes\":\(notes),\"bulk_insert_ms\":\(number(bulkInsert, 1)),"
@@ -42,6 +41,9 @@ enum W1 {
     static func milliseconds(since start: UInt64) -> Double {
         Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
     }
+
+    /// `value` with `digits` decimals, as every phase's JSON line writes its figures.
+    static func number(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }
 
     // The data W1 writes, in one place: the cold phase (Cold.swift) checks a new process's answer against it.
     /// Every note whose number is a multiple of this is pinned.
