@@ -21,13 +21,13 @@ enum ReadWrite {
 
     enum ReadWriteError: Error, CustomStringConvertible {
         case wrongAnswer(read: Int, found: Int, expected: Int)
-        case tooFewNotes(Int)
+        case noNotes
 
         var description: String {
             switch self {
             case .wrongAnswer(let read, let found, let expected):
                 "read \(read) found \(found) pinned notes, expected \(expected)"
-            case .tooFewNotes(let found): "the store holds \(found) notes; the writer needs at least one"
+            case .noNotes: "the store holds no note for the writer to retitle"
             }
         }
     }
@@ -133,7 +133,7 @@ enum ReadWrite {
             var first = FetchDescriptor<NoteRecord>(sortBy: [SortDescriptor(\.createdAt)])
             first.fetchLimit = 1_000
             let notes = try context.fetch(first)
-            guard !notes.isEmpty else { throw ReadWriteError.tooFewNotes(0) }
+            guard !notes.isEmpty else { throw ReadWriteError.noNotes }
             let start = DispatchTime.now().uptimeNanoseconds
             var commits = 0
             while DispatchTime.now().uptimeNanoseconds < deadline {
