@@ -201,6 +201,19 @@ struct SchemaConstructionTests {
         #expect(composed.contentHash != decomposed.contentHash)
     }
 
+    @Test("Schemas built again from the same types hash alike, and a changed copy of one never lends them its hash")
+    func contentHashOfRebuiltSchemas() throws {
+        var changed = try Schema([ConstructionV1.Sketch.self])
+        changed.entities[0].indexes.append(["title"])
+        let changedHash = changed.contentHash
+        let rebuilt = try Schema([ConstructionV1.Sketch.self], version: Schema.Version(3, 0, 0))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        #expect(rebuilt.contentHash == SHA256Digest.hexString(try encoder.encode(rebuilt.entities)))
+        #expect(rebuilt.contentHash != changedHash)
+        #expect(try Schema([ConstructionV1.Sketch.self]).contentHash == rebuilt.contentHash)
+    }
+
     @Test("A copy of a schema whose entities changed hashes its own entities; the original keeps its hash")
     func contentHashOfCopies() throws {
         let original = try Schema([ConstructionV1.Sketch.self])

@@ -68,6 +68,7 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
         self.entities = runtime.entities
         self.runtime = runtime
         try SchemaValidator.validate(entities, runtime: runtime)
+        contentHashBox = ContentHashBox.shared(by: runtime.metadata.map { ObjectIdentifier($0.type) })
     }
 
     /// Builds the schema of a versioned schema's models, with its version.
@@ -127,6 +128,12 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
     /// - Complexity: encodes and hashes the entities the first time it is asked of this schema or a copy of it made
     ///   since its entities last changed; afterwards O(1).
     public var contentHash: String { contentHashBox.hash(of: entities) }
+
+    /// The schema's `Codable` form as a store records it: JSON with sorted keys and unescaped slashes.
+    ///
+    /// - Complexity: encodes the first time it is asked of this schema or a copy of it at the same version made
+    ///   since its entities last changed; afterwards O(1).
+    package var storedForm: Data { contentHashBox.storedForm(of: self) }
 
     /// A readable listing: the version, the first 12 digits of ``contentHash``, then each entity with its attributes,
     /// relationships, unique constraints and indexes, one per line.
@@ -402,13 +409,31 @@ extension Schema {
     }
 }
 
-/// A schema's content hash once computed, shared by the copies of the schema until one's entities change. An open
-/// asks for the hash of the schema it opens with and of each stored schema it reads several times (the segment's
-/// `schema` record, the versioning decision, the container, the manifest copy's check), and each time the entities
-/// were encoded to JSON and hashed, which cost more than the rest of a checkpointed open. Equal entities are not
-/// enough to share a hash: `String` equality is canonical equivalence, and the hash is of the encoded bytes.
+/// A schema's content hash and stored form once computed, shared by the copies of the schema until one's entities
+/// change. An open asks for the hash of the schema it opens with and of each stored schema it reads several times
+/// (the segment's `schema` record, the versioning decision, the container, the manifest copy's check), and each time
+/// the entities were encoded to JSON and hashed, which cost more than the rest of a checkpointed open; a manifest
+/// written or compared encodes the whole history. Equal entities are not enough to share either: `String` equality
+/// is canonical equivalence, and both are of the encoded bytes. The stored form holds the version as well, which a
+/// copy may change without changing the entities, so it is kept with the version it was made for.
+///
+/// Schemas built from the same model types share one box: a type's metadata, its entity included, is made once per
+/// process, so their entities are the same bytes; a container opened again, or a migration plan resolved again, does
+/// not hash them again.
 final class ContentHashBox: Sendable {
     private let hash = Mutex<String?>(nil)
+    private static let byTypes = Mutex<[[ObjectIdentifier]: ContentHashBox]>([:])
+
+    /// The box of schemas built from `types` (every model type of the schema, in entity order).
+    static func shared(by types: [ObjectIdentifier]) -> ContentHashBox {
+        byTypes.withLock { boxes in
+            if let box = boxes[types] { return box }
+            let box = ContentHashBox()
+            boxes[types] = box
+            return box
+        }
+    }
+    private let form = Mutex<(version: Schema.Version, bytes: Data)?>(nil)
 
     func hash(of entities: [Schema.Entity]) -> String {
         if let known = hash.withLock({ $0 }) { return known }
@@ -417,6 +442,16 @@ final class ContentHashBox: Sendable {
         // Encoding plain value types with String keys cannot fail.
         let computed = SHA256Digest.hexString((try? encoder.encode(entities)) ?? Data())
         hash.withLock { $0 = computed }
+        return computed
+    }
+
+    func storedForm(of schema: Schema) -> Data {
+        if let known = form.withLock({ $0 }), known.version == schema.version { return known.bytes }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding the schema's plain value types cannot fail.
+        let computed = (try? encoder.encode(schema)) ?? Data("{}".utf8)
+        form.withLock { $0 = (schema.version, computed) }
         return computed
     }
 }

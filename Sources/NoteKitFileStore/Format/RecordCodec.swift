@@ -217,12 +217,8 @@ struct RecordEncoder {
         return RecordFrame.seal(writer)
     }
 
-    static func schemaBody(_ schema: Schema) -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding the schema's plain value types cannot fail.
-        return (try? encoder.encode(schema)) ?? Data("{}".utf8)
-    }
+    /// The schema's `Codable` form as a record holds it (``Schema/storedForm``, kept once encoded).
+    static func schemaBody(_ schema: Schema) -> Data { schema.storedForm }
 
     func snapshot(lastTransactionNumber: UInt64, rowCount: Int) -> [UInt8] {
         var writer = RecordFrame.writer(reservingCapacity: 64)
