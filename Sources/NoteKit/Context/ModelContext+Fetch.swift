@@ -40,7 +40,7 @@ extension ModelContext {
     ///
     /// - Throws: as ``fetch(_:)``.
     public func explain<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> FetchPlan {
-        try run(descriptor, wanting: .identifiers).plan
+        try run(descriptor, wanting: .identifiers, onlyThePlan: true).plan
     }
 
     struct FetchOutcome {
@@ -57,8 +57,11 @@ extension ModelContext {
         return metadata
     }
 
+    /// Runs `descriptor` for `resultType`. `onlyThePlan` (``explain(_:)``) lets a fetch finished on objects skip
+    /// sorting them: its plan is the same in any order (the store's plan of a sorted fetch is not, so it still runs).
     func run<T: PersistentModel>(_ descriptor: FetchDescriptor<T>,
-                                 wanting resultType: StoreFetchRequest.ResultType) throws -> FetchOutcome {
+                                 wanting resultType: StoreFetchRequest.ResultType,
+                                 onlyThePlan: Bool = false) throws -> FetchOutcome {
         try core.checkOpen()
         let metadata = try metadata(for: T.self)
         let compiled = descriptor.compiled(for: metadata)
@@ -67,7 +70,8 @@ extension ModelContext {
             throw FetchError.notRunInStore(entity: metadata.entityName, parts: compiled.objectParts)
         }
         guard compiled.isStoreEvaluable, let sort = compiled.sort else {
-            return try runOnObjects(descriptor, compiled: compiled, metadata: metadata, wanting: resultType)
+            return try runOnObjects(descriptor, compiled: compiled, metadata: metadata,
+                                    wanting: onlyThePlan ? .count : resultType)
         }
         let offset = max(0, descriptor.fetchOffset ?? 0)
         let limit = descriptor.effectiveLimit
@@ -218,7 +222,8 @@ extension ModelContext {
                 throw FetchError.predicateFailed(entity: metadata.entityName, reason: "\(error)")
             }
         }
-        if let last = descriptor.sortBy.last {
+        // A count is the same in any order: only what is returned is sorted.
+        if resultType != .count, let last = descriptor.sortBy.last {
             // Ties follow the identifier in the direction of the last key, as the store orders them.
             candidates.sort { a, b in
                 let x = unsafeDowncast(a.judged, to: T.self), y = unsafeDowncast(b.judged, to: T.self)

@@ -109,12 +109,23 @@ extension ModelObject {
     }
 
     /// Removes `id` from relationship `slot`, if present.
+    ///
+    /// A to-many list holds each target once (the inverse invariant), so the one occurrence is removed in place,
+    /// searched from the end: deleting the newest of a folder's thousands of notes costs no scan of the rest, and
+    /// no deletion copies the list.
     final func _$removeTarget(_ id: PersistentIdentifier, from slot: Int) {
         switch _$relationships[slot] {
         case .toOne(let current) where current == id:
             _$writeRelationship(slot, .toOne(nil))
-        case .toMany(let ids) where ids.contains(id):
-            _$writeRelationship(slot, .toMany(ids.filter { $0 != id }))
+        case .toMany(let ids):
+            guard let index = ids.lastIndex(of: id) else { return }
+            _$context?._willChange(self)
+            _$metadata.relationshipNotifiers[slot].withMutation(of: self) {
+                guard case .toMany(var ids) = _$relationships[slot] else { return }
+                _$relationships[slot] = .toOne(nil)
+                ids.remove(at: index)
+                _$relationships[slot] = .toMany(ids)
+            }
         default:
             return
         }
