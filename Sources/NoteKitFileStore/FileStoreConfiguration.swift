@@ -178,6 +178,9 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     public var retiredBlobGracePeriod: Double = 300
     /// The file operations used; tests substitute one that fails on purpose.
     package var fileSystem: any StoreFileSystem = POSIXFileSystem()
+    /// How many rows a compaction writes in one `rows` record (docs/FORMAT.md): 4,096. Tests lower it to make a
+    /// snapshot of several `rows` records from a few hundred rows instead of thousands.
+    package var rowsPerRecord = SegmentOpening.defaultRowsPerRecord
     /// The clocks used; tests substitute a wall clock that steps.
     var clocks: StoreClocks = .system
 

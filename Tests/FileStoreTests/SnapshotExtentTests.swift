@@ -6,10 +6,11 @@ import NoteKitTestSupport
 import Testing
 
 /// A store compacted into one segment, and a copy of its directory from just before the compaction: a counter
-/// (a folder whose name is a number) and 9,000 notes, so the compaction's snapshot spans three `rows` records.
+/// (a folder whose name is a number) and 300 notes, which a compaction writing 128 rows a record spreads over
+/// three `rows` records, as 9,000 notes would be at the default 4,096.
 private struct CompactedStore {
     static let shared = Result { try CompactedStore() }
-    static let notes = 9_000
+    static let notes = 300
     static let counter = "5000"
 
     /// The store's files after the compaction, relative to its directory.
@@ -26,7 +27,8 @@ private struct CompactedStore {
         defer { try? FileManager.default.removeItem(at: url) }
         let container = try StoreFiles.open(url, NotesSchema.models) {
             $0.automaticCompaction = nil
-            $0.maximumSegmentSize = 64 << 10
+            $0.maximumSegmentSize = 8 << 10
+            $0.rowsPerRecord = 128
         }
         let context = ModelContext(container)
         let counter = Folder(name: "0")
@@ -82,6 +84,8 @@ struct SnapshotExtentTests {
     func cutCompactedSegment() throws {
         let store = try CompactedStore.shared.get()
         let bytes = store.after[store.compacted]!
+        let noteRecords = String(decoding: bytes, as: UTF8.self).components(separatedBy: #"{"k":"rows","e":"Note""#).count - 1
+        #expect(noteRecords == 3, "the notes' rows span three records: \(noteRecords)")
         for tenth in Self.tenths {
             let cut = bytes.count * tenth / 10
             var files = store.after

@@ -47,7 +47,8 @@ extension FileStore {
             state.rows.history.keepLatest(count, slack: 0, holding: historyHold)
         }
         let opening = SegmentOpening(schemas: state.schemas, schema: schema, entityRows: entityRows,
-                                     history: state.rows.history, lastTransactionNumber: state.lastTransactionNumber)
+                                     history: state.rows.history, lastTransactionNumber: state.lastTransactionNumber,
+                                     rowsPerRecord: configuration.rowsPerRecord)
         let schemas = state.schemas
         let dropped = try recordingStop(&state) {
             try log.startSegment(with: opening.records, replacingAll: true, schemas: schemas,

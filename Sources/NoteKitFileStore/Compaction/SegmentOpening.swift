@@ -24,8 +24,15 @@ struct SegmentOpening {
     let places: CheckpointPlaces
     private let encoder = RecordEncoder()
 
+    /// The rows of one `rows` record unless a configuration says otherwise (``FileStoreConfiguration/rowsPerRecord``).
+    static let defaultRowsPerRecord = 4096
+
+    /// The most rows one `rows` record holds.
+    private let rowsPerRecord: Int
+
     init(schemas: [Schema], schema: Schema, entityRows: [[ModelSnapshot]], history: HistoryLog,
-         lastTransactionNumber: UInt64) {
+         lastTransactionNumber: UInt64, rowsPerRecord: Int = Self.defaultRowsPerRecord) {
+        self.rowsPerRecord = max(1, rowsPerRecord)
         self.schemas = schemas
         self.schema = schema
         self.entityRows = entityRows
@@ -39,14 +46,14 @@ struct SegmentOpening {
 
     /// The records of the opening, in order; the `rows` records encoded as they are read.
     var records: some Sequence<[UInt8]> {
-        let encoder = encoder, places = places, schema = schema
+        let encoder = encoder, places = places, schema = schema, rowsPerRecord = rowsPerRecord
         let opening = schemas.map(encoder.schema) + historyRecords
             + [encoder.snapshot(lastTransactionNumber: lastTransactionNumber, rowCount: rowCount)]
         var chunks: [(entity: Schema.Entity, rows: ArraySlice<ModelSnapshot>)] = []
         for (entity, rows) in zip(schema.entities, entityRows) {
             var start = rows.startIndex
             while start < rows.endIndex {
-                let end = min(rows.endIndex, start + 4096)
+                let end = min(rows.endIndex, start + rowsPerRecord)
                 chunks.append((entity, rows[start..<end]))
                 start = end
             }
