@@ -302,8 +302,37 @@ extension FileStore {
         do {
             return try read(state.rows)
         } catch is RowBaseFailure {
+            // A replay now would read this open's save in flight as committed; the reader waits for it instead.
+            if state.writeInFlight { throw WaitForWrite() }
             _ = try reload(&state, lockHeld: lockHeld || state.lock != nil || lockHeldBySession, useCheckpoint: false)
             return try read(state.rows)
+        }
+    }
+
+    /// Thrown by a read under the state's lock that must replay the log while this open's save is being flushed
+    /// (``State/writeInFlight``): ``reading(_:)`` waits for the save and reads again.
+    struct WaitForWrite: Error {}
+
+    /// Runs `body` under the state's lock; when it must wait for this open's save in flight (``WaitForWrite``), waits
+    /// for the save to end, without the lock, and runs it again.
+    func reading<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+        while true {
+            do {
+                return try state.withLock(body)
+            } catch is WaitForWrite {
+                writing.withLock { _ in }
+            }
+        }
+    }
+
+    /// ``reading(_:)`` for a read the `DataStore` protocol gives no way to fail.
+    func readingAlways<Result>(_ body: (inout State) throws(WaitForWrite) -> Result) -> Result {
+        while true {
+            do {
+                return try state.withLock { state in try body(&state) }
+            } catch {
+                writing.withLock { _ in }
+            }
         }
     }
 
@@ -311,9 +340,11 @@ extension FileStore {
     /// segments cannot be replayed (damaged since the open), it answers `fallback` and records why in
     /// ``Statistics/lastRefreshError``.
     func readingRows<Result>(_ state: inout State, otherwise fallback: Result,
-                             _ read: (RowStorage) throws -> Result) -> Result {
+                             _ read: (RowStorage) throws -> Result) throws(WaitForWrite) -> Result {
         do {
             return try readingRows(&state, read)
+        } catch let wait as WaitForWrite {
+            throw wait
         } catch {
             state.lastRefreshError = error
             return fallback

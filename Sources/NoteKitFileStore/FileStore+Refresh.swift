@@ -52,7 +52,9 @@ extension FileStore {
     /// - Parameter lockHeld: whether this process holds the store's lock (a save shared per save catching up), so a
     ///   reload must not take it again.
     func refresh(_ state: inout State, lockHeld: Bool = false) throws -> [HistoryRecord] {
-        guard var position = state.position else { return [] }
+        // This open's own save is being flushed, under the store's lock: no other process can have committed, and
+        // the record past the position is that save's, which it applies itself.
+        guard !state.writeInFlight, var position = state.position else { return [] }
         let current = try fileSystem.status(layout.manifest)
         if current != nil, current == position.manifestStatus,
            position.manifest.segments.last == position.segment,

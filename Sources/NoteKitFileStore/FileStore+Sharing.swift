@@ -15,27 +15,49 @@ extension FileStore {
     ///   ``FileStoreError/locked(path:holder:timeout:)`` when another process keeps the lock past the busy timeout,
     ///   what catching up throws (damage, a store migrated by a newer schema), or what `body` throws.
     func withWriteAccess<Result>(_ state: inout State, _ body: (SegmentLog, inout State) throws -> Result) throws -> Result {
+        try checkWritable(state)
+        let lock = try acquireSharedWriteLock()
+        defer { lock?.unlock() }
+        let log = try prepareWrite(&state)
+        defer { settlePosition(&state) }
+        return try body(log, &state)
+    }
+
+    /// Throws when this open may not write: read-only, or writes stopped after a write whose outcome is unknown.
+    func checkWritable(_ state: State) throws {
         guard state.log != nil else { throw SaveError.readOnly(reason: "\(layout.root) was opened read-only") }
         if let stop = state.writesStopped { throw FileStoreError.writesStopped(kind: stop.kind, reason: stop.reason) }
-        guard configuration.sharing == .perSave else { return try body(state.log!, &state) }
+    }
 
-        // A second flock of this process would wait for the session's, and time out.
-        let lock = lockHeldBySession ? nil
-            : try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.busyTimeout,
-                                    clocks: configuration.clocks)
-        defer { lock?.unlock() }
+    /// The store's lock for one write of an open shared per save, taken here (nil for an exclusive open, which holds
+    /// it from open to close, or one whose migration session holds it: a second flock of this process would wait
+    /// for the session's, and time out).
+    ///
+    /// - Throws: ``FileStoreError/locked(path:holder:timeout:)`` when another process keeps it past the busy timeout.
+    func acquireSharedWriteLock() throws -> (any StoreLockHandle)? {
+        guard configuration.sharing == .perSave, !lockHeldBySession else { return nil }
+        return try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.busyTimeout,
+                                     clocks: configuration.clocks)
+    }
+
+    /// With the right to write: for an open shared per save, catches up with what other processes committed;
+    /// returns the log to append to.
+    func prepareWrite(_ state: inout State) throws -> SegmentLog {
+        try checkWritable(state)
+        guard configuration.sharing == .perSave else { return state.log! }
         try catchUp(&state)
         guard let log = state.log else { throw SaveError.readOnly(reason: "\(layout.root) was closed") }
-        defer {
-            // Whatever `body` did (appended, rotated, compacted, or failed), the position is where the log ends.
-            if let log = state.log, let status = try? fileSystem.status(layout.manifest) {
-                let version = state.position?.segment == log.activeSegment ? state.position?.version : nil
-                state.position = ReadPosition(manifest: log.manifest, manifestStatus: status,
-                                              segment: log.activeSegment, offset: log.activeSize,
-                                              version: version ?? MagicLine.currentVersion)
-            }
-        }
-        return try body(log, &state)
+        return log
+    }
+
+    /// After a write of an open shared per save, whatever it did (appended, rotated, compacted, or failed): the
+    /// position is where the log ends.
+    func settlePosition(_ state: inout State) {
+        guard configuration.sharing == .perSave, let log = state.log,
+              let status = try? fileSystem.status(layout.manifest) else { return }
+        let version = state.position?.segment == log.activeSegment ? state.position?.version : nil
+        state.position = ReadPosition(manifest: log.manifest, manifestStatus: status, segment: log.activeSegment,
+                                      offset: log.activeSize, version: version ?? MagicLine.currentVersion)
     }
 
     /// With the lock held: applies what others committed, cuts off what a writer that died mid-append left at the

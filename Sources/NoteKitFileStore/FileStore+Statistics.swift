@@ -37,8 +37,10 @@ extension FileStore {
     }
 
     /// The store's current statistics.
+    ///
+    /// Waits for a save being flushed: the sizes it reports are the log's, which the flush may change.
     public var statistics: Statistics {
-        state.withLock { state in
+        writing.withLock { _ in state.withLock { state in
             let live = schema.entities.reduce(0) { $0 + state.rows.count(of: $1.name) }
             let logBytes = state.closedSegmentBytes + (state.log?.activeSize ?? 0)
             return Statistics(
@@ -49,6 +51,6 @@ extension FileStore {
                 garbageRatio: state.operationsLogged == 0 ? 0 : max(0, 1 - Double(live) / Double(state.operationsLogged)),
                 lastCompactionError: state.lastCompactionError, lastRefreshError: state.lastRefreshError,
                 lastCheckpointError: state.lastCheckpointError)
-        }
+        } }
     }
 }

@@ -67,6 +67,9 @@ public final class FileStore: DataStore {
     let blobs: BlobStore
     let encoder = RecordEncoder()
     let state: Locked<State>
+    /// Taken by every write of this open (save, history deletion, flush, compaction, close) before ``state``, never
+    /// after it: writes run one at a time, and a save can flush without the state's lock, so that reads go on.
+    let writing = Locked(())
     let broadcaster = HistoryBroadcaster()
     /// Whether a migration session holds the store's lock for this open's whole life (a custom stage's store):
     /// its writes then take no lock of their own, which would wait for the session's.
@@ -108,6 +111,9 @@ public final class FileStore: DataStore {
         var migrationHeld = false
         /// The history an open through a checkpoint has not read yet (see ``loadHistoryPrefix(_:)``).
         var historyPrefix: HistoryPrefix?
+        /// A save's record is in the log and being flushed, not applied yet: the log holds a transaction the rows
+        /// do not, so nothing may read the log meanwhile (a refresh skips, a reload waits for the save).
+        var writeInFlight = false
     }
 
     /// Where a read-only open stands in the log: the manifest it read, and the segment and offset after the last
@@ -213,9 +219,9 @@ public final class FileStore: DataStore {
     ///
     /// - Complexity: O(`ids.count`), from memory; no file is read (external-storage bytes load on first use).
     public func rows(for ids: [PersistentIdentifier]) -> [ModelSnapshot?] {
-        state.withLock { state in
+        readingAlways { state throws(WaitForWrite) in
             refreshAutomatically(&state)
-            return readingRows(&state, otherwise: ids.map { _ in nil }) { try $0.rows(for: ids) }
+            return try readingRows(&state, otherwise: ids.map { _ in nil }) { try $0.rows(for: ids) }
         }
     }
 
@@ -224,7 +230,7 @@ public final class FileStore: DataStore {
     ///
     /// - Throws: NoteKit's `FetchError`.
     public func aggregate(_ request: StoreAggregateRequest) throws -> StoreAggregateResult {
-        try state.withLock { state in
+        try reading { state in
             refreshAutomatically(&state)
             return try readingRows(&state) { try $0.aggregate(request) }
         }
@@ -234,9 +240,9 @@ public final class FileStore: DataStore {
     ///
     /// - Complexity: a hash look-up per identifier, or a search of the checkpoint's keys.
     public func containedIdentifiers(_ ids: [PersistentIdentifier]) -> [Bool] {
-        state.withLock { state in
+        readingAlways { state throws(WaitForWrite) in
             refreshAutomatically(&state)
-            return readingRows(&state, otherwise: ids.map { _ in false }) { try $0.contains(ids) }
+            return try readingRows(&state, otherwise: ids.map { _ in false }) { try $0.contains(ids) }
         }
     }
 
@@ -249,7 +255,7 @@ public final class FileStore: DataStore {
     ///
     /// - Throws: NoteKit's `FetchError` when the filter cannot be evaluated.
     public func fetch(_ request: StoreFetchRequest) throws -> StoreFetchResult {
-        try state.withLock { state in
+        try reading { state in
             refreshAutomatically(&state)
             return try readingRows(&state) { try $0.fetch(request) }
         }
@@ -260,9 +266,9 @@ public final class FileStore: DataStore {
     ///
     /// - Complexity: O(1) on average: every unique constraint is indexed in memory.
     public func identifier(entity: String, uniqueConstraint constraint: Int, key: [StoredValue]) -> PersistentIdentifier? {
-        state.withLock { state in
+        readingAlways { state throws(WaitForWrite) in
             refreshAutomatically(&state)
-            return readingRows(&state, otherwise: nil) {
+            return try readingRows(&state, otherwise: nil) {
                 try $0.identifier(entity: entity, uniqueConstraint: constraint, key: key)
             }
         }
@@ -274,9 +280,9 @@ public final class FileStore: DataStore {
     /// - Complexity: O(objects of `entity`).
     public func identifiers(entity: String, relationship: Int, referencing target: PersistentIdentifier)
         -> [PersistentIdentifier] {
-        state.withLock { state in
+        readingAlways { state throws(WaitForWrite) in
             refreshAutomatically(&state)
-            return readingRows(&state, otherwise: []) {
+            return try readingRows(&state, otherwise: []) {
                 try $0.identifiers(entity: entity, relationship: relationship, referencing: target)
             }
         }
@@ -318,7 +324,7 @@ public final class FileStore: DataStore {
     /// Flushes, closes the active segment and releases the lock. Saving afterwards is refused.
     public func close() throws {
         broadcaster.finish()
-        try state.withLock { state in
+        try writing.withLock { _ in try state.withLock { state in
             guard let log = state.log else { return }
             state.log = nil
             defer {
@@ -326,7 +332,7 @@ public final class FileStore: DataStore {
                 state.lock = nil
             }
             try closeLog(log)
-        }
+        } }
     }
 
     /// Closes the log. Shared per save, the lock is not held and the log may be stale (others appended after

@@ -87,7 +87,7 @@ extension FileStore {
     /// the state's lock; the blobs it names, for the caller to copy without the lock.
     private func writeState(to layout: StoreLayout) throws
         -> (counts: BackupReport, blobs: [ExternalData]) {
-        try state.withLock { state in
+        try reading { state in
             if state.position != nil { _ = try refresh(&state) }
             try loadHistoryPrefix(&state)
             var entityRows: [[ModelSnapshot]] = []

@@ -30,7 +30,9 @@ extension FileStore {
     /// - Complexity: O(objects); writes the whole state once.
     @discardableResult
     public func compact() throws -> CompactionReport {
-        try state.withLock { state in try withWriteAccess(&state) { _, state in try compact(&state) } }
+        try writing.withLock { _ in
+            try state.withLock { state in try withWriteAccess(&state) { _, state in try compact(&state) } }
+        }
     }
 
     @discardableResult

@@ -13,30 +13,82 @@ extension FileStore {
     ///
     /// External-storage bytes are written to blob files (and flushed) before the record that names them.
     ///
+    /// Reads do not wait for the flush: it runs outside the lock over the store's state, so a fetch of another
+    /// context (or actor) meanwhile answers from the last commit, without this save, as a reader of SQLite in WAL
+    /// mode does. Saves of one open run one at a time; an open shared per save holds the store's lock from its
+    /// catching up to the end of the flush.
+    ///
     /// - Throws: `SaveError` (nothing written), ``FileStoreError/writesStopped(kind:reason:)``, or an I/O error. After
     ///   a failed flush the record is cut off again and the store accepts no more writes until reopened: retrying
     ///   the flush could report success for data the kernel already dropped.
     public func save(_ changes: ChangeSet) throws -> SaveResult {
-        try state.withLock { state in try withWriteAccess(&state) { log, state in
-            // After catching up with other processes, under their lock: a conditional save sees every commit.
-            try changes.checkExpectedTransactionNumber(state.lastTransactionNumber)
-            try readingRows(&state, lockHeld: true) { try $0.validate(changes) }
-            let stored = try recordingStop(&state) { try writeBlobs(changes) }
-            let transaction = Transaction(number: state.lastTransactionNumber + 1, time: configuration.clocks.wall(),
-                                          changes: stored)
-            if !state.migrationHeld {
-                try write(transaction, to: log, &state)
+        try writing.withLock { _ in
+            try state.withLock { state in try checkWritable(state) }
+            let lock = try acquireSharedWriteLock()
+            defer { lock?.unlock() }
+            let written = try state.withLock { state in
+                let log = try prepareWrite(&state)
+                do {
+                    return try appendTransaction(changes, to: log, &state)
+                } catch {
+                    settlePosition(&state)
+                    throw error
+                }
             }
-            let record = state.rows.apply(stored, timestamp: transaction.time)
-            if case .latest(let count) = configuration.historyRetention, state.historyPrefix == nil {
-                state.rows.history.keepLatest(count, slack: max(64, count / 4), holding: historyHold)
+            var flushError: (any Error)?
+            if written.needsFlush {
+                do { try written.log.sync() } catch { flushError = error }
             }
-            broadcaster.publish([record])
-            state.lastTransactionNumber = transaction.number
-            state.operationsLogged += changes.inserted.count + changes.updated.count + changes.deleted.count
-            if !state.migrationHeld { compactIfWorthIt(&state) }
-            return SaveResult(transactionNumber: transaction.number)
-        } }
+            return try state.withLock { state in
+                state.writeInFlight = false
+                defer { settlePosition(&state) }
+                if let flushError {
+                    state.writesStopped = (.flush, "flushing transaction \(written.transaction.number) failed: \(flushError)")
+                    throw flushError
+                }
+                return commit(written.transaction, changes: changes, &state)
+            }
+        }
+    }
+
+    /// A transaction appended to the log and not applied yet: flushed outside the state's lock when `needsFlush`.
+    private struct WrittenTransaction {
+        let log: SegmentLog
+        let transaction: Transaction
+        let needsFlush: Bool
+    }
+
+    /// Validates `changes`, writes their blobs and appends their transaction record (starting a new segment first
+    /// when the active one is full), without the flush the durability policy asks for; marks the write in flight,
+    /// so that reads keep to the last commit until it is applied.
+    private func appendTransaction(_ changes: ChangeSet, to log: SegmentLog, _ state: inout State) throws
+        -> WrittenTransaction {
+        // After catching up with other processes, under their lock: a conditional save sees every commit.
+        try changes.checkExpectedTransactionNumber(state.lastTransactionNumber)
+        try readingRows(&state, lockHeld: true) { try $0.validate(changes) }
+        let stored = try recordingStop(&state) { try writeBlobs(changes) }
+        let transaction = Transaction(number: state.lastTransactionNumber + 1, time: configuration.clocks.wall(),
+                                      changes: stored)
+        guard !state.migrationHeld else {
+            return WrittenTransaction(log: log, transaction: transaction, needsFlush: false)
+        }
+        try write(transaction, to: log, &state)
+        // Until the transaction is applied, the log holds a record the rows do not, flushed or not.
+        state.writeInFlight = true
+        return WrittenTransaction(log: log, transaction: transaction, needsFlush: flushIsDue(&state, forced: false))
+    }
+
+    /// Applies a written (and, as the policy asks, flushed) transaction in memory and announces it.
+    private func commit(_ transaction: Transaction, changes: ChangeSet, _ state: inout State) -> SaveResult {
+        let record = state.rows.apply(transaction.changes, timestamp: transaction.time)
+        if case .latest(let count) = configuration.historyRetention, state.historyPrefix == nil {
+            state.rows.history.keepLatest(count, slack: max(64, count / 4), holding: historyHold)
+        }
+        broadcaster.publish([record])
+        state.lastTransactionNumber = transaction.number
+        state.operationsLogged += changes.inserted.count + changes.updated.count + changes.deleted.count
+        if !state.migrationHeld { compactIfWorthIt(&state) }
+        return SaveResult(transactionNumber: transaction.number)
     }
 
     /// Runs `body`; a ``FileStoreError/writesStopped(kind:reason:)`` it throws (the files are in doubt) is recorded, so
@@ -63,8 +115,8 @@ extension FileStore {
         }
     }
 
-    /// Appends a transaction's record (starting a new segment first when the active one is full) and flushes it
-    /// as the durability policy says.
+    /// Appends a transaction's record, starting a new segment first when the active one is full; the caller
+    /// flushes it as the durability policy says.
     private func write(_ transaction: Transaction, to log: SegmentLog, _ state: inout State) throws {
         let payload = encoder.transaction(transaction, schema: schema)
         if log.activeSize > configuration.maximumSegmentSize {
@@ -74,7 +126,7 @@ extension FileStore {
             }
             state.closedSegmentBytes += closedSize
         }
-        try appendDurably(payload, what: "transaction \(transaction.number)", to: log, &state)
+        try recordingStop(&state) { try log.append(payload) }
     }
 
     /// Writes a migration held in memory, and every save since, by compacting: one new segment and an atomic
@@ -82,27 +134,35 @@ extension FileStore {
     ///
     /// - Throws: the compaction's errors; nothing of the migration is written then.
     func commitHeldMigration() throws {
-        try state.withLock { state in
-            guard state.migrationHeld else { return }
-            try compact(&state)
-            state.migrationHeld = false
+        try writing.withLock { _ in
+            try state.withLock { state in
+                guard state.migrationHeld else { return }
+                try compact(&state)
+                state.migrationHeld = false
+            }
         }
     }
 
     /// Flushes the active segment when the durability policy calls for it.
     private func flush(_ log: SegmentLog, _ state: inout State, forced: Bool) throws {
+        if flushIsDue(&state, forced: forced) { try log.sync() }
+    }
+
+    /// Whether the durability policy calls for a flush of what was just appended; with deferred durability, a
+    /// flush due starts the next interval and one not due yet notes when the first unflushed write was made.
+    private func flushIsDue(_ state: inout State, forced: Bool) -> Bool {
         switch configuration.durability {
         case .everySave:
-            try log.sync()
+            return true
         case .deferred(let interval):
             // Measured by the monotonic clock: with the wall clock, a step back would stop every flush.
             let now = configuration.clocks.monotonic()
             if forced || state.unsyncedSince.map({ now - $0 >= .seconds(interval) }) == true {
-                try log.sync()
                 state.unsyncedSince = nil
-            } else if state.unsyncedSince == nil {
-                state.unsyncedSince = now
+                return true
             }
+            if state.unsyncedSince == nil { state.unsyncedSince = now }
+            return false
         }
     }
 
@@ -153,7 +213,7 @@ extension FileStore {
     /// - Throws: `SaveError.readOnly(reason:)`, ``FileStoreError/writesStopped(kind:reason:)`` or an I/O error; the
     ///   history is then unchanged.
     public func deleteHistory(_ ranges: [ClosedRange<UInt64>]) throws {
-        try state.withLock { state in try withWriteAccess(&state) { log, state in
+        try writing.withLock { _ in try state.withLock { state in try withWriteAccess(&state) { log, state in
             try loadHistoryPrefix(&state)
             var history = state.rows.history
             history.delete(ranges, committedThrough: state.lastTransactionNumber, holding: historyHold())
@@ -164,7 +224,7 @@ extension FileStore {
             }
             try appendDurably(encoder.trim(deleted: history.deleted), what: "a history deletion", to: log, &state)
             state.rows.history = history
-        } }
+        } } }
     }
 
     /// Flushes every written record to disk (meaningful with deferred durability). Shared per save, it takes the
@@ -173,7 +233,7 @@ extension FileStore {
     /// - Throws: the flush's error; the store then accepts no more writes until reopened. Shared per save, what
     ///   catching up throws too.
     public func sync() throws {
-        try state.withLock { state in
+        try writing.withLock { _ in try state.withLock { state in
             guard state.log != nil else { return }
             // A stale log (another writer appended after it) must not be flushed: a failed flush cuts the segment
             // back to where this log last flushed, past the other writer's records.
@@ -183,6 +243,6 @@ extension FileStore {
                     throw error
                 }
             }
-        }
+        } }
     }
 }
