@@ -68,7 +68,6 @@ public struct Schema: Sendable, Hashable, Codable, CustomStringConvertible {
         self.entities = runtime.entities
         self.runtime = runtime
         try SchemaValidator.validate(entities, runtime: runtime)
-        contentHashBox = ContentHashBox.shared(by: runtime.metadata.map { ObjectIdentifier($0.type) })
     }
 
     /// Builds the schema of a versioned schema's models, with its version.
@@ -417,22 +416,10 @@ extension Schema {
 /// is canonical equivalence, and both are of the encoded bytes. The stored form holds the version as well, which a
 /// copy may change without changing the entities, so it is kept with the version it was made for.
 ///
-/// Schemas built from the same model types share one box: a type's metadata, its entity included, is made once per
-/// process, so their entities are the same bytes; a container opened again, or a migration plan resolved again, does
-/// not hash them again.
+/// Nothing is kept process-wide (a cache of schemas by their bytes or by their model types was tried): the fuzz
+/// target's leak check counts what a global keeps as leaked, and a process's schemas are few.
 final class ContentHashBox: Sendable {
     private let hash = Mutex<String?>(nil)
-    private static let byTypes = Mutex<[[ObjectIdentifier]: ContentHashBox]>([:])
-
-    /// The box of schemas built from `types` (every model type of the schema, in entity order).
-    static func shared(by types: [ObjectIdentifier]) -> ContentHashBox {
-        byTypes.withLock { boxes in
-            if let box = boxes[types] { return box }
-            let box = ContentHashBox()
-            boxes[types] = box
-            return box
-        }
-    }
     private let form = Mutex<(version: Schema.Version, bytes: Data)?>(nil)
 
     func hash(of entities: [Schema.Entity]) -> String {

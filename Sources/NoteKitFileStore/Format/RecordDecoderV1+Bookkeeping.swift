@@ -102,7 +102,7 @@ extension RecordDecoderV1 {
         let valueEnd = member.offset - start.offset
         let bytes = Data(UnsafeRawBufferPointer(rebasing: start.buffer[valueStart..<valueEnd]))
         do {
-            return try DecodedSchemas.schema(from: bytes)
+            return try JSONDecoder().decode(Schema.self, from: bytes)
         } catch {
             throw fail(member, "the schema does not decode: \(error)")
         }
