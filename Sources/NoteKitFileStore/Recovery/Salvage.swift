@@ -125,7 +125,7 @@ extension FileStore {
             let entityRows = rows.filter { $0.id.entityName == entity.name }
             var start = 0
             while start < entityRows.count {
-                let end = min(entityRows.count, start + 4096)
+                let end = min(entityRows.count, start + SegmentOpening.defaultRowsPerRecord)
                 records.append(encoder.rows(entity: entity, entityRows[start..<end]))
                 start = end
             }
