@@ -255,6 +255,29 @@ struct CheckpointWritingTests {
         #expect(reader.header.blobs.entries == 2)
     }
 
+    @Test("Rows asked in any order, some more than once, come back in the order asked, each decoded once")
+    func rowsInAnyOrder() throws {
+        let (url, container) = try CheckpointFixture.store(count: 300)
+        defer { try? FileManager.default.removeItem(at: url) }
+        try StoreFiles.close(container)
+        let schema = try CheckpointFixture.schema()
+        let entity = try #require(schema.entity(named: "CheckpointItem"))
+        let one = try #require(try CheckpointFixture.open(url).get().bases[entity.name])
+        let count = one.count
+        #expect(count > 100)
+        let single = try (0..<count).map { try #require(try one.rows([$0]).first) }
+        // A fresh reader, so that no row is in its cache: the numbers descending, repeated, interleaved.
+        let base = try #require(try CheckpointFixture.open(url).get().bases[entity.name])
+        let last = count - 1
+        let numbers = [last, 7, 50, 7, 0, last, last - 1, 1, 50, 42]
+        let before = base.valuesDecoded
+        #expect(try base.rows(numbers) == numbers.map { single[$0] })
+        #expect(base.valuesDecoded - before == Set(numbers).count * entity.attributes.count)
+        // Kept rows and new ones together, still in the order asked.
+        let mixed = [3, last, 4, 7, 3]
+        #expect(try base.rows(mixed) == mixed.map { single[$0] })
+    }
+
     @Test("A checkpoint built from the segment is byte for byte the one compaction wrote",
           arguments: [0, 1, 5_000])
     func buildIsByteIdentical(count: Int) throws {

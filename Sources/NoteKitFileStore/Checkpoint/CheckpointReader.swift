@@ -518,41 +518,34 @@ final class CheckpointRowBase: RowBase {
         cache.withLock { cache in
             for (i, number) in numbers.enumerated() { found[i] = cache.value(for: number) }
         }
-        // The rows not read yet, each once, in the segment's order, read in runs of neighbouring bytes.
-        var wanted: [Int: CheckpointRow] = [:]
-        for (i, number) in numbers.enumerated() where found[i] == nil && wanted[number] == nil {
+        // The rows not read yet, by where they are asked and where they lie.
+        var wanted: [(position: Int, number: Int, place: CheckpointRow)] = []
+        for (i, number) in numbers.enumerated() where found[i] == nil {
             guard number >= 0, number < count else { throw damage("row number \(number) of \(entityName) is out of range") }
-            let (page, at) = try file.entry(number, of: described.rowTable, size: Checkpoint.rowEntrySize)
-            let place = page.withUnsafeBytes { buffer in
-                CheckpointRow(offset: Int(truncatingIfNeeded: UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: at, as: UInt64.self))),
-                              length: Int(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: at + 8, as: UInt32.self))),
-                              checksum: UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: at + 12, as: UInt32.self)))
-            }
-            guard place.offset > file.rowBytes.lowerBound, place.length > 1,
-                  place.length <= file.rowBytes.upperBound - place.offset else {
-                throw damage("row \(number) of \(entityName) is placed at bytes \(place.offset)..+\(place.length), outside "
-                             + "the snapshot's rows", page: described.rowTable.page + number / Checkpoint.perPage(Checkpoint.rowEntrySize))
-            }
-            wanted[number] = place
+            wanted.append((i, number, try place(of: number)))
         }
         guard !wanted.isEmpty else { return found.map { $0! } }
-        let order = wanted.sorted { $0.value.offset < $1.value.offset }
+        // In the segment's order (a scan asks in it already), so that rows are read in runs of neighbouring bytes
+        // and a row asked twice is decoded once: its repeats come next to it.
+        if !wanted.indices.dropFirst().allSatisfy({ wanted[$0 - 1].place.offset <= wanted[$0].place.offset }) {
+            wanted.sort { ($0.place.offset, $0.position) < ($1.place.offset, $1.position) }
+        }
         let decoder = RecordDecoderV1(blobs: file.blobs)
         let checked = checkedRows.withLock { $0 }
         var newlyChecked: [Int] = []
         defer { if !newlyChecked.isEmpty { checkedRows.withLock { for number in newlyChecked { $0.insert(number) } } } }
-        var decoded: [Int: ModelSnapshot] = [:]
         var valuesDecoded = 0
         defer { file.countDecoded(valuesDecoded) }
         var start = 0
-        while start < order.count {
+        while start < wanted.count {
             // A run: rows whose gaps are small (a comma, or a record boundary), up to about 1 MiB.
             var end = start + 1
-            let runStart = order[start].value.offset
-            var runEnd = runStart + order[start].value.length
-            while end < order.count, order[end].value.offset >= runEnd, order[end].value.offset - runEnd <= 256,
-                  order[end].value.offset + order[end].value.length - runStart <= 1 << 20 {
-                runEnd = order[end].value.offset + order[end].value.length
+            let runStart = wanted[start].place.offset
+            var runEnd = runStart + wanted[start].place.length
+            while end < wanted.count, wanted[end].place.offset >= runEnd || wanted[end].number == wanted[end - 1].number,
+                  wanted[end].place.offset - runEnd <= 256,
+                  wanted[end].place.offset + wanted[end].place.length - runStart <= 1 << 20 {
+                runEnd = max(runEnd, wanted[end].place.offset + wanted[end].place.length)
                 end += 1
             }
             let bytes = try file.segment.read(from: runStart, count: runEnd - runStart)
@@ -561,7 +554,12 @@ final class CheckpointRowBase: RowBase {
                                        reason: "the segment ends before the rows the checkpoint lists")
             }
             try bytes.withUnsafeBytes { buffer in
-                for (number, place) in order[start..<end] {
+                for k in start..<end {
+                    let (position, number, place) = wanted[k]
+                    if k > start, wanted[k - 1].number == number {
+                        found[position] = found[wanted[k - 1].position]
+                        continue
+                    }
                     let row = UnsafeRawBufferPointer(rebasing: buffer[(place.offset - runStart)..<(place.offset - runStart + place.length)])
                     if !checked.contains(number) {
                         guard CRC32C.masked(CRC32C.checksum(row)) == place.checksum else {
@@ -571,10 +569,12 @@ final class CheckpointRowBase: RowBase {
                         newlyChecked.append(number)
                     }
                     do {
+                        // Every row of the call is of this base's entity: its decoding plan is checked once.
                         var snapshot = try decoder.decodeRow(row, offset: place.offset, file: file.segmentPath,
-                                                             entity: entity, only: only, decoded: &valuesDecoded)
+                                                             entity: entity, only: only, decoded: &valuesDecoded,
+                                                             beginsRecord: k == 0)
                         snapshot.transactionNumber = file.lastTransactionNumber
-                        decoded[number] = snapshot
+                        found[position] = snapshot
                     } catch {
                         throw CheckpointDamage(file: file.segmentPath, offset: place.offset,
                                                reason: "row \(number) of \(entityName) does not decode: \(error)")
@@ -585,10 +585,26 @@ final class CheckpointRowBase: RowBase {
         }
         if only == nil {
             cache.withLock { cache in
-                for (number, row) in decoded { cache.insert(row, for: number) }
+                for (position, number, _) in wanted { cache.insert(found[position]!, for: number) }
             }
         }
-        return numbers.enumerated().map { i, number in found[i] ?? decoded[number]! }
+        return found.map { $0! }
+    }
+
+    /// Where row `number` (in range) lies in the segment, as the row table says; damage when outside the rows.
+    private func place(of number: Int) throws -> CheckpointRow {
+        let (page, at) = try file.entry(number, of: described.rowTable, size: Checkpoint.rowEntrySize)
+        let place = page.withUnsafeBytes { buffer in
+            CheckpointRow(offset: Int(truncatingIfNeeded: UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: at, as: UInt64.self))),
+                          length: Int(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: at + 8, as: UInt32.self))),
+                          checksum: UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: at + 12, as: UInt32.self)))
+        }
+        guard place.offset > file.rowBytes.lowerBound, place.length > 1,
+              place.length <= file.rowBytes.upperBound - place.offset else {
+            throw damage("row \(number) of \(entityName) is placed at bytes \(place.offset)..+\(place.length), outside "
+                         + "the snapshot's rows", page: described.rowTable.page + number / Checkpoint.perPage(Checkpoint.rowEntrySize))
+        }
+        return place
     }
 
     private func row(_ number: Int) throws -> ModelSnapshot { try rows([number])[0] }

@@ -42,12 +42,14 @@ extension RecordDecoderV1 {
     ///   - only: which attributes to decode (by position); the others are checked to be present, skipped, and left
     ///     `.null` in the row. Nil decodes every attribute.
     ///   - decoded: incremented by the number of attribute values decoded (what a partial read saves, for tests).
+    ///   - beginsRecord: whether `entity`'s decoding plan is checked again (true, the default): false for the
+    ///     next of several rows the caller decodes with the very same `entity`, which the first one checked.
     func decodeRow(_ bytes: UnsafeRawBufferPointer, offset: Int, file: String, entity: Schema.Entity,
-                   only: [Bool]? = nil, decoded: inout Int) throws -> ModelSnapshot {
+                   only: [Bool]? = nil, decoded: inout Int, beginsRecord: Bool = true) throws -> ModelSnapshot {
         var reader = JSONReader(bytes, baseOffset: offset)
-        // Each row is a record of its own here: the caller may pass another description of an entity of the same
-        // name, so its plan is checked again.
-        plans.beginRecord()
+        // Each row is a record of its own unless the caller says otherwise: it may pass another description of an
+        // entity of the same name, so its plan is checked again.
+        if beginsRecord { plans.beginRecord() }
         do {
             let row = try readWholeRow(&reader, entity: entity, withEntityKey: false, only: only, decoded: &decoded)
             try reader.finish()
