@@ -69,7 +69,8 @@ public final class FileStore: DataStore {
     let state: Locked<State>
     /// Taken by every write of this open (save, history deletion, flush, compaction, close) before ``state``, never
     /// after it: writes run one at a time, and a save can flush without the state's lock, so that reads go on.
-    let writing = Locked(())
+    /// It holds whether ``close()`` has run, which a save checks without taking the state's lock.
+    let writing = Locked(false)
     let broadcaster = HistoryBroadcaster()
     /// Whether a migration session holds the store's lock for this open's whole life (a custom stage's store):
     /// its writes then take no lock of their own, which would wait for the session's.
@@ -324,7 +325,8 @@ public final class FileStore: DataStore {
     /// Flushes, closes the active segment and releases the lock. Saving afterwards is refused.
     public func close() throws {
         broadcaster.finish()
-        try writing.withLock { _ in try state.withLock { state in
+        try writing.withLock { closed in try state.withLock { state in
+            closed = true
             guard let log = state.log else { return }
             state.log = nil
             defer {

@@ -28,6 +28,24 @@ struct FileStoreWritingTests {
         #expect(text.components(separatedBy: "\n").count == 5, "magic line, three records, final newline")
     }
 
+    @Test("A save of a closed store is refused as closed, before it takes the store's lock", arguments: [true, false])
+    func saveAfterClose(shared: Bool) throws {
+        let url = TemporaryStores.newURL()
+        let fileSystem = FaultyFileSystem()
+        let container = try StoreFiles.open(url, NotesSchema.models) {
+            $0.fileSystem = fileSystem
+            $0.sharing = shared ? .perSave : .exclusive
+        }
+        let store = StoreFiles.store(container)
+        try StoreFiles.close(container)
+        fileSystem.clearLog()
+        var changes = ChangeSet(author: nil)
+        changes.inserted.append(ModelSnapshot(id: PersistentIdentifier(entityName: "Note", primaryKey: UUID()),
+                                              attributes: [], relationships: []))
+        #expect(throws: SaveError.readOnly(reason: "\(url.path) was closed")) { try store.save(changes) }
+        #expect(fileSystem.calls.isEmpty, "\(fileSystem.calls.map(\.operation))")
+    }
+
     @Test("A save whose write fails throws, keeps the changes pending, and can be retried")
     func failedWrite() throws {
         let url = TemporaryStores.newURL()

@@ -54,12 +54,18 @@ extension ModelContext {
             changes.deleted.append(ModelDeletion(id: object._$id, tombstone: tombstone))
         }
 
-        let transactionNumber = changes.isEmpty ? store.transactionNumber : try store.save(changes).transactionNumber
+        let result = changes.isEmpty ? nil : try store.save(changes)
+        let transactionNumber = result?.transactionNumber ?? store.transactionNumber
 
         for object in inserted { object._$commitInsert(transactionNumber: transactionNumber) }
         for object in changed { object._$commitChanges() }
-        // The store merged only what changed; read back what it now holds for objects it updated.
-        let stored = store.rows(for: updatedObjects.map(\._$id))
+        // The store merged only what changed; take what it now holds for the objects it updated from the save's
+        // result, or, from a store that does not report it, read it back.
+        let stored = if let reported = result?.updatedRows, reported.count == updatedObjects.count {
+            reported
+        } else {
+            updatedObjects.isEmpty ? [] : store.rows(for: updatedObjects.map(\._$id))
+        }
         for (object, snapshot) in zip(updatedObjects, stored) {
             guard let snapshot else { continue }
             object._$takeSaved(snapshot)

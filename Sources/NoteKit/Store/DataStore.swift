@@ -323,8 +323,18 @@ public struct ModelDeletion: Sendable, Hashable {
 public struct SaveResult: Sendable, Hashable {
     /// The transaction number the save produced (the rows it wrote carry it as theirs).
     public var transactionNumber: UInt64
-    /// The result of a save that produced transaction number `transactionNumber`.
-    public init(transactionNumber: UInt64) { self.transactionNumber = transactionNumber }
+    /// The rows the store holds right after the save for the objects the change set updated, in the order of
+    /// ``ChangeSet/updated``: each update merged into the saved row, with what other contexts saved of its other
+    /// properties (nil for an object the store no longer has). Nil when the store does not report them; a context
+    /// then reads them back with ``DataStore/rows(for:)``. Both NoteKit stores report them, read under the save's
+    /// own lock, so a context's save takes the store's lock no more often than the write needs.
+    public var updatedRows: [ModelSnapshot?]?
+    /// The result of a save that produced transaction number `transactionNumber`, and, when the store reports
+    /// them, the rows it left for the objects the save updated (see ``updatedRows``).
+    public init(transactionNumber: UInt64, updatedRows: [ModelSnapshot?]? = nil) {
+        self.transactionNumber = transactionNumber
+        self.updatedRows = updatedRows
+    }
 }
 
 /// A save that the store refused; nothing was changed.

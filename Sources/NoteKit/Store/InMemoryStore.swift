@@ -72,7 +72,7 @@ public final class InMemoryStore: DataStore, HistoryHolding {
     }
 
     /// Validates `changes` against the saved rows, then applies them all and publishes their history record; nothing
-    /// is applied when it throws.
+    /// is applied when it throws. The result carries the rows of the objects it updated (``SaveResult/updatedRows``).
     ///
     /// - Throws: ``SaveError`` (a unique key another object has, an object that no longer exists, an insert of an
     ///   identifier already saved, a relationship out of its bounds or to a missing object).
@@ -82,7 +82,9 @@ public final class InMemoryStore: DataStore, HistoryHolding {
             try storage.validate(changes)
             let record = storage.apply(changes)
             broadcaster.publish([record])
-            return SaveResult(transactionNumber: record.number)
+            // The updated rows are in memory now; the storage has no base, so reading them cannot throw.
+            let updated = storage.withoutBase { storage in try changes.updated.map { try storage.snapshot(for: $0.id) } }
+            return SaveResult(transactionNumber: record.number, updatedRows: updated)
         }
     }
 

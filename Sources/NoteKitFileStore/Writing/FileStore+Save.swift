@@ -9,7 +9,8 @@ import NoteKit
 /// a history deletion appends a trim record (docs/FORMAT.md, *Writing, rotation and compaction*).
 extension FileStore {
     /// Appends `changes` as one transaction record and, with ``FileStoreConfiguration/Durability/everySave``,
-    /// flushes it before returning; only then are the changes applied in memory.
+    /// flushes it before returning; only then are the changes applied in memory. The result carries the rows of the
+    /// objects it updated as the store then holds them (`SaveResult.updatedRows`).
     ///
     /// External-storage bytes are written to blob files (and flushed) before the record that names them.
     ///
@@ -22,8 +23,12 @@ extension FileStore {
     ///   a failed flush the record is cut off again and the store accepts no more writes until reopened: retrying
     ///   the flush could report success for data the kernel already dropped.
     public func save(_ changes: ChangeSet) throws -> SaveResult {
-        try writing.withLock { _ in
-            try state.withLock { state in try checkWritable(state) }
+        try writing.withLock { closed in
+            // Refused before the store's lock is taken, without the state's lock, which a read may hold: writes that
+            // stopped are refused once the lock is held (prepareWrite).
+            if configuration.mode == .readOnly || closed {
+                throw SaveError.readOnly(reason: "\(layout.root) was \(closed ? "closed" : "opened read-only")")
+            }
             let lock = try acquireSharedWriteLock()
             defer { lock?.unlock() }
             let written = try state.withLock { state in
@@ -87,8 +92,11 @@ extension FileStore {
         broadcaster.publish([record])
         state.lastTransactionNumber = transaction.number
         state.operationsLogged += changes.inserted.count + changes.updated.count + changes.deleted.count
+        // Read under this lock, before anything else can commit: the context need not take it again to read them.
+        // The updated rows are the ones just applied, in memory; should reading one fail, the context reads them.
+        let updated = changes.updated.isEmpty ? [] : try? state.rows.rows(for: changes.updated.map(\.id))
         if !state.migrationHeld { compactIfWorthIt(&state) }
-        return SaveResult(transactionNumber: transaction.number)
+        return SaveResult(transactionNumber: transaction.number, updatedRows: updated)
     }
 
     /// Runs `body`; a ``FileStoreError/writesStopped(kind:reason:)`` it throws (the files are in doubt) is recorded, so
