@@ -278,6 +278,39 @@ struct CheckpointWritingTests {
         #expect(try base.rows(mixed) == mixed.map { single[$0] })
     }
 
+    @Test("An index search asked again decodes no probe again: the keys its binary searches read are kept")
+    func repeatedSearchDecodesNoProbe() throws {
+        let (url, container) = try CheckpointFixture.store(count: 2_000)
+        defer { try? FileManager.default.removeItem(at: url) }
+        try StoreFiles.close(container)
+        let schema = try CheckpointFixture.schema()
+        let entity = try #require(schema.entity(named: "CheckpointItem"))
+        let base = try #require(try CheckpointFixture.open(url).get().bases[entity.name])
+        // Rows read with the title alone (and the index's own attributes): partial rows, which are not kept, so
+        // each search decodes its results again; what it must not decode again is what its binary searches probed.
+        let title = try #require(entity.attributeIndex(named: "title"))
+        let mask = entity.attributes.indices.map { $0 == title }
+        for (index, key) in [(0, StoredValue.bool(true)), (1, .int(7))] {
+            let slots = entity.indexes[index].count
+            func search() throws -> [Int] {
+                var found: [Int] = []
+                try base.scanIndex(index, from: IndexBound(values: [key], isInclusive: true),
+                                   to: IndexBound(values: [key], isInclusive: true), reverse: true,
+                                   decoding: mask) { _, number, _ in
+                    found.append(number)
+                    return true
+                }
+                return found
+            }
+            let first = try search()
+            #expect(first.count >= 10)
+            let before = base.valuesDecoded
+            #expect(try search() == first)
+            #expect(base.valuesDecoded - before == first.count * (1 + slots),
+                    "index \(index): the second search decoded its probes again")
+        }
+    }
+
     @Test("A checkpoint built from the segment is byte for byte the one compaction wrote",
           arguments: [0, 1, 5_000])
     func buildIsByteIdentical(count: Int) throws {

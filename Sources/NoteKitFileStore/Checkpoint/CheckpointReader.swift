@@ -339,6 +339,13 @@ final class CheckpointRowBase: RowBase {
     private let cache = Locked(RecentlyRead<ModelSnapshot>(limit: CheckpointRowBase.rowCacheLimit))
     /// The rows checked against their checksums already.
     private let checkedRows = Locked(CheckedOnce())
+    /// By index, the keys of the entries its binary searches probed, by position: every search of an index probes
+    /// the same middle entries first, and a hot query probes the same ones every time, so that a search asked
+    /// again reads no row. The checkpoint never changes under this base; each index keeps ``probeCacheLimit``.
+    private let probedKeys: [Locked<RecentlyRead<[StoredValue]>>]
+
+    /// The number of probed keys kept per index: the top twelve levels of its binary searches.
+    static let probeCacheLimit = 4096
 
     /// The number of whole rows kept at most, to answer the next reads of them without decoding: about 2 MB of
     /// notes. Objects fetched hold their rows themselves; what is kept here serves the next fetch.
@@ -359,6 +366,7 @@ final class CheckpointRowBase: RowBase {
         entityName = entity.name
         count = described.rows
         indexSlots = entity.indexes.map { $0.compactMap(entity.attributeIndex(named:)) }
+        probedKeys = entity.indexes.map { _ in Locked(RecentlyRead(limit: CheckpointRowBase.probeCacheLimit)) }
         uniqueSlots = entity.uniqueConstraints.map { $0.compactMap(entity.attributeIndex(named:)) }
     }
 
@@ -391,13 +399,21 @@ final class CheckpointRowBase: RowBase {
             for slot in slots { marks[slot] = true }
             only = marks
         }
+        let probed = probedKeys[index]
+        /// The key of the entry at `position`: kept from an earlier probe, or read from its row.
+        func key(at position: Int) throws -> [StoredValue] {
+            if let known = probed.withLock({ $0.value(for: position) }) { return known }
+            let row = try rows([try rowNumber(at: position, of: section)], only: only)[0]
+            let key = slots.map { row.attributes[$0] }
+            probed.withLock { $0.insert(key, for: position) }
+            return key
+        }
         /// The first position whose entry's key prefix is past the bound (`after`) or at or after it.
         func position(of bound: IndexBound, after: Bool) throws -> Int {
             var lo = 0, hi = section.entries
             while lo < hi {
                 let mid = (lo + hi) / 2
-                let row = try rows([try rowNumber(at: mid, of: section)], only: only)[0]
-                let c = IndexEntry.compare(slots.map { row.attributes[$0] }, prefix: bound.values)
+                let c = IndexEntry.compare(try key(at: mid), prefix: bound.values)
                 if after ? c > 0 : c >= 0 { hi = mid } else { lo = mid + 1 }
             }
             return lo
