@@ -56,6 +56,23 @@ struct UUIDTextTests {
         #expect(parse("E621E1F8-C36C-495A-93FC-0C247A3E6E5F0") == nil)
         #expect(parse("{E621E1F8-C36C-495A-93FC-0C247A3E6E5}") == nil)
     }
+
+    @Test("A UUID is written as Foundation's uuidString spells it, after the bytes already there")
+    func writtenForm() {
+        var generator = SeededGenerator(seed: 20_261_207)
+        var bytes = Array("[".utf8)
+        var expected = "["
+        for _ in 0..<200 {
+            let uuid = UUID(uuid: (0..<16).reduce(into: [UInt8]()) { bytes, _ in bytes.append(.random(in: 0...255, using: &generator)) }
+                .withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
+            UUIDText.append(uuid, to: &bytes)
+            expected += uuid.uuidString
+        }
+        UUIDText.append(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)), to: &bytes)
+        UUIDText.append(UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255)), to: &bytes)
+        expected += "00000000-0000-0000-0000-000000000000FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF"
+        #expect(String(decoding: bytes, as: UTF8.self) == expected)
+    }
 }
 
 /// A decoder keeps what it worked out for each entity (its decoding plan) and trusts it for the rest of a record; a
