@@ -81,12 +81,27 @@ struct ReadBesideWriteTests {
     @Test("A fetch while another context's save waits in its flush answers at once, from the last commit",
           arguments: [FileStoreConfiguration.Sharing.perSave, .exclusive])
     func fetchDuringFlush(sharing: FileStoreConfiguration.Sharing) throws {
+        try Self.fetchWhileSaveIsHeld(sharing: sharing, rotating: false)
+    }
+
+    /// A save that finds the active segment full starts a new one first: a new file, its records, flushes and a new
+    /// manifest, which the gate holds at the new segment's flush.
+    @Test("A fetch while another context's save starts a new segment answers at once, from the last commit",
+          arguments: [FileStoreConfiguration.Sharing.perSave, .exclusive])
+    func fetchDuringRotation(sharing: FileStoreConfiguration.Sharing) throws {
+        try Self.fetchWhileSaveIsHeld(sharing: sharing, rotating: true)
+    }
+
+    /// One save committed, then another held in a segment's flush (`rotating`: the flush of the new segment it
+    /// starts first) while another context fetches.
+    static func fetchWhileSaveIsHeld(sharing: FileStoreConfiguration.Sharing, rotating: Bool) throws {
         let url = TemporaryStores.newURL("read-beside-write")
         defer { try? FileManager.default.removeItem(at: url) }
         let gate = FlushGate()
         let container = try StoreFiles.open(url, NotesSchema.models) {
             $0.fileSystem = GatedFlushFileSystem(gate: gate)
             $0.sharing = sharing
+            if rotating { $0.maximumSegmentSize = 1 }
         }
         defer { try? StoreFiles.close(container) }
         let first = ModelContext(container)
@@ -127,6 +142,7 @@ struct ReadBesideWriteTests {
         let after = try ModelContext(container).fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)]))
         #expect(after.map(\.title) == ["committed", "in flight"])
         #expect(StoreFiles.store(container).transactionNumber == 2)
+        if rotating { #expect(StoreFiles.store(container).statistics.segments.count >= 2, "the save started a segment") }
     }
 
     @Test("A fetch that finds the checkpoint damaged while a save is in its flush waits for the save, then reads it once")

@@ -40,14 +40,16 @@ extension FileStore {
                     throw error
                 }
             }
-            var flushError: (any Error)?
-            if written.needsFlush {
-                do { try written.log.sync() } catch { flushError = error }
-            }
+            let outcome = finishWithoutStateLock(written)
             return try state.withLock { state in
                 state.writeInFlight = false
                 defer { settlePosition(&state) }
-                if let flushError {
+                if let closed = outcome.rotatedFrom { state.closedSegmentBytes += closed }
+                if let failure = outcome.failure {
+                    if case FileStoreError.writesStopped(let kind, let reason) = failure { state.writesStopped = (kind, reason) }
+                    throw failure
+                }
+                if let flushError = outcome.flushError {
                     state.writesStopped = (.flush, "flushing transaction \(written.transaction.number) failed: \(flushError)")
                     throw flushError
                 }
@@ -57,10 +59,43 @@ extension FileStore {
     }
 
     /// A transaction appended to the log and not applied yet: flushed outside the state's lock when `needsFlush`.
+    /// When the active segment is full, its record (`afterNewSegment`) is appended there too, after a new segment is
+    /// started: the new file, its flushes and the new manifest keep reads waiting no more than a flush does.
     private struct WrittenTransaction {
         let log: SegmentLog
         let transaction: Transaction
         let needsFlush: Bool
+        var afterNewSegment: [UInt8]?
+    }
+
+    /// What a save did without the state's lock: the size of the segment it closed, if it started a new one, and
+    /// what failed.
+    private struct UnlockedOutcome {
+        var rotatedFrom: Int?
+        var failure: (any Error)?
+        var flushError: (any Error)?
+    }
+
+    /// Starts a new segment and appends the record there when the segment was full, then flushes as the policy
+    /// asked: all of it under the writer lock alone (the record is in flight, so reads keep to the last commit and
+    /// nothing reads the log).
+    private func finishWithoutStateLock(_ written: WrittenTransaction) -> UnlockedOutcome {
+        var outcome = UnlockedOutcome()
+        if let payload = written.afterNewSegment {
+            do {
+                let closedSize = written.log.activeSize
+                try written.log.startSegment(with: [], replacingAll: false, now: configuration.clocks.wall())
+                outcome.rotatedFrom = closedSize
+                try written.log.append(payload)
+            } catch {
+                outcome.failure = error
+                return outcome
+            }
+        }
+        if written.needsFlush {
+            do { try written.log.sync() } catch { outcome.flushError = error }
+        }
+        return outcome
     }
 
     /// Validates `changes`, writes their blobs and appends their transaction record (starting a new segment first
@@ -77,10 +112,13 @@ extension FileStore {
         guard !state.migrationHeld else {
             return WrittenTransaction(log: log, transaction: transaction, needsFlush: false)
         }
-        try write(transaction, to: log, &state)
-        // Until the transaction is applied, the log holds a record the rows do not, flushed or not.
+        let payload = encoder.transaction(transaction, schema: schema)
+        let full = log.activeSize > configuration.maximumSegmentSize
+        if !full { try recordingStop(&state) { try log.append(payload) } }
+        // Until the transaction is applied, the log holds a record the rows do not (or is about to), flushed or not.
         state.writeInFlight = true
-        return WrittenTransaction(log: log, transaction: transaction, needsFlush: flushIsDue(&state, forced: false))
+        return WrittenTransaction(log: log, transaction: transaction, needsFlush: flushIsDue(&state, forced: false),
+                                  afterNewSegment: full ? payload : nil)
     }
 
     /// Applies a written (and, as the policy asks, flushed) transaction in memory and announces it.
@@ -121,20 +159,6 @@ extension FileStore {
             state.writesStopped = (.flush, "flushing \(what) failed: \(error)")
             throw error
         }
-    }
-
-    /// Appends a transaction's record, starting a new segment first when the active one is full; the caller
-    /// flushes it as the durability policy says.
-    private func write(_ transaction: Transaction, to log: SegmentLog, _ state: inout State) throws {
-        let payload = encoder.transaction(transaction, schema: schema)
-        if log.activeSize > configuration.maximumSegmentSize {
-            let closedSize = log.activeSize
-            try recordingStop(&state) {
-                try log.startSegment(with: [], replacingAll: false, now: configuration.clocks.wall())
-            }
-            state.closedSegmentBytes += closedSize
-        }
-        try recordingStop(&state) { try log.append(payload) }
     }
 
     /// Writes a migration held in memory, and every save since, by compacting: one new segment and an atomic
