@@ -255,13 +255,18 @@ struct CheckpointWritingTests {
         #expect(reader.header.blobs.entries == 2)
     }
 
+    /// A compacted fixture store of `count` items, closed: its location and the items' entity.
+    static func closedItemStore(count: Int) throws -> (URL, Schema.Entity) {
+        let (url, container) = try CheckpointFixture.store(count: count)
+        try StoreFiles.close(container)
+        let entity = try #require(try CheckpointFixture.schema().entity(named: "CheckpointItem"))
+        return (url, entity)
+    }
+
     @Test("Rows asked in any order, some more than once, come back in the order asked, each decoded once")
     func rowsInAnyOrder() throws {
-        let (url, container) = try CheckpointFixture.store(count: 300)
+        let (url, entity) = try Self.closedItemStore(count: 300)
         defer { try? FileManager.default.removeItem(at: url) }
-        try StoreFiles.close(container)
-        let schema = try CheckpointFixture.schema()
-        let entity = try #require(schema.entity(named: "CheckpointItem"))
         let one = try #require(try CheckpointFixture.open(url).get().bases[entity.name])
         let count = one.count
         #expect(count > 100)
@@ -280,11 +285,8 @@ struct CheckpointWritingTests {
 
     @Test("An index search asked again decodes no probe again: the keys its binary searches read are kept")
     func repeatedSearchDecodesNoProbe() throws {
-        let (url, container) = try CheckpointFixture.store(count: 2_000)
+        let (url, entity) = try Self.closedItemStore(count: 2_000)
         defer { try? FileManager.default.removeItem(at: url) }
-        try StoreFiles.close(container)
-        let schema = try CheckpointFixture.schema()
-        let entity = try #require(schema.entity(named: "CheckpointItem"))
         let base = try #require(try CheckpointFixture.open(url).get().bases[entity.name])
         // Rows read with the title alone (and the index's own attributes): partial rows, which are not kept, so
         // each search decodes its results again; what it must not decode again is what its binary searches probed.
