@@ -52,7 +52,7 @@ extension SaveResult {
         set { transactionNumber = newValue }
     }
 
-    /// The result of a save that committed transaction `generation`: ``init(transactionNumber:)``.
+    /// The result of a save that committed transaction `generation`: ``init(transactionNumber:updatedRows:)``.
     @available(*, deprecated, renamed: "init(transactionNumber:)")
     public init(generation: UInt64) { self.init(transactionNumber: generation) }
 }
