@@ -49,12 +49,15 @@ struct CommandLineTests {
                    errors: String(decoding: err, as: UTF8.self))
     }
 
-    /// A copy of Fixtures/v3, migrated once to today's schema (so it has attachments to none, blobs, revisions).
+    /// A copy of Fixtures/v3, migrated once to today's schema (so it has attachments to none, blobs, revisions),
+    /// among this process's test stores, which are removed when it ends.
     func store() throws -> URL {
         let (container, copy) = try StoreFixture.openCopy(of: FixtureReplayTests.fixture(3),
                                                           schema: Schema(versionedSchema: NotesSchema.self))
         try StoreFiles.close(container)
-        return copy
+        let url = TemporaryStores.newURL("cli")
+        try FileManager.default.moveItem(at: copy, to: url)
+        return url
     }
 
     @Test("The executable is built by swift test")

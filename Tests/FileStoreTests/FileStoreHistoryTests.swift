@@ -141,8 +141,12 @@ struct FileStoreHistoryTests {
 
     @Test("A lightweight migration is a transaction of its own in history")
     func migrationInHistory() throws {
-        let (container, _) = try StoreFixture.openCopy(of: FixtureReplayTests.fixture(1),
-                                                       schema: Schema(versionedSchema: NotesSchema.self))
+        let (container, copy) = try StoreFixture.openCopy(of: FixtureReplayTests.fixture(1),
+                                                          schema: Schema(versionedSchema: NotesSchema.self))
+        defer {
+            try? StoreFiles.close(container)
+            try? FileManager.default.removeItem(at: copy)
+        }
         let history = try all(container)
         let last = try #require(history.last)
         #expect(last.author == HistoryRecord.migrationAuthor)
