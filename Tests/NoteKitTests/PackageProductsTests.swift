@@ -64,9 +64,15 @@ struct PackageProductsTests {
     /// `swift package dump-package` of this package. It only reads the manifest, so it does not take the lock of the
     /// build directory (`--ignore-lock`), which the `swift test` running this test holds.
     static func manifest() throws -> Manifest {
+        // The tool's temporary directories (`TemporaryDirectory.*`, which it leaves behind) go in one of the test's
+        // own, removed after it, not in /tmp.
+        let temporary = FileManager.default.temporaryDirectory.appendingPathComponent("notekit-dump-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: temporary) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["swift", "package", "--ignore-lock", "--package-path", root.path, "dump-package"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["TMPDIR": temporary.path]) { $1 }
         let output = Pipe(), errors = Pipe()
         process.standardOutput = output
         process.standardError = errors

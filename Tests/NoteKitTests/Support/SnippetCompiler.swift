@@ -59,6 +59,10 @@ struct SnippetCompiler {
         let process = Process()
         process.executableURL = swiftc
         process.arguments = arguments
+        // The driver's temporary directories (`TemporaryDirectory.*`, which it leaves behind) go in the snippet's
+        // own directory, which is removed after it, not in /tmp.
+        process.environment = ProcessInfo.processInfo.environment
+            .merging(["TMPDIR": file.deletingLastPathComponent().path]) { $1 }
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
