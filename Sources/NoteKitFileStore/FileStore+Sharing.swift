@@ -23,9 +23,10 @@ extension FileStore {
         return try body(log, &state)
     }
 
-    /// Throws when this open may not write: read-only, or writes stopped after a write whose outcome is unknown.
+    /// Throws when this open may not write: read-only, closed, or writes stopped after a write whose outcome is
+    /// unknown.
     func checkWritable(_ state: State) throws {
-        guard state.log != nil else { throw SaveError.readOnly(reason: "\(layout.root) was opened read-only") }
+        guard state.log != nil else { throw noLogRefusal() }
         if let stop = state.writesStopped { throw FileStoreError.writesStopped(kind: stop.kind, reason: stop.reason) }
     }
 
@@ -46,8 +47,13 @@ extension FileStore {
         try checkWritable(state)
         guard configuration.sharing == .perSave else { return state.log! }
         try catchUp(&state)
-        guard let log = state.log else { throw SaveError.readOnly(reason: "\(layout.root) was closed") }
+        guard let log = state.log else { throw noLogRefusal() }
         return log
+    }
+
+    /// Why an open without a log refuses a write: it was opened read-only, or it was closed since.
+    func noLogRefusal() -> SaveError {
+        SaveError.readOnly(reason: "\(layout.root) was \(configuration.mode == .readOnly ? "opened read-only" : "closed")")
     }
 
     /// After a write of an open shared per save, whatever it did (appended, rotated, compacted, or failed): the

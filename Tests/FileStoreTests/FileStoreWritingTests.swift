@@ -28,7 +28,8 @@ struct FileStoreWritingTests {
         #expect(text.components(separatedBy: "\n").count == 5, "magic line, three records, final newline")
     }
 
-    @Test("A save of a closed store is refused as closed, before it takes the store's lock", arguments: [true, false])
+    @Test("A save, compaction or history deletion of a closed store is refused as closed, before it takes the store's lock",
+          arguments: [true, false])
     func saveAfterClose(shared: Bool) throws {
         let url = TemporaryStores.newURL()
         let fileSystem = FaultyFileSystem()
@@ -42,7 +43,10 @@ struct FileStoreWritingTests {
         var changes = ChangeSet(author: nil)
         changes.inserted.append(ModelSnapshot(id: PersistentIdentifier(entityName: "Note", primaryKey: UUID()),
                                               attributes: [], relationships: []))
-        #expect(throws: SaveError.readOnly(reason: "\(url.path) was closed")) { try store.save(changes) }
+        let closed = SaveError.readOnly(reason: "\(url.path) was closed")
+        #expect(throws: closed) { try store.save(changes) }
+        #expect(throws: closed) { try store.compact() }
+        #expect(throws: closed) { try store.deleteHistory([1...1]) }
         #expect(fileSystem.calls.isEmpty, "\(fileSystem.calls.map(\.operation))")
     }
 

@@ -37,7 +37,7 @@ extension FileStore {
 
     @discardableResult
     func compact(_ state: inout State) throws -> CompactionReport {
-        guard let log = state.log else { throw SaveError.readOnly(reason: "\(layout.root) was opened read-only") }
+        guard let log = state.log else { throw noLogRefusal() }
         if let stop = state.writesStopped { throw FileStoreError.writesStopped(kind: stop.kind, reason: stop.reason) }
         let bytesBefore = state.closedSegmentBytes + log.activeSize
         try loadHistoryPrefix(&state)

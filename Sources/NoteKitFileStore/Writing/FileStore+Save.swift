@@ -26,9 +26,7 @@ extension FileStore {
         try writing.withLock { closed in
             // Refused before the store's lock is taken, without the state's lock, which a read may hold: writes that
             // stopped are refused once the lock is held (prepareWrite).
-            if configuration.mode == .readOnly || closed {
-                throw SaveError.readOnly(reason: "\(layout.root) was \(closed ? "closed" : "opened read-only")")
-            }
+            if configuration.mode == .readOnly || closed { throw noLogRefusal() }
             let lock = try acquireSharedWriteLock()
             defer { lock?.unlock() }
             let written = try state.withLock { state in
