@@ -541,11 +541,10 @@ final class CheckpointRowBase: RowBase {
             wanted.append((i, number, try place(of: number)))
         }
         guard !wanted.isEmpty else { return found.map { $0! } }
-        // In the segment's order (a scan asks in it already), so that rows are read in runs of neighbouring bytes
-        // and a row asked twice is decoded once: its repeats come next to it.
-        if !wanted.indices.dropFirst().allSatisfy({ wanted[$0 - 1].place.offset <= wanted[$0].place.offset }) {
-            wanted.sort { ($0.place.offset, $0.position) < ($1.place.offset, $1.position) }
-        }
+        // In the segment's order, so that rows are read in runs of neighbouring bytes and a row asked twice is
+        // decoded once: its repeats come next to it. (A scan asks in that order already; the sort, which finds
+        // ascending runs, then only checks it.)
+        wanted.sort { ($0.place.offset, $0.position) < ($1.place.offset, $1.position) }
         let decoder = RecordDecoderV1(blobs: file.blobs)
         let checked = checkedRows.withLock { $0 }
         var newlyChecked: [Int] = []
@@ -601,7 +600,9 @@ final class CheckpointRowBase: RowBase {
         }
         if only == nil {
             cache.withLock { cache in
-                for (position, number, _) in wanted { cache.insert(found[position]!, for: number) }
+                for (k, (position, number, _)) in wanted.enumerated() where k == 0 || wanted[k - 1].number != number {
+                    cache.insert(found[position]!, for: number)
+                }
             }
         }
         return found.map { $0! }

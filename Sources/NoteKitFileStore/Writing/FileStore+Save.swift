@@ -43,10 +43,7 @@ extension FileStore {
                 state.writeInFlight = false
                 defer { settlePosition(&state) }
                 if let closed = outcome.rotatedFrom { state.closedSegmentBytes += closed }
-                if let failure = outcome.failure {
-                    if case FileStoreError.writesStopped(let kind, let reason) = failure { state.writesStopped = (kind, reason) }
-                    throw failure
-                }
+                if let failure = outcome.failure { try recordingStop(&state) { throw failure } }
                 if let flushError = outcome.flushError {
                     state.writesStopped = (.flush, "flushing transaction \(written.transaction.number) failed: \(flushError)")
                     throw flushError
