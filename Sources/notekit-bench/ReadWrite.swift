@@ -8,7 +8,9 @@ import Synchronization
 /// the N-note W1 store, one thread retitles a note per save (each save durable) for S seconds while the calling
 /// thread answers W1's pinned top 20 in a loop, each on a context of its own over one container. Prints commits per
 /// second and the reads' count and latency (median, 99th percentile, maximum), under the keys `grdb-readwrite`
-/// prints; a read that waits for a save in progress shows in the percentiles and the maximum.
+/// prints; a read that waits for a save in progress shows in the percentiles and the maximum. `--sharing exclusive`
+/// opens the copy as W1's option does: one process's writer, holding the store's lock from open to close, with reserved
+/// space at the end of the segment (docs/FORMAT.md, *Reserved space*); the default shares it per save, as an app does.
 ///
 /// The copy is made afresh from the cold phase's store (`DIR/cold-N`, built by W1 when missing), which stays as W1
 /// left it: the cold phase checks its titles.
@@ -17,6 +19,8 @@ enum ReadWrite {
         var notes = 100_000
         var directory = URL(fileURLWithPath: FileManager.default.temporaryDirectory.path)
         var seconds = 3.0
+        /// How the copy's writable open shares the store: per save (the default, as an app's) or exclusive.
+        var sharing = FileStoreConfiguration.Sharing.perSave
     }
 
     enum ReadWriteError: Error, CustomStringConvertible {
@@ -32,18 +36,19 @@ enum ReadWrite {
         }
     }
 
-    static let usage = "notekit-bench readwrite [--notes N] [--dir DIR] [--seconds S]"
+    static let usage = "notekit-bench readwrite [--notes N] [--dir DIR] [--seconds S] [--sharing exclusive|shared]"
 
     /// `notekit-bench readwrite` with `words` (after the subcommand): prints the phase's JSON line; returns the exit
     /// status (2 for a bad command line, 1 when the phase fails).
     static func main(_ words: [String]) -> Int32 {
-        Phase.main(words, options: ["notes", "dir", "seconds"], usage: usage, parse: parse, run: run)
+        Phase.main(words, options: ["notes", "dir", "seconds", "sharing"], usage: usage, parse: parse, run: run)
     }
 
     /// The phase's options from `arguments`.
     ///
     /// - Throws: ``UsageError/invalidValue(option:value:expected:)`` for a note count that is not a whole number
-    ///   above 0, or a duration that is not a number of seconds above 0.
+    ///   above 0, a duration that is not a number of seconds above 0, or a sharing other than `exclusive` or
+    ///   `shared`.
     static func parse(_ arguments: Arguments) throws(UsageError) -> Options {
         var options = Options()
         if let directory = arguments.options["dir"] { options.directory = URL(fileURLWithPath: directory) }
@@ -53,6 +58,11 @@ enum ReadWrite {
                 throw .invalidValue(option: "--seconds", value: "\"\(value)\"", expected: "a number of seconds above 0")
             }
             options.seconds = seconds
+        }
+        switch arguments.options["sharing"] ?? "shared" {
+        case "shared": options.sharing = .perSave
+        case "exclusive": options.sharing = .exclusive
+        case let other: throw .invalidValue(option: "--sharing", value: "\"\(other)\"", expected: "exclusive or shared")
         }
         return options
     }
@@ -66,7 +76,8 @@ enum ReadWrite {
         try FileManager.default.copyItem(at: source, to: store)
         defer { try? FileManager.default.removeItem(at: folder) }
 
-        let container = try ModelContainer(for: NoteRecord.self, configurations: FileStoreConfiguration(url: store))
+        let configuration = FileStoreConfiguration(url: store, sharing: options.sharing)
+        let container = try ModelContainer(for: NoteRecord.self, configurations: configuration)
         let expected = min(20, (options.notes + W1.pinnedEvery - 1) / W1.pinnedEvery)
         let nanoseconds = UInt64(options.seconds * 1e9)
         let writer = Writer(container: container, until: DispatchTime.now().uptimeNanoseconds + nanoseconds)
@@ -93,6 +104,7 @@ enum ReadWrite {
             latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * quantile))]
         }
         return "{\"engine\":\"notekit\",\"phase\":\"readwrite\",\"notes\":\(options.notes),"
+            + "\"sharing\":\"\(options.sharing == .exclusive ? "exclusive" : "shared")\","
             + "\"store\":\"\(built ? "built" : "reused")\",\"seconds\":\(options.seconds),"
             + "\"commits\":\(commits),\"commits_per_s\":\(W1.number(Double(commits) / elapsed, 1)),"
             + "\"reads\":\(latencies.count),\"read_p50_ms\":\(W1.number(at(0.5), 4)),"

@@ -12,6 +12,7 @@ struct BenchmarkReadWriteTests {
         (["readwrite", "--seconds", "inf"], "--seconds"),
         (["readwrite", "--notes", "-3"], "--notes"),
         (["readwrite", "--bogus", "1"], "--bogus"),
+        (["readwrite", "--sharing", "sometimes"], "--sharing"),
     ]
 
     @Test("A bad command line exits 2 with an error that names the argument", arguments: badCommandLines)
@@ -27,6 +28,7 @@ struct BenchmarkReadWriteTests {
                                            ["readwrite", "--notes", "120", "--dir", directory.path, "--seconds", "0.5"])
         #expect(run.status == 0, "\(run.errors)")
         #expect(run.json["phase"] as? String == "readwrite" && run.json["store"] as? String == "built", "\(run.output)")
+        #expect(run.json["sharing"] as? String == "shared", "writable opens share per save by default: \(run.output)")
         #expect((run.json["commits"] as? Int).map { $0 > 0 } == true, "\(run.output)")
         #expect((run.json["reads"] as? Int).map { $0 > 0 } == true, "\(run.output)")
         let figures = ["commits_per_s", "read_p50_ms", "read_p99_ms", "read_max_ms"].map { run.json[$0] as? Double }
@@ -39,5 +41,17 @@ struct BenchmarkReadWriteTests {
         let cold = try CommandLineTests.run(BenchmarkColdTests.executable,
                                             ["cold", "--notes", "120", "--dir", directory.path, "--runs", "1"])
         #expect(cold.status == 0 && cold.json["store"] as? String == "reused", "\(cold.output) \(cold.errors)")
+    }
+
+    @Test("--sharing exclusive opens the copy exclusive, as W1's option does, and says so")
+    func exclusiveSharing() throws {
+        let directory = TemporaryStores.newURL("readwrite")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let run = try CommandLineTests.run(BenchmarkColdTests.executable,
+                                           ["readwrite", "--notes", "120", "--dir", directory.path, "--seconds", "0.3",
+                                            "--sharing", "exclusive"])
+        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.json["sharing"] as? String == "exclusive", "\(run.output)")
+        #expect((run.json["commits"] as? Int).map { $0 > 0 } == true, "\(run.output)")
     }
 }
