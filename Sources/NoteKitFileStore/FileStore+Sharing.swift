@@ -66,31 +66,67 @@ extension FileStore {
                                       offset: log.activeSize, version: version ?? MagicLine.currentVersion)
     }
 
+    /// After a writer shared per save closed its log: when the store's lock is free at once, cuts off the zeros
+    /// reserved after the last record of the last segment (this writer's or another's), so that a store nobody has
+    /// open ends with its last record. Best effort: when another writer holds the lock, it is open and the zeros
+    /// are allowed (docs/FORMAT.md, *Reserved space*); when the scan from `position` finds anything but records and
+    /// zeros, the next writable open deals with it.
+    func cutSharedReservedSpace(after position: ReadPosition?) {
+        guard let position, !lockHeldBySession,
+              let lock = try? StoreLock.acquire(layout, fileSystem: fileSystem, timeout: nil,
+                                                clocks: configuration.clocks) else { return }
+        defer { lock.unlock() }
+        guard let manifest = try? SegmentLog.readManifest(layout: layout, fileSystem: fileSystem),
+              manifest.segments.last == position.segment else { return }
+        let path = layout.segment(position.segment)
+        guard let scan = try? SegmentScan.read(path, number: position.segment, fileSystem: fileSystem,
+                                               from: (position.offset, position.version)),
+              scan.tail == nil, scan.undecodable == nil, scan.reserved > 0 else { return }
+        try? fileSystem.truncate(path, to: scan.end)
+    }
+
     /// With the lock held: applies what others committed, cuts off what a writer that died mid-append left at the
-    /// end of the log, and reopens the log at its true end when others wrote to it.
+    /// end of the log, and reopens the log at its true end when others wrote to it. Zeros after the last record
+    /// (space this writer or another reserved) stay: the next append writes into them.
     private func catchUp(_ state: inout State) throws {
         let picked = try refresh(&state, lockHeld: true)
         guard let position = state.position, position.manifest.segments.last == position.segment else { return }
         let path = layout.segment(position.segment)
-        if let size = try fileSystem.status(path)?.size, size > position.offset {
-            // Nobody appends while this process holds the lock: bytes after the last intact record are a torn tail,
-            // or space an exclusive writer reserved before it stopped (zeros), which is simply cut off.
-            let after = try SegmentScan.read(path, number: position.segment, fileSystem: fileSystem,
-                                             from: (position.offset, position.version))
-            if after.records.isEmpty, after.tail == nil, after.undecodable == nil, after.reserved > 0 {
-                try fileSystem.truncate(path, to: position.offset)
+        var length = position.offset
+        let tail = tailFile(position.segment, &state)
+        if let size = try tail?.size() ?? fileSystem.status(path)?.size, size > position.offset {
+            // Nobody appends while this process holds the lock. This log's own reservation, untouched since (the
+            // file as long as it made it, and a zero byte where the next record would begin: a record never begins
+            // with zero), stays without a look at the rest. Anything else is read: zeros alone are space another
+            // writer reserved, which stays too; anything more is a torn tail, a writer's that stopped in the
+            // middle of an append, quarantined and cut off with the zeros after it.
+            let ownReservation = state.log.map {
+                $0.manifest == position.manifest && $0.activeSize == position.offset && $0.reservedEnd == size
+            } ?? false
+            if ownReservation, let tail, try tail.read(from: position.offset, count: 1) == [0] {
+                length = size
             } else {
-                _ = try Self.quarantine((position.segment, path, position.offset, size - position.offset,
-                                         "a writer stopped in the middle of an append"),
-                                        limit: configuration.maximumSegmentSize, layout: layout, fileSystem: fileSystem)
+                let after = try SegmentScan.read(path, number: position.segment, fileSystem: fileSystem,
+                                                 from: (position.offset, position.version))
+                if after.records.isEmpty, after.tail == nil, after.undecodable == nil, after.reserved > 0 {
+                    length = size
+                } else {
+                    _ = try Self.quarantine((position.segment, path, position.offset, size - position.offset,
+                                             "a writer stopped in the middle of an append"),
+                                            limit: configuration.maximumSegmentSize, layout: layout,
+                                            fileSystem: fileSystem)
+                }
             }
         }
-        if let log = state.log, log.manifest != position.manifest || log.activeSize != position.offset {
+        if let log = state.log, log.manifest == position.manifest, log.activeSize == position.offset {
+            log.adoptLength(length)
+        } else if let log = state.log {
             // Stale: closing it would flush it, and a failed flush would cut the segment back to where this log
             // last stood, past the others' records.
             log.abandon()
             state.log = try SegmentLog.open(layout: layout, fileSystem: fileSystem, manifest: position.manifest,
-                                            end: position.offset)
+                                            end: position.offset, keepingZerosUpTo: length)
+            state.log?.reservation = configuration.effectiveSegmentReservation
             var closed = 0
             for number in position.manifest.segments.dropLast() {
                 closed += try fileSystem.status(layout.segment(number))?.size ?? 0

@@ -115,6 +115,9 @@ public final class FileStore: DataStore {
         /// A save's record is in the log and being flushed, not applied yet: the log holds a transaction the rows
         /// do not, so nothing may read the log meanwhile (a refresh skips, a reload waits for the save).
         var writeInFlight = false
+        /// The segment ``position`` stands in, held open for reading: a refresh reads its length and the byte after
+        /// the last record through it (see ``FileStore/tailFile(_:_:)``).
+        var tail: (segment: Int, file: any StoreReadableFile)?
     }
 
     /// Where a read-only open stands in the log: the manifest it read, and the segment and offset after the last
@@ -333,20 +336,22 @@ public final class FileStore: DataStore {
                 state.lock?.unlock()
                 state.lock = nil
             }
-            try closeLog(log)
+            try closeLog(log, at: state.position)
         } }
     }
 
     /// Closes the log. Shared per save, the lock is not held and the log may be stale (others appended after
-    /// it): a failed flush must not cut the segment back.
-    private func closeLog(_ log: SegmentLog) throws {
-        if configuration.sharing == .perSave { try log.closeShared() } else { try log.close() }
+    /// it): a failed flush must not cut the segment back; the reserved space is cut off when the lock is free.
+    private func closeLog(_ log: SegmentLog, at position: ReadPosition?) throws {
+        guard configuration.sharing == .perSave else { return try log.close() }
+        try log.closeShared()
+        cutSharedReservedSpace(after: position)
     }
 
     deinit {
         broadcaster.finish()
         state.withLock { state in
-            if let log = state.log { try? closeLog(log) }
+            if let log = state.log { try? closeLog(log, at: state.position) }
             state.lock?.unlock()
         }
     }

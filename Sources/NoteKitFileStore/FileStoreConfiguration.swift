@@ -158,8 +158,9 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
     /// flush writes no metadata: on ext4 a durable save takes about a third less time. The space shows as zeros at
     /// the end of the last segment while the store is open (and after a crash), and is cut off when the segment is
     /// closed (docs/FORMAT.md, *Reserved space*). At most 64 MiB is reserved (a larger value counts as 64 MiB):
-    /// readers take more zeros than that for damage. Writers shared ``Sharing/perSave`` reserve nothing, since each
-    /// takes over the log's end from the others; nor do writers on Apple platforms, which have no `posix_fallocate`.
+    /// readers take more zeros than that for damage. Writers shared ``Sharing/perSave`` reserve too: one that takes
+    /// the log's end over from another writes into the space the other reserved, and closing cuts the zeros off
+    /// when the store's lock is free. Writers on Apple platforms, which have no `posix_fallocate`, reserve nothing.
     public var segmentReservation: Int = 256 << 10
     /// How long a read keeps trying, in seconds, while other processes keep replacing the manifest under it (5 by
     /// default): an open, a refresh, a reload. A reader takes no lock; it reads the manifest and what it lists, and
@@ -229,7 +230,7 @@ public struct FileStoreConfiguration: DataStoreConfiguration {
 
     /// The reservation writable opens with these settings make.
     var effectiveSegmentReservation: Int {
-        sharing == .exclusive ? min(max(0, segmentReservation), RecordFrame.maximumReservedSpace) : 0
+        min(max(0, segmentReservation), RecordFrame.maximumReservedSpace)
     }
 
     /// Opens (or creates) the store.

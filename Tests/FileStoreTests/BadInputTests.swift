@@ -844,6 +844,9 @@ struct UnflushedFileSystem: ForwardingFileSystem {
 
     func create(_ path: String) throws -> any StoreFile { UnflushedFile(try base.create(path)) }
     func openForAppending(_ path: String) throws -> any StoreFile { UnflushedFile(try base.openForAppending(path)) }
+    func openForAppending(_ path: String, at end: Int) throws -> any StoreFile {
+        UnflushedFile(try base.openForAppending(path, at: end))
+    }
     func syncDirectory(_ path: String) throws {}
 
     private final class UnflushedFile: StoreFile {

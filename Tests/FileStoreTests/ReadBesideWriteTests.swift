@@ -38,6 +38,9 @@ struct GatedFlushFileSystem: ForwardingFileSystem {
 
     func create(_ path: String) throws -> any StoreFile { try gated(base.create(path), path) }
     func openForAppending(_ path: String) throws -> any StoreFile { try gated(base.openForAppending(path), path) }
+    func openForAppending(_ path: String, at end: Int) throws -> any StoreFile {
+        try gated(base.openForAppending(path, at: end), path)
+    }
 
     private func gated(_ file: any StoreFile, _ path: String) -> any StoreFile {
         path.contains("/segments/") ? GatedFile(base: file, gate: gate) : file

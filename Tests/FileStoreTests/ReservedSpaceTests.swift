@@ -3,11 +3,13 @@ import NoteKit
 import NoteKitNotes
 import NoteKitFileStore
 import NoteKitTestSupport
+import Synchronization
 import Testing
 
 /// docs/FORMAT.md, *Reserved space*: a writable open reserves disk space at the end of the last segment, so that a
-/// durable save overwrites allocated blocks instead of growing the file; the zeros are not records. Only an exclusive
-/// open reserves (writers shared per save take over the log's end from each other), so the writers here are exclusive.
+/// durable save overwrites allocated blocks instead of growing the file; the zeros are not records. Exclusive writers
+/// and writers shared per save both reserve; a shared writer that takes the log over from another writes into the
+/// space the other reserved.
 @Suite("File store: space reserved at the end of the last segment")
 struct ReservedSpaceTests {
     private func size(_ url: URL) throws -> Int {
@@ -34,10 +36,11 @@ struct ReservedSpaceTests {
         return url
     }
 
-    @Test("Saves write into reserved space: the file's length changes once per reservation, and closing cuts it off")
-    func savesWriteIntoReservedSpace() throws {
+    @Test("Saves write into reserved space: the file's length changes once per reservation, and closing cuts it off",
+          arguments: [FileStoreConfiguration.Sharing.exclusive, .perSave])
+    func savesWriteIntoReservedSpace(sharing: FileStoreConfiguration.Sharing) throws {
         let url = TemporaryStores.newURL()
-        let container = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = .exclusive }
+        let container = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = sharing }
         let context = ModelContext(container)
         let segment = StoreFiles.segment(url)
         context.insert(Note.titled("first"))
@@ -158,21 +161,132 @@ struct ReservedSpaceTests {
         try StoreFiles.close(writer)
     }
 
-    @Test("Writers shared per save reserve nothing, and reservation 0 turns it off")
-    func noReservationWhenShared() throws {
-        for configure in [{ (configuration: inout FileStoreConfiguration) in configuration.sharing = .perSave },
-                          { (configuration: inout FileStoreConfiguration) in
-                              configuration.sharing = .exclusive
-                              configuration.segmentReservation = 0
-                          }] {
-            let url = TemporaryStores.newURL()
-            let container = try StoreFiles.open(url, NotesSchema.models, configure: configure)
-            let context = ModelContext(container)
-            context.insert(Note.titled("one"))
+    @Test("Two writers shared per save write in turn into the space either reserved, cutting nothing off; the last to close cuts it")
+    func sharedWritersTakeOverReservedSpace() throws {
+        let url = TemporaryStores.newURL()
+        let first = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = .perSave }
+        let second = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = .perSave }
+        let contexts = [ModelContext(first), ModelContext(second)]
+        let segment = StoreFiles.segment(url)
+        contexts[0].insert(Note.titled("first"))
+        try contexts[0].save()
+        let reservedLength = try size(segment)
+        #expect(reservedLength >= (try recordsEnd(segment)) + (256 << 10), "256 KiB reserved after the record")
+        for index in 0..<20 {
+            let context = contexts[index % 2]
+            context.insert(Note.titled("note \(index)"))
             try context.save()
-            let segment = StoreFiles.segment(url)
-            #expect(try size(segment) == (try recordsEnd(segment)))
-            try StoreFiles.close(container)
+            #expect(try size(segment) == reservedLength, "save \(index) wrote into the reserved space")
         }
+        #expect(try StoreVerifier.verify(at: url).ok, "reserved space is not damage, nor a torn tail")
+        for context in contexts { #expect(try context.fetch(FetchDescriptor<Note>()).count == 21) }
+        #expect(!FileManager.default.fileExists(atPath: url.appendingPathComponent("quarantine").path))
+        try StoreFiles.close(first)
+        #expect(try size(segment) == (try recordsEnd(segment)), "a writer closing cuts the reserved space off")
+        let context = contexts[1]
+        context.insert(Note.titled("after the other closed"))
+        try context.save()
+        #expect(try size(segment) >= (try recordsEnd(segment)) + (256 << 10), "the open one reserves again")
+        try StoreFiles.close(second)
+        #expect(try size(segment) == (try recordsEnd(segment)), "a closed store ends with its last record")
+        #expect(try StoreFiles.recordOffsets(segment).count == 2 + 22)
+        let reopened = try StoreFiles.open(url, NotesSchema.models) { $0.mode = .readOnly }
+        #expect(try ModelContext(reopened).fetch(FetchDescriptor<Note>()).count == 22)
+    }
+
+    @Test("A writer shared per save that finds a torn record before reserved zeros quarantines the record, and keeps the zeros")
+    func sharedWriterQuarantinesTornRecordBeforeZeros() throws {
+        let url = TemporaryStores.newURL()
+        let writer = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = .perSave }
+        let context = ModelContext(writer)
+        context.insert(Note.titled("t1"))
+        try context.save()
+        let segment = StoreFiles.segment(url)
+        let end = try recordsEnd(segment)
+        // Another writer died in the middle of its append: the first 40 bytes of a record, where the next one begins.
+        let torn = Data("00000400 deadbeef {\"k\":\"tx\",\"tx\":2,\"ops\":[".utf8.prefix(40))
+        let handle = try FileHandle(forWritingTo: segment)
+        try handle.seek(toOffset: UInt64(end))
+        try handle.write(contentsOf: torn)
+        try handle.close()
+        context.insert(Note.titled("t2"))
+        try context.save()
+        let quarantine = url.appendingPathComponent("quarantine")
+        let names = try FileManager.default.contentsOfDirectory(atPath: quarantine.path)
+        #expect(names.count == 1)
+        let quarantined = try Data(contentsOf: quarantine.appendingPathComponent(try #require(names.first)))
+        #expect(quarantined == torn, "the torn bytes, not the reserved zeros after them")
+        #expect(try StoreVerifier.verify(at: url).ok)
+        try StoreFiles.close(writer)
+        let reopened = try StoreFiles.open(url, NotesSchema.models) { $0.mode = .readOnly }
+        #expect(try ModelContext(reopened).fetch(FetchDescriptor<Note>()).map(\.title).sorted() == ["t1", "t2"])
+    }
+
+    @Test("Reservation 0 turns it off, for either sharing", arguments: [FileStoreConfiguration.Sharing.exclusive, .perSave])
+    func noReservationWhenZero(sharing: FileStoreConfiguration.Sharing) throws {
+        let url = TemporaryStores.newURL()
+        let container = try StoreFiles.open(url, NotesSchema.models) {
+            $0.sharing = sharing
+            $0.segmentReservation = 0
+        }
+        let context = ModelContext(container)
+        context.insert(Note.titled("one"))
+        try context.save()
+        let segment = StoreFiles.segment(url)
+        #expect(try size(segment) == (try recordsEnd(segment)))
+        try StoreFiles.close(container)
+    }
+}
+
+/// Counts, per path, the calls that `stat` a file or open it by path to read it, through POSIX.
+final class StatCountingFileSystem: ForwardingFileSystem {
+    let base: any StoreFileSystem = POSIXFileSystem()
+    private let counts = Mutex<[String: Int]>([:])
+
+    func calls(_ path: String) -> Int { counts.withLock { $0[path] ?? 0 } }
+    func reset() { counts.withLock { $0 = [:] } }
+    private func counted<T>(_ path: String, _ body: () throws -> T) rethrows -> T {
+        counts.withLock { $0[path, default: 0] += 1 }
+        return try body()
+    }
+
+    func status(_ path: String) throws -> StoreFileStatus? { try counted(path) { try base.status(path) } }
+    func read(_ path: String) throws -> [UInt8] { try counted(path) { try base.read(path) } }
+    func read(_ path: String, from offset: Int) throws -> [UInt8] {
+        try counted(path) { try base.read(path, from: offset) }
+    }
+    func read(_ path: String, from offset: Int, count n: Int) throws -> [UInt8] {
+        try counted(path) { try base.read(path, from: offset, count: n) }
+    }
+    func openForReading(_ path: String) throws -> any StoreReadableFile {
+        try counted(path) { try base.openForReading(path) }
+    }
+}
+
+@Suite("File store: a writer's saves and reads leave the segment's inode alone")
+struct SegmentInodeTests {
+    @Test("A writer shared per save, saving and reading in turn, never stats its segment or opens it by path again: on Linux 6.13 and later a stat makes the next write's flush write the inode too",
+          arguments: [FileStoreConfiguration.Sharing.perSave, .exclusive])
+    func savesDoNotStatTheSegment(sharing: FileStoreConfiguration.Sharing) throws {
+        let url = TemporaryStores.newURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let counting = StatCountingFileSystem()
+        let container = try StoreFiles.open(url, NotesSchema.models) {
+            $0.sharing = sharing
+            $0.fileSystem = counting
+        }
+        let context = ModelContext(container)
+        context.insert(Note.titled("first"))
+        try context.save()
+        _ = try context.fetch(FetchDescriptor<Note>())
+        let segment = StoreFiles.segment(url).path
+        counting.reset()
+        for index in 0..<10 {
+            context.insert(Note.titled("note \(index)"))
+            try context.save()
+            #expect(try ModelContext(container).fetchCount(FetchDescriptor<Note>()) == index + 2)
+        }
+        #expect(counting.calls(segment) == 0, "ten saves and fetches stat'ed or reopened the segment")
+        try StoreFiles.close(container)
     }
 }

@@ -172,6 +172,12 @@ package final class FaultyFileSystem: StoreFileSystem {
         try perform(.openForAppending, path) { FaultyFile(try base.openForAppending(path), path: path, rules: rules) }
     }
 
+    package func openForAppending(_ path: String, at end: Int) throws -> any StoreFile {
+        try perform(.openForAppending, path) {
+            FaultyFile(try base.openForAppending(path, at: end), path: path, rules: rules)
+        }
+    }
+
     package func rename(_ source: String, to destination: String) throws {
         try perform(.rename, source) { try base.rename(source, to: destination) }
     }

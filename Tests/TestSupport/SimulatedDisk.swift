@@ -256,6 +256,18 @@ package final class SimulatedDisk: StoreFileSystem {
         }
     }
 
+    package func openForAppending(_ path: String, at end: Int) throws -> any StoreFile {
+        try perform(.openForAppending, path) { state in
+            guard case .file(let id)? = state.image.resolve(path) else {
+                throw StoreIOError(operation: "open", path: path, code: ENOENT)
+            }
+            guard end >= 0, end <= state.image.files[id]!.visible.count else {
+                throw StoreIOError(operation: "open at \(end)", path: path, code: EINVAL)
+            }
+            return SimulatedFile(disk: self, file: id, path: path, size: end)
+        }
+    }
+
     package func rename(_ source: String, to destination: String) throws {
         try perform(.rename, source) { state in
             let (from, fromName) = try state.image.parentAndName(source, operation: "rename")

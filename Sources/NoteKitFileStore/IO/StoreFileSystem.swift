@@ -31,6 +31,12 @@ package protocol StoreFileSystem: Sendable {
     func create(_ path: String) throws -> any StoreFile
     /// Opens an existing file for appending at its end.
     func openForAppending(_ path: String) throws -> any StoreFile
+    /// Opens an existing file for appending at `end`, leaving what the file holds after `end` in place: the next
+    /// append lands at `end` and overwrites it. For a segment whose last record ends at `end`, followed by space
+    /// another writer reserved (zeros), which appends then write into without changing the file's length.
+    ///
+    /// - Throws: the file system's error; `EINVAL` when the file is shorter than `end`.
+    func openForAppending(_ path: String, at end: Int) throws -> any StoreFile
     /// Opens the regular file at `path` for reading at any offset. Reads through the handle see the file that was
     /// opened, even after another file is renamed over `path` or it is deleted: the store reads a checkpoint and the
     /// segment it describes through handles, so that another process's compaction cannot mix two files into one
@@ -290,6 +296,9 @@ extension ForwardingFileSystem {
     package func status(_ path: String) throws -> StoreFileStatus? { try base.status(path) }
     package func create(_ path: String) throws -> any StoreFile { try base.create(path) }
     package func openForAppending(_ path: String) throws -> any StoreFile { try base.openForAppending(path) }
+    package func openForAppending(_ path: String, at end: Int) throws -> any StoreFile {
+        try base.openForAppending(path, at: end)
+    }
     package func rename(_ source: String, to destination: String) throws { try base.rename(source, to: destination) }
     package func remove(_ path: String) throws { try base.remove(path) }
     package func syncDirectory(_ path: String) throws { try base.syncDirectory(path) }

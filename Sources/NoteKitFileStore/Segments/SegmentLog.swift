@@ -18,7 +18,7 @@ final class SegmentLog {
     /// reserved (docs/FORMAT.md, *Reserved space*); 0 reserves nothing.
     var reservation = 0
     /// The length the active segment's file has been given by reservations (at least its size).
-    private var reservedEnd: Int
+    private(set) var reservedEnd: Int
     private let encoder = RecordEncoder()
 
     /// The segment appended to.
@@ -37,9 +37,17 @@ final class SegmentLog {
 
     /// Opens the log of an existing store for appending to its last segment, whose records end at `end`: reserved
     /// space after them (zeros) is cut off, so that appends land at `end` and the file is as long as its records.
-    static func open(layout: StoreLayout, fileSystem: any StoreFileSystem, manifest: Manifest, end: Int) throws
-        -> SegmentLog {
+    /// With `keepingZerosUpTo` (a writer shared per save taking the log over from another, which found zeros
+    /// after `end`), the zeros stay, and appends write into them.
+    static func open(layout: StoreLayout, fileSystem: any StoreFileSystem, manifest: Manifest, end: Int,
+                     keepingZerosUpTo zerosEnd: Int? = nil) throws -> SegmentLog {
         let path = layout.segment(manifest.segments.last!)
+        if let zerosEnd, zerosEnd > end {
+            let log = SegmentLog(layout: layout, fileSystem: fileSystem, manifest: manifest,
+                                 active: try fileSystem.openForAppending(path, at: end))
+            log.reservedEnd = zerosEnd
+            return log
+        }
         var file = try fileSystem.openForAppending(path)
         if file.size > end {
             try? file.close()
@@ -129,6 +137,13 @@ final class SegmentLog {
         try fileSystem.truncate(path, to: size)
         active = try fileSystem.openForAppending(path)
         reservedEnd = active.size
+    }
+
+    /// Takes the active segment's length as found under the store's lock (a writer shared per save catching up, its
+    /// log current): zeros another writer reserved, written into without reserving again; or no zeros, when another
+    /// writer cut them off, and then the next append reserves.
+    func adoptLength(_ length: Int) {
+        reservedEnd = max(active.size, length)
     }
 
     /// Cuts the active segment's reserved space off, so that the file ends with its last record: done before the
