@@ -44,6 +44,7 @@ private final class MemoryFileSystem: StoreFileSystem, @unchecked Sendable {
     }
     func create(_ path: String) throws -> any StoreFile { throw refused("create", path) }
     func openForAppending(_ path: String) throws -> any StoreFile { throw refused("open", path) }
+    func openForAppending(_ path: String, at end: Int) throws -> any StoreFile { throw refused("open", path) }
     func rename(_ source: String, to destination: String) throws { throw refused("rename", source) }
     func remove(_ path: String) throws { throw refused("unlink", path) }
     func syncDirectory(_ path: String) throws { throw refused("fsync", path) }

@@ -104,6 +104,8 @@ extension FileStore {
         do {
             defer {
                 state.position = position
+                // A segment read past (another writer rotated) is let go: once deleted, it would keep its space.
+                if let tail = state.tail, tail.segment != position.segment { state.tail = nil }
                 broadcaster.publish(picked)
             }
             for entry in pending {

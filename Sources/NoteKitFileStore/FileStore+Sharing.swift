@@ -61,6 +61,8 @@ extension FileStore {
     func settlePosition(_ state: inout State) {
         guard configuration.sharing == .perSave, let log = state.log,
               let status = try? fileSystem.status(layout.manifest) else { return }
+        // A segment this write left (rotated or compacted away) is not held open: a deleted one would keep its space.
+        if let tail = state.tail, tail.segment != log.activeSegment { state.tail = nil }
         let version = state.position?.segment == log.activeSegment ? state.position?.version : nil
         state.position = ReadPosition(manifest: log.manifest, manifestStatus: status, segment: log.activeSegment,
                                       offset: log.activeSize, version: version ?? MagicLine.currentVersion)

@@ -36,15 +36,22 @@ struct ReservedSpaceTests {
         return url
     }
 
+    /// A writer on a new store at `url`, shared as `sharing`, that has saved one note titled `title`.
+    private func writerWithOneNote(_ url: URL, _ sharing: FileStoreConfiguration.Sharing,
+                                   title: String = "first") throws -> (ModelContainer, ModelContext) {
+        let container = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = sharing }
+        let context = ModelContext(container)
+        context.insert(Note.titled(title))
+        try context.save()
+        return (container, context)
+    }
+
     @Test("Saves write into reserved space: the file's length changes once per reservation, and closing cuts it off",
           arguments: [FileStoreConfiguration.Sharing.exclusive, .perSave])
     func savesWriteIntoReservedSpace(sharing: FileStoreConfiguration.Sharing) throws {
         let url = TemporaryStores.newURL()
-        let container = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = sharing }
-        let context = ModelContext(container)
+        let (container, context) = try writerWithOneNote(url, sharing)
         let segment = StoreFiles.segment(url)
-        context.insert(Note.titled("first"))
-        try context.save()
         let reservedLength = try size(segment)
         #expect(reservedLength >= (try recordsEnd(segment)) + (256 << 10), "256 KiB reserved after the record")
         for index in 0..<20 {
@@ -144,10 +151,7 @@ struct ReservedSpaceTests {
     @Test("A reader refreshing picks up each save written into reserved space, and nothing when none came")
     func readerRefreshesPastReservedSpace() throws {
         let url = TemporaryStores.newURL()
-        let writer = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = .exclusive }
-        let context = ModelContext(writer)
-        context.insert(Note.titled("first"))
-        try context.save()
+        let (writer, context) = try writerWithOneNote(url, .exclusive)
         let reader = try StoreFiles.open(url, NotesSchema.models) { $0.mode = .readOnly }
         let readerStore = StoreFiles.store(reader)
         #expect(try readerStore.refresh().isEmpty, "nothing new: zeros follow the last record")
@@ -194,13 +198,10 @@ struct ReservedSpaceTests {
         #expect(try ModelContext(reopened).fetch(FetchDescriptor<Note>()).count == 22)
     }
 
-    @Test("A writer shared per save that finds a torn record before reserved zeros quarantines the record, and keeps the zeros")
+    @Test("A writer shared per save that finds a torn record before reserved zeros quarantines the record without the zeros")
     func sharedWriterQuarantinesTornRecordBeforeZeros() throws {
         let url = TemporaryStores.newURL()
-        let writer = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = .perSave }
-        let context = ModelContext(writer)
-        context.insert(Note.titled("t1"))
-        try context.save()
+        let (writer, context) = try writerWithOneNote(url, .perSave, title: "t1")
         let segment = StoreFiles.segment(url)
         let end = try recordsEnd(segment)
         // Another writer died in the middle of its append: the first 40 bytes of a record, where the next one begins.
@@ -287,6 +288,33 @@ struct SegmentInodeTests {
             #expect(try ModelContext(container).fetchCount(FetchDescriptor<Note>()) == index + 2)
         }
         #expect(counting.calls(segment) == 0, "ten saves and fetches stat'ed or reopened the segment")
+        try StoreFiles.close(container)
+    }
+}
+
+extension SegmentInodeTests {
+    /// The files this process has open that were deleted since, by path (Linux's `/proc/self/fd`).
+    static func openDeletedFiles(under url: URL) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return names.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0) }
+            .filter { $0.hasPrefix(url.path) && $0.hasSuffix(" (deleted)") }
+    }
+
+    @Test("A writer shared per save holds no segment its compaction deleted: the held segment follows the log")
+    func compactedSegmentIsLetGo() throws {
+        let url = TemporaryStores.newURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let container = try StoreFiles.open(url, NotesSchema.models) { $0.sharing = .perSave }
+        let context = ModelContext(container)
+        for title in ["one", "two"] {
+            context.insert(Note.titled(title))
+            try context.save()
+        }
+        try StoreFiles.store(container).compact()
+        #expect(Self.openDeletedFiles(under: url).isEmpty)
+        context.insert(Note.titled("three"))
+        try context.save()
+        #expect(Self.openDeletedFiles(under: url).isEmpty)
         try StoreFiles.close(container)
     }
 }
