@@ -104,8 +104,7 @@ extension FileStore {
         do {
             defer {
                 state.position = position
-                // A segment read past (another writer rotated) is let go: once deleted, it would keep its space.
-                if let tail = state.tail, tail.segment != position.segment { state.tail = nil }
+                state.releaseTail(unlessIn: position.segment)
                 broadcaster.publish(picked)
             }
             for entry in pending {

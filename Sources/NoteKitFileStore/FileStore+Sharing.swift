@@ -61,8 +61,7 @@ extension FileStore {
     func settlePosition(_ state: inout State) {
         guard configuration.sharing == .perSave, let log = state.log,
               let status = try? fileSystem.status(layout.manifest) else { return }
-        // A segment this write left (rotated or compacted away) is not held open: a deleted one would keep its space.
-        if let tail = state.tail, tail.segment != log.activeSegment { state.tail = nil }
+        state.releaseTail(unlessIn: log.activeSegment)
         let version = state.position?.segment == log.activeSegment ? state.position?.version : nil
         state.position = ReadPosition(manifest: log.manifest, manifestStatus: status, segment: log.activeSegment,
                                       offset: log.activeSize, version: version ?? MagicLine.currentVersion)
@@ -83,7 +82,7 @@ extension FileStore {
         let path = layout.segment(position.segment)
         guard let scan = try? SegmentScan.read(path, number: position.segment, fileSystem: fileSystem,
                                                from: (position.offset, position.version)),
-              scan.tail == nil, scan.undecodable == nil, scan.reserved > 0 else { return }
+              scan.endsInReservedSpace else { return }
         try? fileSystem.truncate(path, to: scan.end)
     }
 
@@ -110,7 +109,7 @@ extension FileStore {
             } else {
                 let after = try SegmentScan.read(path, number: position.segment, fileSystem: fileSystem,
                                                  from: (position.offset, position.version))
-                if after.records.isEmpty, after.tail == nil, after.undecodable == nil, after.reserved > 0 {
+                if after.records.isEmpty, after.endsInReservedSpace {
                     length = size
                 } else {
                     _ = try Self.quarantine((position.segment, path, position.offset, size - position.offset,

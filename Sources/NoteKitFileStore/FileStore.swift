@@ -118,6 +118,12 @@ public final class FileStore: DataStore {
         /// The segment ``position`` stands in, held open for reading: a refresh reads its length and the byte after
         /// the last record through it (see ``FileStore/tailFile(_:_:)``).
         var tail: (segment: Int, file: any StoreReadableFile)?
+
+        /// Lets go of the held segment unless it is `segment`, the one the position now stands in: a segment left
+        /// behind (rotated, or compacted away and deleted) is not kept open, since a deleted one would keep its space.
+        mutating func releaseTail(unlessIn segment: Int) {
+            if let tail, tail.segment != segment { self.tail = nil }
+        }
     }
 
     /// Where a read-only open stands in the log: the manifest it read, and the segment and offset after the last

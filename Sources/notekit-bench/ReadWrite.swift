@@ -59,11 +59,11 @@ enum ReadWrite {
             }
             options.seconds = seconds
         }
-        switch arguments.options["sharing"] ?? "shared" {
-        case "shared": options.sharing = .perSave
-        case "exclusive": options.sharing = .exclusive
-        case let other: throw .invalidValue(option: "--sharing", value: "\"\(other)\"", expected: "exclusive or shared")
+        let sharing = arguments.options["sharing"] ?? "shared"
+        guard let chosen = FileStoreConfiguration.Sharing(benchmarkName: sharing) else {
+            throw .invalidValue(option: "--sharing", value: "\"\(sharing)\"", expected: "exclusive or shared")
         }
+        options.sharing = chosen
         return options
     }
 
@@ -104,7 +104,7 @@ enum ReadWrite {
             latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * quantile))]
         }
         return "{\"engine\":\"notekit\",\"phase\":\"readwrite\",\"notes\":\(options.notes),"
-            + "\"sharing\":\"\(options.sharing == .exclusive ? "exclusive" : "shared")\","
+            + "\"sharing\":\"\(options.sharing.benchmarkName)\","
             + "\"store\":\"\(built ? "built" : "reused")\",\"seconds\":\(options.seconds),"
             + "\"commits\":\(commits),\"commits_per_s\":\(W1.number(Double(commits) / elapsed, 1)),"
             + "\"reads\":\(latencies.count),\"read_p50_ms\":\(W1.number(at(0.5), 4)),"

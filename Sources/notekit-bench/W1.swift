@@ -20,7 +20,7 @@ enum W1 {
         var peakRSS = 0.0
 
         var json: String {
-            return "{\"engine\":\"notekit\",\"sharing\":\"\(sharing == .exclusive ? "exclusive" : "shared")\","
+            return "{\"engine\":\"notekit\",\"sharing\":\"\(sharing.benchmarkName)\","
                 + (automaticCompaction ? "\"automatic_compaction\":\"default\"," : "")
                 + "\"notes\":\(notes),\"bulk_insert_ms\":\(number(bulkInsert, 1)),"
                 + "\"open_load_all_ms\":\(number(openLoadAll, 1)),\"pinned_top20_ms\":\(number(pinnedTop20, 4)),"
@@ -239,4 +239,18 @@ enum W1 {
             switch self { case .wrongCount(let message): "W1 went wrong: \(message)" }
         }
     }
+}
+
+extension FileStoreConfiguration.Sharing {
+    /// The sharing `--sharing` names on the benchmark's command line (`shared` or `exclusive`); nil for another word.
+    init?(benchmarkName name: String) {
+        switch name {
+        case "shared": self = .perSave
+        case "exclusive": self = .exclusive
+        default: return nil
+        }
+    }
+
+    /// The word `--sharing` takes for this sharing, which the phases' JSON lines print too.
+    var benchmarkName: String { self == .exclusive ? "exclusive" : "shared" }
 }

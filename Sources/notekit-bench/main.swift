@@ -87,12 +87,9 @@ default:
 }
 let arguments = Arguments.readOrExit(rest, options: ["notes", "dir", "sharing", "automatic-compaction"],
                                      usage: "usage: \(w1Usage)")
-let sharing: FileStoreConfiguration.Sharing
-switch arguments.options["sharing"] ?? "shared" {
-case "shared": sharing = .perSave
-case "exclusive": sharing = .exclusive
-case let other:
-    UsageError.invalidValue(option: "--sharing", value: other, expected: "exclusive or shared")
+let sharingName = arguments.options["sharing"] ?? "shared"
+guard let sharing = FileStoreConfiguration.Sharing(benchmarkName: sharingName) else {
+    UsageError.invalidValue(option: "--sharing", value: sharingName, expected: "exclusive or shared")
         .exit(usage: "usage: \(w1Usage)")
 }
 // W1 as defined runs without automatic compaction, phase for phase as the SQLite program; `default` runs it with the

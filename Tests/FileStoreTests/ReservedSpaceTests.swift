@@ -239,7 +239,10 @@ struct ReservedSpaceTests {
     }
 }
 
-/// Counts, per path, the calls that `stat` a file or open it by path to read it, through POSIX.
+/// Counts, per path, the calls that `stat` a file or open it by path to read it, through POSIX. Unlike
+/// `CountingFileSystem` (CheckpointTests), which counts bytes and leaves `openForReading` to the protocol's default
+/// (a handle that reads its path again, so that reads through handles are counted too), this one forwards
+/// `openForReading` to POSIX: a handle's reads are the descriptor's, and only opening it counts.
 final class StatCountingFileSystem: ForwardingFileSystem {
     let base: any StoreFileSystem = POSIXFileSystem()
     private let counts = Mutex<[String: Int]>([:])

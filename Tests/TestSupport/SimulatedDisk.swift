@@ -247,21 +247,21 @@ package final class SimulatedDisk: StoreFileSystem {
         }
     }
 
-    package func openForAppending(_ path: String) throws -> any StoreFile {
-        try perform(.openForAppending, path) { state in
-            guard case .file(let id)? = state.image.resolve(path) else {
-                throw StoreIOError(operation: "open", path: path, code: ENOENT)
-            }
-            return SimulatedFile(disk: self, file: id, path: path, size: state.image.files[id]!.visible.count)
-        }
-    }
+    package func openForAppending(_ path: String) throws -> any StoreFile { try openForWriting(path, at: nil) }
 
     package func openForAppending(_ path: String, at end: Int) throws -> any StoreFile {
+        try openForWriting(path, at: end)
+    }
+
+    /// The file at `path` open for writing at `end`, or at its end when `end` is nil.
+    private func openForWriting(_ path: String, at end: Int?) throws -> SimulatedFile {
         try perform(.openForAppending, path) { state in
             guard case .file(let id)? = state.image.resolve(path) else {
                 throw StoreIOError(operation: "open", path: path, code: ENOENT)
             }
-            guard end >= 0, end <= state.image.files[id]!.visible.count else {
+            let length = state.image.files[id]!.visible.count
+            guard let end else { return SimulatedFile(disk: self, file: id, path: path, size: length) }
+            guard end >= 0, end <= length else {
                 throw StoreIOError(operation: "open at \(end)", path: path, code: EINVAL)
             }
             return SimulatedFile(disk: self, file: id, path: path, size: end)

@@ -188,14 +188,7 @@ package struct POSIXFileSystem: StoreFileSystem {
     /// - Throws: ``FileStoreError/unexpectedFileType(path:found:expected:)`` for anything but a regular file, or a
     ///   ``StoreIOError``.
     package func openForAppending(_ path: String) throws -> any StoreFile {
-        let (descriptor, _) = try openRegularFile(path, O_WRONLY)
-        let end = lseek(descriptor, 0, SEEK_END)
-        guard end >= 0 else {
-            let code = errno
-            _ = closeDescriptor(descriptor)
-            throw StoreIOError(operation: "seek", path: path, code: code)
-        }
-        return POSIXFile(descriptor: descriptor, path: path, size: Int(end))
+        try openForWriting(path, at: nil)
     }
 
     /// Opens the regular file at `path` for writing at `end` (appends are `pwrite`s at the position the file
@@ -203,12 +196,22 @@ package struct POSIXFileSystem: StoreFileSystem {
     ///
     /// - Throws: a ``StoreIOError`` naming the path; `EINVAL` when the file is shorter than `end`.
     package func openForAppending(_ path: String, at end: Int) throws -> any StoreFile {
+        try openForWriting(path, at: end)
+    }
+
+    /// The regular file at `path` open for writing at `end`, or at its end when `end` is nil.
+    private func openForWriting(_ path: String, at end: Int?) throws -> POSIXFile {
         let (descriptor, _) = try openRegularFile(path, O_WRONLY)
         let length = lseek(descriptor, 0, SEEK_END)
-        guard length >= 0, end >= 0, end <= length else {
-            let code = length < 0 ? errno : EINVAL
+        guard length >= 0 else {
+            let code = errno
             _ = closeDescriptor(descriptor)
-            throw StoreIOError(operation: length < 0 ? "seek" : "open at \(end)", path: path, code: code)
+            throw StoreIOError(operation: "seek", path: path, code: code)
+        }
+        guard let end else { return POSIXFile(descriptor: descriptor, path: path, size: Int(length)) }
+        guard end >= 0, end <= length else {
+            _ = closeDescriptor(descriptor)
+            throw StoreIOError(operation: "open at \(end)", path: path, code: EINVAL)
         }
         return POSIXFile(descriptor: descriptor, path: path, size: end)
     }

@@ -36,6 +36,8 @@ struct SegmentScan {
     var tail: Tail?
     /// How many zero bytes of reserved space follow the last intact record.
     var reserved = 0
+    /// Whether the intact records are followed by reserved space (zeros) and nothing else.
+    var endsInReservedSpace: Bool { tail == nil && undecodable == nil && reserved > 0 }
     /// The file's length when it was read.
     private(set) var fileSize: Int
     /// An intact record (checksum and all) whose payload holds a zero byte: it cannot be decoded (JSON text has no
