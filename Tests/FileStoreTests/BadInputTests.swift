@@ -18,13 +18,13 @@ import Darwin
 /// includes everything before the damage, or fails with a typed error that names the file (and the byte offset, for
 /// damage inside a file), having written nothing; it never crashes, hangs or allocates without bound.
 ///
-/// Bounded in `swift test` (``LongTests``): cuts at the offsets where a file's structure changes and every 61st
-/// between (``LongTests/offsets(_:records:variable:stride:)``), 50 random-flip seeds. `NOTEKIT_LONG_TESTS=1`
+/// Bounded in `swift test` (``LongTests``): cuts at the offsets where a file's structure changes and every 127th
+/// between (``LongTests/offsets(_:records:variable:stride:)``), 25 random-flip seeds. `NOTEKIT_LONG_TESTS=1`
 /// cuts at every offset and flips 500 seeds; `NOTEKIT_BADINPUT_EVERY_OFFSET=1` cuts at every offset alone;
 /// `NOTEKIT_BADINPUT_SEEDS=N` sets the number of random-flip seeds.
 @Suite("Bad input: a damaged or hostile store opens with committed data, or is refused by a typed error")
 struct BadInputTests {
-    static let seeds = LongTests.value("NOTEKIT_BADINPUT_SEEDS", bounded: 50, long: 500)
+    static let seeds = LongTests.value("NOTEKIT_BADINPUT_SEEDS", bounded: 25, long: 500)
 
     /// The offsets of `store`'s segment `index` a cut is tried at.
     static func cuts(_ store: SmallStore, segment index: Int) -> [Int] {

@@ -31,7 +31,7 @@ extension LongTests {
     /// (the frame's length or its checksum), which the middle and the sample exercise; every record's frame is read
     /// by the same code, which the records given every position exercise.
     public static func offsets(_ range: ClosedRange<Int>, records: [Range<Int>], variable: String? = nil,
-                               stride: Int = 61) -> [Int] {
+                               stride: Int = 127) -> [Int] {
         if variable.map(isOn) ?? isEnabled { return Array(range) }
         var chosen: Set<Int> = [range.lowerBound, range.upperBound]
         chosen.formUnion(Swift.stride(from: range.lowerBound, through: range.upperBound, by: stride))
