@@ -69,14 +69,18 @@ extension FileStore {
         // This open's own save is being flushed, under the store's lock: no other process can have committed, and
         // the record past the position is that save's, which it applies itself.
         guard !state.writeInFlight, var position = state.position else { return [] }
+        state.lastTailLook = nil
         let current = try fileSystem.status(layout.manifest)
         if current != nil, current == position.manifestStatus,
            position.manifest.segments.last == position.segment,
-           let tail = tailFile(position.segment, &state), let size = try? tail.size(),
-           try size == position.offset || (size > position.offset && tail.read(from: position.offset, count: 1) == [0]) {
+           let tail = tailFile(position.segment, &state), let size = try? tail.size() {
             // Nothing appended, or a zero byte where the next record would begin: space the writer reserved, not
             // written yet (a record never begins with zero; one being written is not committed yet either).
-            return []
+            let zeroAfter = try size > position.offset && tail.read(from: position.offset, count: 1) == [0]
+            if size == position.offset || zeroAfter {
+                state.lastTailLook = (position.segment, position.offset, size, zeroAfter)
+                return []
+            }
         }
 
         // First decode everything appended, changing nothing, over a pinned manifest; then apply it record by record.

@@ -35,10 +35,15 @@ extension FileStore {
     /// for the session's, and time out).
     ///
     /// - Throws: ``FileStoreError/locked(path:holder:timeout:)`` when another process keeps it past the busy timeout.
+    /// `LOCK` is kept open from the first save to the close, so that a save's lock is a `flock` and no more.
     func acquireSharedWriteLock() throws -> (any StoreLockHandle)? {
         guard configuration.sharing == .perSave, !lockHeldBySession else { return nil }
+        let kept = try keptLockFile.withLock { kept in
+            if kept == nil { kept = try KeptLockFile(layout, fileSystem: fileSystem) }
+            return kept
+        }
         return try StoreLock.acquire(layout, fileSystem: fileSystem, timeout: configuration.busyTimeout,
-                                     clocks: configuration.clocks)
+                                     clocks: configuration.clocks, through: kept)
     }
 
     /// With the right to write: for an open shared per save, catches up with what other processes committed;
@@ -59,8 +64,11 @@ extension FileStore {
     /// After a write of an open shared per save, whatever it did (appended, rotated, compacted, or failed): the
     /// position is where the log ends.
     func settlePosition(_ state: inout State) {
-        guard configuration.sharing == .perSave, let log = state.log,
-              let status = try? fileSystem.status(layout.manifest) else { return }
+        guard configuration.sharing == .perSave, let log = state.log else { return }
+        // The MANIFEST's status the position holds is still its status when this write did not change the manifest
+        // (the catching up read it under the store's lock, and no other writer has written since).
+        let unchanged = state.position.flatMap { $0.manifest == log.manifest ? $0.manifestStatus : nil }
+        guard let status = unchanged ?? (try? fileSystem.status(layout.manifest)) else { return }
         state.releaseTail(unlessIn: log.activeSegment)
         let version = state.position?.segment == log.activeSegment ? state.position?.version : nil
         state.position = ReadPosition(manifest: log.manifest, manifestStatus: status, segment: log.activeSegment,
@@ -95,7 +103,10 @@ extension FileStore {
         let path = layout.segment(position.segment)
         var length = position.offset
         let tail = tailFile(position.segment, &state)
-        if let size = try tail?.size() ?? fileSystem.status(path)?.size, size > position.offset {
+        // What the refresh just saw at the position, if it found nothing new: nobody appended since (the lock).
+        let look = state.lastTailLook.flatMap { $0.segment == position.segment && $0.offset == position.offset ? $0 : nil }
+        state.lastTailLook = nil
+        if let size = try look?.size ?? tail?.size() ?? fileSystem.status(path)?.size, size > position.offset {
             // Nobody appends while this process holds the lock. This log's own reservation, untouched since (the
             // file as long as it made it, and a zero byte where the next record would begin: a record never begins
             // with zero), stays without a look at the rest. Anything else is read: zeros alone are space another
@@ -104,7 +115,7 @@ extension FileStore {
             let ownReservation = state.log.map {
                 $0.manifest == position.manifest && $0.activeSize == position.offset && $0.reservedEnd == size
             } ?? false
-            if ownReservation, let tail, try tail.read(from: position.offset, count: 1) == [0] {
+            if ownReservation, let tail, try look?.zeroAfter ?? (tail.read(from: position.offset, count: 1) == [0]) {
                 length = size
             } else {
                 let after = try SegmentScan.read(path, number: position.segment, fileSystem: fileSystem,

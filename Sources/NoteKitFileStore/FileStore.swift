@@ -78,6 +78,8 @@ public final class FileStore: DataStore {
     let follower = Follower()
     /// The last `HISTORY-HOLD` read, by the file's status, so that a check costs a `stat` while it is unchanged.
     let holdCache = Locked<(status: StoreFileStatus, hold: UInt64)?>(nil)
+    /// `LOCK`, kept open by a writer shared per save from its first save to its close (``acquireSharedWriteLock()``).
+    let keptLockFile = Locked<KeptLockFile?>(nil)
 
     struct State {
         var rows: RowStorage
@@ -118,6 +120,10 @@ public final class FileStore: DataStore {
         /// The segment ``position`` stands in, held open for reading: a refresh reads its length and the byte after
         /// the last record through it (see ``FileStore/tailFile(_:_:)``).
         var tail: (segment: Int, file: any StoreReadableFile)?
+        /// What the last refresh that found nothing new saw at the end of the log: the position's segment and offset,
+        /// the segment's length, and whether a zero byte follows the last record. Under the store's lock nobody
+        /// appends, so catching up right after that refresh uses it instead of reading the length and the byte again.
+        var lastTailLook: (segment: Int, offset: Int, size: Int, zeroAfter: Bool)?
 
         /// Lets go of the held segment unless it is `segment`, the one the position now stands in: a segment left
         /// behind (rotated, or compacted away and deleted) is not kept open, since a deleted one would keep its space.
@@ -350,6 +356,10 @@ public final class FileStore: DataStore {
     /// it): a failed flush must not cut the segment back; the reserved space is cut off when the lock is free.
     private func closeLog(_ log: SegmentLog, at position: ReadPosition?) throws {
         guard configuration.sharing == .perSave else { return try log.close() }
+        keptLockFile.withLock { kept in
+            kept?.file.close()
+            kept = nil
+        }
         try log.closeShared()
         cutSharedReservedSpace(after: position)
     }

@@ -249,7 +249,7 @@ final class StatCountingFileSystem: ForwardingFileSystem {
 
     func calls(_ path: String) -> Int { counts.withLock { $0[path] ?? 0 } }
     func reset() { counts.withLock { $0 = [:] } }
-    private func counted<T>(_ path: String, _ body: () throws -> T) rethrows -> T {
+    fileprivate func counted<T>(_ path: String, _ body: () throws -> T) rethrows -> T {
         counts.withLock { $0[path, default: 0] += 1 }
         return try body()
     }
@@ -262,8 +262,25 @@ final class StatCountingFileSystem: ForwardingFileSystem {
     func read(_ path: String, from offset: Int, count n: Int) throws -> [UInt8] {
         try counted(path) { try base.read(path, from: offset, count: n) }
     }
+    func tryLock(_ path: String) throws -> (any StoreLockHandle)? { try counted(path) { try base.tryLock(path) } }
+    func openLockFile(_ path: String) throws -> any StoreLockFile { try counted(path) { try base.openLockFile(path) } }
     func openForReading(_ path: String) throws -> any StoreReadableFile {
-        try counted(path) { try base.openForReading(path) }
+        CountedFile(file: try counted(path) { try base.openForReading(path) }, system: self)
+    }
+
+    /// A file opened for reading whose `size()` and reads count under "size " and "read " followed by its path.
+    private final class CountedFile: StoreReadableFile {
+        let file: any StoreReadableFile
+        let system: StatCountingFileSystem
+        init(file: any StoreReadableFile, system: StatCountingFileSystem) {
+            self.file = file
+            self.system = system
+        }
+        var path: String { file.path }
+        func size() throws -> Int { try system.counted("size " + path) { try file.size() } }
+        func read(from offset: Int, count: Int) throws -> [UInt8] {
+            try system.counted("read " + path) { try file.read(from: offset, count: count) }
+        }
     }
 }
 
@@ -296,6 +313,71 @@ struct SegmentInodeTests {
 }
 
 extension SegmentInodeTests {
+    @Test("A save shared per save looks at the MANIFEST and at the end of the log once: catching up and settling after the write reuse what the refresh saw under the lock")
+    func sharedSaveLooksOnce() throws {
+        let url = TemporaryStores.newURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let counting = StatCountingFileSystem()
+        // No automatic refresh: what is counted is the save's own catching up, not a read's before it.
+        let container = try StoreFiles.open(url, NotesSchema.models) {
+            $0.sharing = .perSave
+            $0.fileSystem = counting
+            $0.automaticRefreshInterval = nil
+        }
+        let context = ModelContext(container)
+        context.insert(Note.titled("first"))
+        try context.save()
+        let segment = StoreFiles.segment(url).path, manifest = url.appendingPathComponent("MANIFEST").path
+        counting.reset()
+        for index in 0..<10 {
+            context.insert(Note.titled("note \(index)"))
+            try context.save()
+        }
+        #expect(counting.calls(manifest) == 10, "the MANIFEST's status, once a save")
+        #expect(counting.calls("size " + segment) == 10, "the segment's length, once a save")
+        #expect(counting.calls("read " + segment) <= 10, "the byte after the last record, at most once a save")
+        try StoreFiles.close(container)
+    }
+
+    @Test("A writer shared per save keeps LOCK open from its first save to its close and takes the flock on it for each save: no open, status or path resolution of LOCK a save")
+    func sharedWriterKeepsTheLockFileOpen() throws {
+        let url = TemporaryStores.newURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let counting = StatCountingFileSystem()
+        let container = try StoreFiles.open(url, NotesSchema.models) {
+            $0.sharing = .perSave
+            $0.fileSystem = counting
+            $0.lockTimeout = 0
+        }
+        let context = ModelContext(container)
+        context.insert(Note.titled("first"))
+        try context.save()
+        let lock = url.appendingPathComponent("LOCK").path
+        counting.reset()
+        for index in 0..<10 {
+            context.insert(Note.titled("note \(index)"))
+            try context.save()
+        }
+        #expect(counting.calls(lock) == 0, "LOCK opened again for a save")
+        // Another open of this process (its own descriptor) still waits for the lock: the flock decides.
+        let other = try StoreFiles.open(url, NotesSchema.models) {
+            $0.sharing = .perSave
+            $0.lockTimeout = 0
+        }
+        let held = try #require(try POSIXFileSystem().tryLock(lock))
+        let otherContext = ModelContext(other)
+        otherContext.insert(Note.titled("refused"))
+        #expect(throws: FileStoreError.self) { try otherContext.save() }
+        context.insert(Note.titled("refused too"))
+        #expect(throws: FileStoreError.self) { try context.save() }
+        held.unlock()
+        try otherContext.save()
+        try context.save()
+        #expect(try ModelContext(other).fetchCount(FetchDescriptor<Note>()) == 13)
+        try StoreFiles.close(other)
+        try StoreFiles.close(container)
+    }
+
     /// The files this process has open that were deleted since, by path (Linux's `/proc/self/fd`).
     static func openDeletedFiles(under url: URL) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []

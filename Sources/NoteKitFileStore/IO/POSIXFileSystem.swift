@@ -10,6 +10,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
 
 // `close`, `read` and `rename` under names that no method shadows: inside `POSIXFileSystem` and `POSIXFile`, those
 // names are their own methods, and a C library module's name (`Glibc.close`) differs from platform to platform.
@@ -301,6 +302,11 @@ package struct POSIXFileSystem: StoreFileSystem {
     /// Takes the lock on the regular file at `path`, creating it; a link there (dangling or not) is refused
     /// rather than followed, so nothing is created outside the store. Once it holds the lock, it writes this
     /// process's id on the file's first line (no flush: it is only for the message of a process that waits).
+    /// Opens the lock file at `path` as ``tryLock(_:)`` does, and keeps it open (see ``POSIXLockFile``).
+    package func openLockFile(_ path: String) throws -> any StoreLockFile {
+        POSIXLockFile(descriptor: try openRegularFile(path, O_RDWR | O_CREAT, creating: true).descriptor, path: path)
+    }
+
     package func tryLock(_ path: String) throws -> (any StoreLockHandle)? {
         let (descriptor, _) = try openRegularFile(path, O_RDWR | O_CREAT, creating: true)
         if flock(descriptor, LOCK_EX | LOCK_NB) == 0 {
@@ -312,6 +318,63 @@ package struct POSIXFileSystem: StoreFileSystem {
         _ = closeDescriptor(descriptor)
         if code == EWOULDBLOCK { return nil }
         throw StoreIOError(operation: "flock", path: path, code: code)
+    }
+}
+
+/// `LOCK` kept open by a writer shared per save: each save's lock is a `flock` on this descriptor (docs/FORMAT.md,
+/// *Locking*). One holder at a time: a second `flock` on the same open file description would succeed, so the file
+/// itself refuses a lock it already holds.
+final class POSIXLockFile: StoreLockFile {
+    private let descriptor: Int32
+    private let path: String
+    /// The process id written as the holder (taken once: a child process does not save through its parent's store).
+    private let pid = getpid()
+    /// Whether the lock is held through this file, and whether the file is closed.
+    private let status = Mutex<(held: Bool, closed: Bool)>((false, false))
+
+    init(descriptor: Int32, path: String) {
+        self.descriptor = descriptor
+        self.path = path
+    }
+
+    deinit { close() }
+
+    func tryLock() throws -> (any StoreLockHandle)? {
+        try status.withLock { status in
+            guard !status.closed else { throw StoreIOError(operation: "flock", path: path, code: EBADF) }
+            guard !status.held else { return nil }
+            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+                let code = errno
+                if code == EWOULDBLOCK { return nil }
+                throw StoreIOError(operation: "flock", path: path, code: code)
+            }
+            status.held = true
+            POSIXLock.writeHolder(pid, to: descriptor)
+            return Held(file: self)
+        }
+    }
+
+    func close() {
+        status.withLock { status in
+            guard !status.closed else { return }
+            status.closed = true
+            _ = closeDescriptor(descriptor)
+        }
+    }
+
+    /// Releases the `flock`, keeping the file open.
+    private func release() {
+        status.withLock { status in
+            guard status.held, !status.closed else { return }
+            status.held = false
+            _ = flock(descriptor, LOCK_UN)
+        }
+    }
+
+    private final class Held: StoreLockHandle {
+        let file: POSIXLockFile
+        init(file: POSIXLockFile) { self.file = file }
+        func unlock() { file.release() }
     }
 }
 
@@ -379,7 +442,10 @@ final class POSIXLock: StoreLockHandle, @unchecked Sendable {
     /// written when the line already says it (a process taking the lock again): a write changes the file's times,
     /// and on ext4 without a journal the inode's block, shared with the segments' inodes, is then written by the
     /// next save's `fdatasync` too.
-    func writeHolder(_ pid: Int32) {
+    func writeHolder(_ pid: Int32) { Self.writeHolder(pid, to: descriptor) }
+
+    /// ``writeHolder(_:)`` through `descriptor`, for a lock file kept open too.
+    static func writeHolder(_ pid: Int32, to descriptor: Int32) {
         let text = String(pid)
         let line = Array((text + String(repeating: " ", count: max(0, 11 - text.count)) + "\n").utf8)
         var current = [UInt8](repeating: 0, count: line.count)
@@ -416,8 +482,12 @@ final class POSIXReadableFile: StoreReadableFile {
         return Int(end)
     }
 
+    /// A read of at most 64 KiB (a page, a row, the byte after the last record) takes no `lseek` for the length:
+    /// the buffer is as long as asked and cut to what `pread` found. A longer one is bounded by the length first.
     func read(from offset: Int, count limit: Int) throws -> [UInt8] {
-        try preadFully(descriptor, size: size(), from: offset, count: limit, path: path)
+        let end = offset.addingReportingOverflow(max(0, limit))
+        let size = limit <= 1 << 16 ? (end.overflow ? Int.max : end.partialValue) : try self.size()
+        return try preadFully(descriptor, size: size, from: offset, count: limit, path: path)
     }
 }
 

@@ -65,6 +65,10 @@ package protocol StoreFileSystem: Sendable {
     /// Takes an exclusive advisory lock on the file at `path` (creating it), or returns nil when another open
     /// file description holds it.
     func tryLock(_ path: String) throws -> (any StoreLockHandle)?
+    /// Opens the lock file at `path` (creating it) and keeps it open, for a writer that takes and releases the lock
+    /// again and again: each ``StoreLockFile/tryLock()`` is then a `flock` on the open file, with no open, `stat` or
+    /// path resolution. The default locks through ``tryLock(_:)`` by path each time.
+    func openLockFile(_ path: String) throws -> any StoreLockFile
     /// What the entry at `path` is, without following a symbolic link there (`lstat`); nil when there is none.
     /// The store deletes an entry only when this says it is a regular file, and keeps torn tails only in a
     /// directory.
@@ -244,6 +248,34 @@ package protocol StoreFile: AnyObject {
 extension StoreFile {
     /// Does nothing: appends extend the file as they go.
     package func reserve(upTo capacity: Int) throws {}
+}
+
+/// A lock file kept open by ``StoreFileSystem/openLockFile(_:)``.
+package protocol StoreLockFile: AnyObject, Sendable {
+    /// Takes the exclusive lock, or returns nil when another open file description holds it, or when this file's
+    /// lock is already held (one holder at a time, whichever thread asks).
+    func tryLock() throws -> (any StoreLockHandle)?
+    /// Closes the file; a lock still held is released with it. Called once; later calls do nothing.
+    func close()
+}
+
+extension StoreFileSystem {
+    package func openLockFile(_ path: String) throws -> any StoreLockFile { PathLockFile(fileSystem: self, path: path) }
+}
+
+/// The default ``StoreLockFile``: nothing kept open, each attempt a ``StoreFileSystem/tryLock(_:)`` by path, so a
+/// file system that only knows paths (the simulated disk, a fault-injecting wrapper) sees every lock it is asked for.
+private final class PathLockFile: StoreLockFile {
+    let fileSystem: any StoreFileSystem
+    let path: String
+
+    init(fileSystem: any StoreFileSystem, path: String) {
+        self.fileSystem = fileSystem
+        self.path = path
+    }
+
+    func tryLock() throws -> (any StoreLockHandle)? { try fileSystem.tryLock(path) }
+    func close() {}
 }
 
 /// A held advisory lock; released by `unlock()` or when the process ends.

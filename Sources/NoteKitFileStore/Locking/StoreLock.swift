@@ -23,15 +23,22 @@ enum StoreLock {
     ///
     /// - Throws: ``FileStoreError/lockedInThisProcess(path:)`` when the lock stays held by another open of this
     ///   process, ``FileStoreError/locked(path:holder:timeout:)`` when it stays held elsewhere, or an I/O error.
+    ///
+    /// - Parameter kept: the lock file kept open by the caller, to lock through instead of opening `LOCK` by path.
     static func acquire(_ layout: StoreLayout, fileSystem: any StoreFileSystem,
                         timeout: Double?, clocks: StoreClocks = .system,
-                        refusingWhenKeptInThisProcess: Bool = false) throws -> any StoreLockHandle {
+                        refusingWhenKeptInThisProcess: Bool = false,
+                        through kept: KeptLockFile? = nil) throws -> any StoreLockHandle {
         let deadline = clocks.monotonic() + .seconds(timeout ?? 0)
         // flock has no timeout: try, then sleep, starting short (another writer's save takes well under a
         // millisecond on a fast disk) and doubling up to 10 ms.
         var pause: UInt32 = 50
         while true {
-            if let handle = try fileSystem.tryLock(layout.lock) { return HeldStoreLock(handle, path: layout.lock) }
+            if let kept {
+                if let handle = try kept.file.tryLock() { return HeldStoreLock(handle, key: kept.key) }
+            } else if let handle = try fileSystem.tryLock(layout.lock) {
+                return HeldStoreLock(handle, key: HeldStoreLock.key(layout.lock))
+            }
             guard let timeout, timeout > 0, clocks.monotonic() < deadline,
                   !(refusingWhenKeptInThisProcess && HeldStoreLock.isKeptUntilCloseInThisProcess(layout.lock)) else {
                 if HeldStoreLock.isHeldInThisProcess(layout.lock) {
@@ -73,9 +80,10 @@ final class HeldStoreLock: StoreLockHandle {
     /// Whether it was released, and whether it is counted in ``keptUntilClose``.
     private let status = Locked((released: false, kept: false))
 
-    init(_ base: any StoreLockHandle, path: String) {
+    /// - Parameter key: the lock file's ``key(_:)``.
+    init(_ base: any StoreLockHandle, key: String) {
         self.base = base
-        key = Self.key(path)
+        self.key = key
         Self.held.withLock { $0[key, default: 0] += 1 }
     }
 
@@ -120,9 +128,21 @@ final class HeldStoreLock: StoreLockHandle {
 
     /// The path with symbolic links and `..` resolved when the file exists on this machine's disk (a store opened
     /// by two spellings of its path is one store), else as given (a simulated file system).
-    private static func key(_ path: String) -> String {
+    static func key(_ path: String) -> String {
         guard let resolved = realpath(path, nil) else { return path }
         defer { free(resolved) }
         return String(cString: resolved)
+    }
+}
+
+/// `LOCK` kept open by a writer shared per save, from its first save to its close, with the key it is counted
+/// under in this process (its path resolved once).
+final class KeptLockFile: Sendable {
+    let file: any StoreLockFile
+    let key: String
+
+    init(_ layout: StoreLayout, fileSystem: any StoreFileSystem) throws {
+        file = try fileSystem.openLockFile(layout.lock)
+        key = HeldStoreLock.key(layout.lock)
     }
 }
