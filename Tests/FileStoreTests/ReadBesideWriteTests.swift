@@ -69,6 +69,18 @@ final class GatedFile: StoreFile {
 
 /// Issue 37, item 4: a fetch on one context is never blocked by another context's save in progress; it answers from
 /// the last committed state, as a reader of GRDB's `DatabasePool` or of SQLite in WAL mode does.
+/// The real file system, whose new segments' flushes (a compaction's, a rotation's) pass a ``FlushGate`` first; the
+/// flushes of appends to an existing segment do not.
+struct GatedNewSegmentFileSystem: ForwardingFileSystem {
+    let base: any StoreFileSystem = POSIXFileSystem()
+    let gate: FlushGate
+
+    func create(_ path: String) throws -> any StoreFile {
+        let file = try base.create(path)
+        return path.contains("/segments/") ? GatedFile(base: file, gate: gate) : file
+    }
+}
+
 @Suite("Reads beside a write: a fetch does not wait for another context's save", .serialized)
 struct ReadBesideWriteTests {
     /// How long a read may take before it counts as waiting for the save: far longer than any read of three rows.
@@ -146,6 +158,59 @@ struct ReadBesideWriteTests {
         #expect(after.map(\.title) == ["committed", "in flight"])
         #expect(StoreFiles.store(container).transactionNumber == 2)
         if rotating { #expect(StoreFiles.store(container).statistics.segments.count >= 2, "the save started a segment") }
+    }
+
+    @Test("A fetch while another context's save compacts the store automatically answers at once, with that save",
+          arguments: [FileStoreConfiguration.Sharing.perSave, .exclusive])
+    func fetchBesideAutomaticCompaction(sharing: FileStoreConfiguration.Sharing) throws {
+        let url = TemporaryStores.newURL()
+        defer { try? FileManager.default.removeItem(at: url) }
+        do {
+            let container = try StoreFiles.open(url, NotesSchema.models)
+            let context = ModelContext(container)
+            for title in ["first", "second", "third"] { context.insert(Note.titled(title)) }
+            try context.save()
+            try StoreFiles.close(container)
+        }
+        let gate = FlushGate()
+        let container = try StoreFiles.open(url, NotesSchema.models) {
+            $0.fileSystem = GatedNewSegmentFileSystem(gate: gate)
+            $0.sharing = sharing
+            $0.automaticCompaction = .init(minimumLogSize: 1, garbageRatio: 0)
+        }
+        defer { try? StoreFiles.close(container) }
+
+        gate.arm()
+        let saved = DispatchSemaphore(value: 0)
+        let saveError = Mutex<String?>(nil)
+        ReadBesideWriteTests.onThread {
+            let writer = ModelContext(container)
+            do {
+                let first = try writer.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.title == "first" }))
+                first.first?.title = "renamed"
+                try writer.save()
+            } catch { saveError.withLock { $0 = "\(error)" } }
+            saved.signal()
+        }
+        let entered = gate.waitUntilEntered(seconds: Self.patience)
+        #expect(entered, "the save's compaction reached the flush of its new segment")
+
+        let read = DispatchSemaphore(value: 0)
+        let titles = Mutex<[String]?>(nil)
+        ReadBesideWriteTests.onThread {
+            let found = try? ModelContext(container).fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)]))
+            titles.withLock { $0 = found?.map(\.title) }
+            read.signal()
+        }
+        let answered = read.wait(timeout: .now() + Self.patience) == .success
+        #expect(answered, "the fetch waited \(Self.patience) s for the other context's compaction")
+        gate.release()
+        saved.wait()
+        if !answered { read.wait() }
+        #expect(saveError.withLock { $0 } == nil)
+        #expect(titles.withLock { $0 } == ["renamed", "second", "third"], "the save, committed before it compacted")
+        #expect(StoreFiles.store(container).statistics.segments.count == 1, "the save compacted")
+        #expect(try StoreVerifier.verify(at: url).ok)
     }
 
     @Test("A fetch that finds the checkpoint damaged while a save is in its flush waits for the save, then reads it once")

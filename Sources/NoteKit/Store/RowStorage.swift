@@ -145,15 +145,29 @@ package final class RowStorage {
     ///
     /// - Throws: ``RowBaseFailure``.
     /// - Complexity: O(rows of the entity); over a base, O(n log n) and every row read.
+    /// Per index of `entity`, the positions of the attributes it is keyed by (empty for an entity the schema does
+    /// not have): with ``indexEntries(_:slots:)``, an index's entries made from rows read before.
+    package func indexSlots(of entity: String) -> [[Int]] {
+        numbers[entity].map { tables[$0].indexSlots } ?? []
+    }
+
+    /// The entries of the index keyed by `slots` over `rows` (all of an entity's rows), in index order: what
+    /// ``indexEntries(of:index:)`` answers for them, made without the storage (a compaction writing its checkpoint
+    /// without the store's lock).
+    ///
+    /// - Complexity: O(n log n) for n rows.
+    package static func indexEntries(_ rows: [ModelSnapshot], slots: [Int]) -> [IndexEntry] {
+        var entries = rows.map { IndexEntry(key: EntityTable.key($0, slots), id: $0.id) }
+        entries.sort { IndexEntry.compare($0, $1) < 0 }
+        return entries
+    }
+
     package func indexEntries(of entity: String, index: Int) throws -> [IndexEntry] {
         guard let number = numbers[entity], index < tables[number].indexes.count else { return [] }
         let table = tables[number]
         guard table.base != nil else { return table.indexes[index].entries }
         // Over a base the in-memory tree holds only the rows changed since: every row is read and sorted instead.
-        let slots = table.indexSlots[index]
-        var entries = try rows(of: entity).map { IndexEntry(key: EntityTable.key($0, slots), id: $0.id) }
-        entries.sort { IndexEntry.compare($0, $1) < 0 }
-        return entries
+        return Self.indexEntries(try rows(of: entity), slots: table.indexSlots[index])
     }
 
     /// The holder of a unique key, if any.

@@ -16,8 +16,9 @@ extension FileStore {
     ///
     /// Reads do not wait for the flush: it runs outside the lock over the store's state, so a fetch of another
     /// context (or actor) meanwhile answers from the last commit, without this save, as a reader of SQLite in WAL
-    /// mode does. Saves of one open run one at a time; an open shared per save holds the store's lock from its
-    /// catching up to the end of the flush.
+    /// mode does. An automatic compaction the save calls for runs after it committed, also beside reads, which
+    /// wait only while it takes the rows. Saves of one open run one at a time; an open shared per save holds the
+    /// store's lock from its catching up to the end of the flush (and of the compaction).
     ///
     /// - Throws: `SaveError` (nothing written), ``FileStoreError/writesStopped(kind:reason:)``, or an I/O error. After
     ///   a failed flush the record is cut off again and the store accepts no more writes until reopened: retrying
@@ -39,7 +40,7 @@ extension FileStore {
                 }
             }
             let outcome = finishWithoutStateLock(written)
-            return try state.withLock { state in
+            let (result, compacting) = try state.withLock { state in
                 state.writeInFlight = false
                 defer { settlePosition(&state) }
                 if let closed = outcome.rotatedFrom { state.closedSegmentBytes += closed }
@@ -48,8 +49,12 @@ extension FileStore {
                     state.writesStopped = (.flush, "flushing transaction \(written.transaction.number) failed: \(flushError)")
                     throw flushError
                 }
-                return commit(written.transaction, changes: changes, &state)
+                let result = commit(written.transaction, changes: changes, &state)
+                return (result, !state.migrationHeld && compactionIsWorthIt(&state))
             }
+            // Committed and announced; the compaction it calls for runs beside reads, before the next save.
+            if compacting { compactAutomatically() }
+            return result
         }
     }
 
@@ -128,7 +133,6 @@ extension FileStore {
         // Read under this lock, before anything else can commit: the context need not take it again to read them.
         // The updated rows are the ones just applied, in memory; should reading one fail, the context reads them.
         let updated = changes.updated.isEmpty ? [] : try? state.rows.rows(for: changes.updated.map(\.id))
-        if !state.migrationHeld { compactIfWorthIt(&state) }
         return SaveResult(transactionNumber: transaction.number, updatedRows: updated)
     }
 
