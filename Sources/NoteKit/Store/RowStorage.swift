@@ -162,6 +162,15 @@ package final class RowStorage {
         return entries
     }
 
+    /// Index `index` of `entity` as it is now, when its rows are all in memory (its tree holds every row), nil over
+    /// a base (see ``indexEntries(_:slots:)``). O(1): the tree is shared until the storage changes it.
+    package func inMemoryIndex(of entity: String, index: Int) -> IndexSnapshot? {
+        guard let number = numbers[entity], index < tables[number].indexes.count, tables[number].base == nil else {
+            return nil
+        }
+        return IndexSnapshot(tree: tables[number].indexes[index])
+    }
+
     package func indexEntries(of entity: String, index: Int) throws -> [IndexEntry] {
         guard let number = numbers[entity], index < tables[number].indexes.count else { return [] }
         let table = tables[number]
@@ -771,4 +780,15 @@ struct EntityTable {
         }
         return nil
     }
+}
+
+/// An index of rows held in memory, as it was when taken (``RowStorage/inMemoryIndex(of:index:)``): a copy of its
+/// tree that shares the tree's storage, readable on any thread while the storage goes on changing its own.
+package struct IndexSnapshot: Sendable {
+    fileprivate let tree: IndexTree
+
+    /// Every entry, in index order.
+    ///
+    /// - Complexity: O(n).
+    package var entries: [IndexEntry] { tree.entries }
 }

@@ -80,8 +80,11 @@ extension FileStore {
         let entityRows: [[ModelSnapshot]]
         let history: HistoryLog
         let lastTransactionNumber: UInt64
-        /// Per entity, the attributes each index is keyed by (``RowStorage/indexSlots(of:)``).
+        /// Per entity, the attributes each index is keyed by (``RowStorage/indexSlots(of:)``), and each index
+        /// when the entity's rows are all in memory (walked without the lock; over a checkpoint, the entries are made
+        /// from the rows taken).
         let indexSlots: [[[Int]]]
+        let inMemoryIndexes: [[IndexSnapshot?]]
     }
 
     /// What a compaction did without the state's lock.
@@ -109,7 +112,10 @@ extension FileStore {
         return CompactionRows(log: log, bytesBefore: state.closedSegmentBytes + log.activeSize, schemas: state.schemas,
                               entityRows: entityRows, history: rows.history,
                               lastTransactionNumber: state.lastTransactionNumber,
-                              indexSlots: schema.entities.map { rows.indexSlots(of: $0.name) })
+                              indexSlots: schema.entities.map { rows.indexSlots(of: $0.name) },
+                              inMemoryIndexes: schema.entities.map { entity in
+                                  entity.indexes.indices.map { rows.inMemoryIndex(of: entity.name, index: $0) }
+                              })
     }
 
     /// Without the state's lock: encodes and writes the new segment, replaces the manifest, deletes the old segments,
@@ -146,6 +152,9 @@ extension FileStore {
             let numbers = Dictionary(schema.entities.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
             let file = try opening.checkpoint(store: taken.log.manifest.store, segment: taken.log.activeSegment) {
                 guard let number = numbers[$0], $1 < taken.indexSlots[number].count else { return [] }
+                if $1 < taken.inMemoryIndexes[number].count, let index = taken.inMemoryIndexes[number][$1] {
+                    return index.entries
+                }
                 return RowStorage.indexEntries(taken.entityRows[number], slots: taken.indexSlots[number][$1])
             }
             try Checkpoint.write(file, layout: layout, fileSystem: fileSystem)
