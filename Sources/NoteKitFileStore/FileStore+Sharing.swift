@@ -34,8 +34,9 @@ extension FileStore {
     /// it from open to close, or one whose migration session holds it: a second flock of this process would wait
     /// for the session's, and time out).
     ///
-    /// - Throws: ``FileStoreError/locked(path:holder:timeout:)`` when another process keeps it past the busy timeout.
     /// `LOCK` is kept open from the first save to the close, so that a save's lock is a `flock` and no more.
+    ///
+    /// - Throws: ``FileStoreError/locked(path:holder:timeout:)`` when another process keeps it past the busy timeout.
     func acquireSharedWriteLock() throws -> (any StoreLockHandle)? {
         guard configuration.sharing == .perSave, !lockHeldBySession else { return nil }
         let kept = try keptLockFile.withLock { kept in

@@ -93,6 +93,41 @@ struct ReadBesideWriteTests {
         thread.start()
     }
 
+    /// A save running on a thread of its own: `saved` is signalled when it returns, `error` says how it failed.
+    final class SaveOnThread: Sendable {
+        let saved = DispatchSemaphore(value: 0)
+        let error = Mutex<String?>(nil)
+
+        /// Starts `change` and the save of a new context of `container`.
+        init(_ container: ModelContainer, _ change: @escaping @Sendable (ModelContext) throws -> Void) {
+            ReadBesideWriteTests.onThread { [self] in
+                let writer = ModelContext(container)
+                do {
+                    try change(writer)
+                    try writer.save()
+                } catch { self.error.withLock { $0 = "\(error)" } }
+                saved.signal()
+            }
+        }
+    }
+
+    /// Runs `read` on a thread of its own while a save waits at `gate`, expects it to finish within ``patience``,
+    /// then lets the save go on and waits for both.
+    static func read(beside gate: FlushGate, _ save: SaveOnThread, waitingFor what: String,
+                     sourceLocation: SourceLocation = #_sourceLocation, _ read: @escaping @Sendable () -> Void) {
+        let saved = save.saved
+        let done = DispatchSemaphore(value: 0)
+        onThread {
+            read()
+            done.signal()
+        }
+        let answered = done.wait(timeout: .now() + patience) == .success
+        #expect(answered, "the fetch waited \(patience) s for \(what)", sourceLocation: sourceLocation)
+        gate.release()
+        saved.wait()
+        if !answered { done.wait() }
+    }
+
     @Test("A fetch while another context's save waits in its flush answers at once, from the last commit",
           arguments: [FileStoreConfiguration.Sharing.perSave, .exclusive])
     func fetchDuringFlush(sharing: FileStoreConfiguration.Sharing) throws {
@@ -124,33 +159,19 @@ struct ReadBesideWriteTests {
         try first.save()
 
         gate.arm()
-        let saved = DispatchSemaphore(value: 0)
-        let saveError = Mutex<String?>(nil)
-        ReadBesideWriteTests.onThread {
-            let writer = ModelContext(container)
-            writer.insert(Note.titled("in flight"))
-            do { try writer.save() } catch { saveError.withLock { $0 = "\(error)" } }
-            saved.signal()
-        }
+        let save = SaveOnThread(container) { $0.insert(Note.titled("in flight")) }
         let entered = gate.waitUntilEntered(seconds: Self.patience)
         #expect(entered, "the save reached its flush")
 
-        let read = DispatchSemaphore(value: 0)
         let titles = Mutex<[String]?>(nil)
         let transaction = Mutex<UInt64?>(nil)
-        ReadBesideWriteTests.onThread {
+        Self.read(beside: gate, save, waitingFor: "the other context's save") {
             let reader = ModelContext(container)
             let found = try? reader.fetch(FetchDescriptor<Note>()).map(\.title)
             titles.withLock { $0 = found }
             transaction.withLock { $0 = StoreFiles.store(container).transactionNumber }
-            read.signal()
         }
-        let answered = read.wait(timeout: .now() + Self.patience) == .success
-        #expect(answered, "the fetch waited \(Self.patience) s for the other context's save")
-        gate.release()
-        saved.wait()
-        if !answered { read.wait() }
-        #expect(saveError.withLock { $0 } == nil)
+        #expect(save.error.withLock { $0 } == nil)
         #expect(titles.withLock { $0 } == ["committed"], "the last commit, without the save in flight")
         #expect(transaction.withLock { $0 } == 1)
 
@@ -181,33 +202,19 @@ struct ReadBesideWriteTests {
         defer { try? StoreFiles.close(container) }
 
         gate.arm()
-        let saved = DispatchSemaphore(value: 0)
-        let saveError = Mutex<String?>(nil)
-        ReadBesideWriteTests.onThread {
-            let writer = ModelContext(container)
-            do {
-                let first = try writer.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.title == "first" }))
-                first.first?.title = "renamed"
-                try writer.save()
-            } catch { saveError.withLock { $0 = "\(error)" } }
-            saved.signal()
+        let save = SaveOnThread(container) { writer in
+            let first = try writer.fetch(FetchDescriptor<Note>(predicate: #Predicate { $0.title == "first" }))
+            first.first?.title = "renamed"
         }
         let entered = gate.waitUntilEntered(seconds: Self.patience)
         #expect(entered, "the save's compaction reached the flush of its new segment")
 
-        let read = DispatchSemaphore(value: 0)
         let titles = Mutex<[String]?>(nil)
-        ReadBesideWriteTests.onThread {
+        Self.read(beside: gate, save, waitingFor: "the other context's compaction") {
             let found = try? ModelContext(container).fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.title)]))
             titles.withLock { $0 = found?.map(\.title) }
-            read.signal()
         }
-        let answered = read.wait(timeout: .now() + Self.patience) == .success
-        #expect(answered, "the fetch waited \(Self.patience) s for the other context's compaction")
-        gate.release()
-        saved.wait()
-        if !answered { read.wait() }
-        #expect(saveError.withLock { $0 } == nil)
+        #expect(save.error.withLock { $0 } == nil)
         #expect(titles.withLock { $0 } == ["renamed", "second", "third"], "the save, committed before it compacted")
         #expect(StoreFiles.store(container).statistics.segments.count == 1, "the save compacted")
         #expect(try StoreVerifier.verify(at: url).ok)
@@ -227,15 +234,10 @@ struct ReadBesideWriteTests {
         defer { try? StoreFiles.close(container) }
 
         gate.arm()
-        let saved = DispatchSemaphore(value: 0)
-        let saveError = Mutex<String?>(nil)
-        ReadBesideWriteTests.onThread {
-            let writer = ModelContext(container)
+        let save = SaveOnThread(container) { writer in
             let item = CheckpointItem()
             item.code = "saved while the checkpoint broke"
             writer.insert(item)
-            do { try writer.save() } catch { saveError.withLock { $0 = "\(error)" } }
-            saved.signal()
         }
         #expect(gate.waitUntilEntered(seconds: Self.patience), "the save reached its flush")
         // Every page but the header flipped in place: the next read of a row from the checkpoint fails, and the
@@ -258,9 +260,9 @@ struct ReadBesideWriteTests {
         let early = read.wait(timeout: .now() + 0.5) == .success
         #expect(!early, "the replay did not wait for the save in flight")
         gate.release()
-        saved.wait()
+        save.saved.wait()
         if !early { read.wait() }
-        #expect(saveError.withLock { $0 } == nil)
+        #expect(save.error.withLock { $0 } == nil)
         let found = codes.withLock { $0 } ?? []
         #expect(found.count == before + 1, "every item once, the new one included: \(found.count) of \(before + 1)")
         #expect(found.filter { $0 == "saved while the checkpoint broke" }.count == 1)

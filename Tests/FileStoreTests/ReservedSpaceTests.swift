@@ -270,12 +270,8 @@ final class StatCountingFileSystem: ForwardingFileSystem {
 
     /// A file opened for reading whose `size()` and reads count under "size " and "read " followed by its path.
     private final class CountedFile: StoreReadableFile {
-        let file: any StoreReadableFile
-        let system: StatCountingFileSystem
-        init(file: any StoreReadableFile, system: StatCountingFileSystem) {
-            self.file = file
-            self.system = system
-        }
+        let file: any StoreReadableFile, system: StatCountingFileSystem
+        init(file: any StoreReadableFile, system: StatCountingFileSystem) { (self.file, self.system) = (file, system) }
         var path: String { file.path }
         func size() throws -> Int { try system.counted("size " + path) { try file.size() } }
         func read(from offset: Int, count: Int) throws -> [UInt8] {
@@ -313,26 +309,35 @@ struct SegmentInodeTests {
 }
 
 extension SegmentInodeTests {
+    /// A writer shared per save through `counting`, configured by `configure`, that saved once, then ten times more
+    /// with the counts reset in between.
+    static func tenCountedSaves(_ url: URL, _ counting: StatCountingFileSystem,
+                                configure: (inout FileStoreConfiguration) -> Void) throws
+        -> (ModelContainer, ModelContext) {
+        let container = try StoreFiles.open(url, NotesSchema.models) {
+            $0.sharing = .perSave
+            $0.fileSystem = counting
+            configure(&$0)
+        }
+        let context = ModelContext(container)
+        context.insert(Note.titled("first"))
+        try context.save()
+        counting.reset()
+        for index in 0..<10 {
+            context.insert(Note.titled("note \(index)"))
+            try context.save()
+        }
+        return (container, context)
+    }
+
     @Test("A save shared per save looks at the MANIFEST and at the end of the log once: catching up and settling after the write reuse what the refresh saw under the lock")
     func sharedSaveLooksOnce() throws {
         let url = TemporaryStores.newURL()
         defer { try? FileManager.default.removeItem(at: url) }
         let counting = StatCountingFileSystem()
         // No automatic refresh: what is counted is the save's own catching up, not a read's before it.
-        let container = try StoreFiles.open(url, NotesSchema.models) {
-            $0.sharing = .perSave
-            $0.fileSystem = counting
-            $0.automaticRefreshInterval = nil
-        }
-        let context = ModelContext(container)
-        context.insert(Note.titled("first"))
-        try context.save()
+        let (container, _) = try Self.tenCountedSaves(url, counting) { $0.automaticRefreshInterval = nil }
         let segment = StoreFiles.segment(url).path, manifest = url.appendingPathComponent("MANIFEST").path
-        counting.reset()
-        for index in 0..<10 {
-            context.insert(Note.titled("note \(index)"))
-            try context.save()
-        }
         #expect(counting.calls(manifest) == 10, "the MANIFEST's status, once a save")
         #expect(counting.calls("size " + segment) == 10, "the segment's length, once a save")
         #expect(counting.calls("read " + segment) <= 10, "the byte after the last record, at most once a save")
@@ -344,20 +349,8 @@ extension SegmentInodeTests {
         let url = TemporaryStores.newURL()
         defer { try? FileManager.default.removeItem(at: url) }
         let counting = StatCountingFileSystem()
-        let container = try StoreFiles.open(url, NotesSchema.models) {
-            $0.sharing = .perSave
-            $0.fileSystem = counting
-            $0.lockTimeout = 0
-        }
-        let context = ModelContext(container)
-        context.insert(Note.titled("first"))
-        try context.save()
+        let (container, context) = try Self.tenCountedSaves(url, counting) { $0.lockTimeout = 0 }
         let lock = url.appendingPathComponent("LOCK").path
-        counting.reset()
-        for index in 0..<10 {
-            context.insert(Note.titled("note \(index)"))
-            try context.save()
-        }
         #expect(counting.calls(lock) == 0, "LOCK opened again for a save")
         // Another open of this process (its own descriptor) still waits for the lock: the flock decides.
         let other = try StoreFiles.open(url, NotesSchema.models) {

@@ -140,11 +140,6 @@ package final class RowStorage {
         return rows
     }
 
-    /// The entries of `entity`'s declared index `index` (its position in `Schema.Entity.indexes`), in the index's
-    /// order: what a checkpoint lists, without sorting again.
-    ///
-    /// - Throws: ``RowBaseFailure``.
-    /// - Complexity: O(rows of the entity); over a base, O(n log n) and every row read.
     /// Per index of `entity`, the positions of the attributes it is keyed by (empty for an entity the schema does
     /// not have): with ``indexEntries(_:slots:)``, an index's entries made from rows read before.
     package func indexSlots(of entity: String) -> [[Int]] {
@@ -171,6 +166,11 @@ package final class RowStorage {
         return IndexSnapshot(tree: tables[number].indexes[index])
     }
 
+    /// The entries of `entity`'s declared index `index` (its position in `Schema.Entity.indexes`), in the index's
+    /// order: what a checkpoint lists, without sorting again.
+    ///
+    /// - Throws: ``RowBaseFailure``.
+    /// - Complexity: O(rows of the entity); over a base, O(n log n) and every row read.
     package func indexEntries(of entity: String, index: Int) throws -> [IndexEntry] {
         guard let number = numbers[entity], index < tables[number].indexes.count else { return [] }
         let table = tables[number]

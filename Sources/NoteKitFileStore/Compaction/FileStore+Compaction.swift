@@ -36,6 +36,7 @@ extension FileStore {
     public func compact() throws -> CompactionReport {
         try writing.withLock { closed in
             if configuration.mode == .readOnly || closed { throw noLogRefusal() }
+            try state.withLock { try checkWritable($0) }
             let lock = try acquireSharedWriteLock()
             defer { lock?.unlock() }
             return try compactBesideReads()

@@ -260,21 +260,15 @@ package protocol StoreLockFile: AnyObject, Sendable {
 }
 
 extension StoreFileSystem {
-    package func openLockFile(_ path: String) throws -> any StoreLockFile { PathLockFile(fileSystem: self, path: path) }
+    package func openLockFile(_ path: String) throws -> any StoreLockFile { PathLockFile { try tryLock(path) } }
 }
 
 /// The default ``StoreLockFile``: nothing kept open, each attempt a ``StoreFileSystem/tryLock(_:)`` by path, so a
 /// file system that only knows paths (the simulated disk, a fault-injecting wrapper) sees every lock it is asked for.
 private final class PathLockFile: StoreLockFile {
-    let fileSystem: any StoreFileSystem
-    let path: String
-
-    init(fileSystem: any StoreFileSystem, path: String) {
-        self.fileSystem = fileSystem
-        self.path = path
-    }
-
-    func tryLock() throws -> (any StoreLockHandle)? { try fileSystem.tryLock(path) }
+    let attempt: @Sendable () throws -> (any StoreLockHandle)?
+    init(_ attempt: @escaping @Sendable () throws -> (any StoreLockHandle)?) { self.attempt = attempt }
+    func tryLock() throws -> (any StoreLockHandle)? { try attempt() }
     func close() {}
 }
 
