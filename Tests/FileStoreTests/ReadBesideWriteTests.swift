@@ -67,8 +67,6 @@ final class GatedFile: StoreFile {
     func reserve(upTo capacity: Int) throws { try base.reserve(upTo: capacity) }
 }
 
-/// Issue 37, item 4: a fetch on one context is never blocked by another context's save in progress; it answers from
-/// the last committed state, as a reader of GRDB's `DatabasePool` or of SQLite in WAL mode does.
 /// The real file system, whose new segments' flushes (a compaction's, a rotation's) pass a ``FlushGate`` first; the
 /// flushes of appends to an existing segment do not.
 struct GatedNewSegmentFileSystem: ForwardingFileSystem {
@@ -81,6 +79,8 @@ struct GatedNewSegmentFileSystem: ForwardingFileSystem {
     }
 }
 
+/// Issue 37, item 4: a fetch on one context is never blocked by another context's save in progress; it answers from
+/// the last committed state, as a reader of GRDB's `DatabasePool` or of SQLite in WAL mode does.
 @Suite("Reads beside a write: a fetch does not wait for another context's save", .serialized)
 struct ReadBesideWriteTests {
     /// How long a read may take before it counts as waiting for the save: far longer than any read of three rows.
