@@ -299,42 +299,41 @@ package struct POSIXFileSystem: StoreFileSystem {
         }
     }
 
-    /// Takes the lock on the regular file at `path`, creating it; a link there (dangling or not) is refused
-    /// rather than followed, so nothing is created outside the store. Once it holds the lock, it writes this
-    /// process's id on the file's first line (no flush: it is only for the message of a process that waits).
     /// Opens the lock file at `path` as ``tryLock(_:)`` does, and keeps it open (see ``POSIXLockFile``).
     package func openLockFile(_ path: String) throws -> any StoreLockFile {
         POSIXLockFile(descriptor: try openRegularFile(path, O_RDWR | O_CREAT, creating: true).descriptor, path: path)
     }
 
+    /// Takes the lock on the regular file at `path`, creating it; a link there (dangling or not) is refused
+    /// rather than followed, so nothing is created outside the store. Once it holds the lock, it writes this
+    /// process's id on the file's first line (no flush: it is only for the message of a process that waits).
+    /// Unlocking closes the file.
     package func tryLock(_ path: String) throws -> (any StoreLockHandle)? {
-        let (descriptor, _) = try openRegularFile(path, O_RDWR | O_CREAT, creating: true)
-        if flock(descriptor, LOCK_EX | LOCK_NB) == 0 {
-            let lock = POSIXLock(descriptor: descriptor)
-            lock.writeHolder(getpid())
-            return lock
-        }
-        let code = errno
-        _ = closeDescriptor(descriptor)
-        if code == EWOULDBLOCK { return nil }
-        throw StoreIOError(operation: "flock", path: path, code: code)
+        let descriptor = try openRegularFile(path, O_RDWR | O_CREAT, creating: true).descriptor
+        let file = POSIXLockFile(descriptor: descriptor, path: path, closingOnUnlock: true)
+        // When another holds the lock, the file is closed as it is let go here (deinit).
+        return try file.tryLock()
     }
 }
 
-/// `LOCK` kept open by a writer shared per save: each save's lock is a `flock` on this descriptor (docs/FORMAT.md,
-/// *Locking*). One holder at a time: a second `flock` on the same open file description would succeed, so the file
-/// itself refuses a lock it already holds.
+/// A lock file held open, whose `flock` is taken and released on its descriptor: `LOCK` kept open by a writer shared
+/// per save from its first save to its close (docs/FORMAT.md, *Locking*), or opened for one lock that closes it
+/// (``POSIXFileSystem/tryLock(_:)``). One holder at a time: a second `flock` on the same open file description would
+/// succeed, so the file itself refuses a lock it already holds.
 final class POSIXLockFile: StoreLockFile {
     private let descriptor: Int32
     private let path: String
+    /// Whether releasing the lock closes the file (a lock taken by path) or keeps it open for the next.
+    private let closingOnUnlock: Bool
     /// The process id written as the holder (taken once: a child process does not save through its parent's store).
     private let pid = getpid()
     /// Whether the lock is held through this file, and whether the file is closed.
     private let status = Mutex<(held: Bool, closed: Bool)>((false, false))
 
-    init(descriptor: Int32, path: String) {
+    init(descriptor: Int32, path: String, closingOnUnlock: Bool = false) {
         self.descriptor = descriptor
         self.path = path
+        self.closingOnUnlock = closingOnUnlock
     }
 
     deinit { close() }
@@ -349,7 +348,7 @@ final class POSIXLockFile: StoreLockFile {
                 throw StoreIOError(operation: "flock", path: path, code: code)
             }
             status.held = true
-            POSIXLock.writeHolder(pid, to: descriptor)
+            writeHolder()
             return Held(file: self)
         }
     }
@@ -362,13 +361,30 @@ final class POSIXLockFile: StoreLockFile {
         }
     }
 
-    /// Releases the `flock`, keeping the file open.
+    /// Writes the process id as the file's first line, in a fixed width so that the line is always whole and
+    /// nothing needs cutting: one `pwrite` to the page cache, no flush, no change of the file's length. Nothing is
+    /// written when the line already says it (a process taking the lock again): a write changes the file's times,
+    /// and on ext4 without a journal the inode's block, shared with the segments' inodes, is then written by the
+    /// next save's `fdatasync` too.
+    private func writeHolder() {
+        let text = String(pid)
+        let line = Array((text + String(repeating: " ", count: max(0, 11 - text.count)) + "\n").utf8)
+        var current = [UInt8](repeating: 0, count: line.count)
+        let read = current.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        if read == line.count, current == line { return }
+        _ = line.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+    }
+
+    /// Releases the `flock`, and closes the file when it was opened for this one lock. The holder's pid stays in
+    /// the file: it names a process only in the message of one that waits while the lock is held, and every holder
+    /// that is a store writes its own first.
     private func release() {
         status.withLock { status in
             guard status.held, !status.closed else { return }
             status.held = false
             _ = flock(descriptor, LOCK_UN)
         }
+        if closingOnUnlock { close() }
     }
 
     private final class Held: StoreLockHandle {
@@ -429,37 +445,6 @@ final class POSIXFile: StoreFile {
     }
 
     deinit { if descriptor >= 0 { _ = closeDescriptor(descriptor) } }
-}
-
-/// An exclusive `flock` on an open file description.
-final class POSIXLock: StoreLockHandle, @unchecked Sendable {
-    private let descriptor: Int32
-
-    init(descriptor: Int32) { self.descriptor = descriptor }
-
-    /// Writes `pid` as the file's first line, in a fixed width so that the line is always whole and
-    /// nothing needs cutting: one `pwrite` to the page cache, no flush, no change of the file's length. Nothing is
-    /// written when the line already says it (a process taking the lock again): a write changes the file's times,
-    /// and on ext4 without a journal the inode's block, shared with the segments' inodes, is then written by the
-    /// next save's `fdatasync` too.
-    func writeHolder(_ pid: Int32) { Self.writeHolder(pid, to: descriptor) }
-
-    /// ``writeHolder(_:)`` through `descriptor`, for a lock file kept open too.
-    static func writeHolder(_ pid: Int32, to descriptor: Int32) {
-        let text = String(pid)
-        let line = Array((text + String(repeating: " ", count: max(0, 11 - text.count)) + "\n").utf8)
-        var current = [UInt8](repeating: 0, count: line.count)
-        let read = current.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
-        if read == line.count, current == line { return }
-        _ = line.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
-    }
-
-    /// Releases the lock. The holder's pid stays in the file: it names a process only in the message of one that
-    /// waits while the lock is held, and every holder that is a store writes its own first.
-    func unlock() {
-        _ = flock(descriptor, LOCK_UN)
-        _ = closeDescriptor(descriptor)
-    }
 }
 
 /// A regular file held open for reading with `pread` (thread-safe: each read names its offset).
